@@ -1,0 +1,224 @@
+//! The ledger: the fake world's append-only record of everything the runtime did to it.
+//!
+//! The ledger is the ground truth the checker reads. Every entry carries a sequence number from
+//! one clock shared by the provider, the consumers, the policy service and the harness (which
+//! stamps its own kills and restarts with [`Clock::tick`]), so one timeline orders them all.
+
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// One logical clock for the whole scenario: the fake world and the harness both tick it.
+#[derive(Debug, Clone, Default)]
+pub struct Clock(Arc<AtomicU64>);
+
+impl Clock {
+    /// The next sequence number; strictly increasing, starting at 1.
+    pub fn tick(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// The four tool semantics of the contract; each demands a different recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// A repeated key replays the first answer; supports lookup.
+    IdempotentByKey,
+    /// Every request is a new effect whatever the key; supports lookup.
+    NonIdempotentWithLookup,
+    /// Every request is a new effect; no lookup: an unknown outcome can only be paused.
+    NonIdempotentNoLookup,
+    /// Repeating is harmless (a PUT); no lookup needed.
+    SafelyRepeatable,
+}
+
+impl ToolKind {
+    pub const ALL: [ToolKind; 4] = [
+        ToolKind::IdempotentByKey,
+        ToolKind::NonIdempotentWithLookup,
+        ToolKind::NonIdempotentNoLookup,
+        ToolKind::SafelyRepeatable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::IdempotentByKey => "idempotent_by_key",
+            ToolKind::NonIdempotentWithLookup => "non_idempotent_with_lookup",
+            ToolKind::NonIdempotentNoLookup => "non_idempotent_no_lookup",
+            ToolKind::SafelyRepeatable => "safely_repeatable",
+        }
+    }
+
+    pub fn supports_lookup(self) -> bool {
+        matches!(self, ToolKind::IdempotentByKey | ToolKind::NonIdempotentWithLookup)
+    }
+
+    /// Whether a second effect for one operation is a harmful duplicate.
+    pub fn duplicate_is_harmful(self) -> bool {
+        !matches!(self, ToolKind::SafelyRepeatable)
+    }
+
+    /// The provider's tool of this kind (the fake provider serves one tool per kind).
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            ToolKind::IdempotentByKey => "create_ticket",
+            ToolKind::NonIdempotentWithLookup => "charge_card",
+            ToolKind::NonIdempotentNoLookup => "send_sms",
+            ToolKind::SafelyRepeatable => "set_status",
+        }
+    }
+
+    pub fn for_tool(name: &str) -> Option<ToolKind> {
+        ToolKind::ALL.into_iter().find(|k| k.tool_name() == name)
+    }
+}
+
+/// What the provider did with the effect of one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "effect", content = "provider_ref")]
+pub enum Effect {
+    /// A new side effect happened.
+    Applied(String),
+    /// The key was seen before: the first answer was replayed, no new effect.
+    Replayed(String),
+    /// A fault failed the call before any effect.
+    NotApplied,
+}
+
+/// What became of the provider's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "response", content = "status")]
+pub enum Response {
+    /// The answer was sent with this status.
+    Sent(u16),
+    /// The answer is held so the harness can kill the runtime before it arrives.
+    Held,
+}
+
+/// What a policy check or a revocation is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    Tool(String),
+    Destination(String),
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Tool(t) => write!(f, "tool {t}"),
+            Subject::Destination(d) => write!(f, "destination {d}"),
+        }
+    }
+}
+
+/// One thing that happened in the fake world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Event {
+    /// The runtime asked the provider to execute a tool.
+    ProviderCall {
+        tool: String,
+        /// The operation identity the harness planted in the arguments (`_killpoint.operation`);
+        /// counted from there so a runtime that changes its key is still caught.
+        operation: Option<String>,
+        idempotency_key: Option<String>,
+        /// The n-th call the provider saw for this operation (1-based).
+        call: u32,
+        #[serde(flatten)]
+        effect: Effect,
+        #[serde(flatten)]
+        response: Response,
+        result: Option<serde_json::Value>,
+    },
+    /// The runtime asked the provider whether an effect happened.
+    ProviderLookup {
+        tool: String,
+        /// The operation whose effect was found or whose key was asked about, when known.
+        operation: Option<String>,
+        by_key: Option<String>,
+        by_ref: Option<String>,
+        found: bool,
+        status: u16,
+    },
+    /// A consumer received a delivery.
+    ConsumerReceipt {
+        destination: String,
+        operation: Option<String>,
+        idempotency_key: Option<String>,
+        /// True the first time this key was seen: the consumer applied the event.
+        applied: bool,
+        status: u16,
+        payload: serde_json::Value,
+    },
+    /// The runtime asked the policy service.
+    PolicyCheck {
+        tenant: String,
+        actor: String,
+        subject: Subject,
+        allowed: bool,
+    },
+    /// The harness withdrew a permission.
+    Revocation { tenant: String, actor: Option<String>, subject: Subject },
+}
+
+impl Event {
+    /// The operation this event concerns, when it names one.
+    pub fn operation(&self) -> Option<&str> {
+        match self {
+            Event::ProviderCall { operation, .. }
+            | Event::ProviderLookup { operation, .. }
+            | Event::ConsumerReceipt { operation, .. } => operation.as_deref(),
+            Event::PolicyCheck { .. } | Event::Revocation { .. } => None,
+        }
+    }
+}
+
+/// An event and its place on the scenario's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// The shared, append-only list of entries, with a watch channel so waiters wake on each append.
+#[derive(Debug)]
+pub struct Ledger {
+    clock: Clock,
+    entries: Mutex<Vec<Entry>>,
+    appended: watch::Sender<u64>,
+}
+
+impl Ledger {
+    pub fn new(clock: Clock) -> Self {
+        Ledger { clock, entries: Mutex::new(Vec::new()), appended: watch::channel(0).0 }
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Appends `event`, stamping it with the next tick, and returns the stamp.
+    pub fn record(&self, event: Event) -> u64 {
+        let mut entries = self.entries.lock().expect("ledger lock poisoned");
+        // Tick under the lock so entries are in sequence order in the vector.
+        let seq = self.clock.tick();
+        entries.push(Entry { seq, event });
+        drop(entries);
+        self.appended.send_replace(seq);
+        seq
+    }
+
+    /// A copy of every entry so far, in sequence order.
+    pub fn entries(&self) -> Vec<Entry> {
+        self.entries.lock().expect("ledger lock poisoned").clone()
+    }
+
+    /// A receiver that changes on every append (for waiting on ledger entries).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+}

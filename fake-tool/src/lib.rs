@@ -1,0 +1,18 @@
+//! killpoint's fake world: a tool provider, downstream consumers and a policy service on
+//! loopback, each writing what the runtime did to it into one [`Ledger`].
+//!
+//! The harness runs it in-process ([`World::start`]); `killpoint-fake-tool` runs it standalone.
+//! Faults ([`ProviderFault`], [`ConsumerFault`]) make it hold or fail an answer after (or before)
+//! the side effect happened, which is where runtimes go wrong.
+
+pub(crate) mod consumers;
+pub mod faults;
+pub mod ledger;
+pub mod policy;
+pub(crate) mod provider;
+pub mod world;
+
+pub use faults::{ConsumerFault, FaultResponse, ProviderFault};
+pub use ledger::{Clock, Effect, Entry, Event, Ledger, Response, Subject, ToolKind};
+pub use policy::Revocation;
+pub use world::{Held, World};

@@ -1,0 +1,235 @@
+//! The fake tool provider: one tool per [`ToolKind`], every call and lookup on the ledger.
+//!
+//! It behaves like a real provider of each kind (Stripe-like replay for keyed tools, a new charge
+//! per request for the rest), and it counts effects per *planted operation identity* rather than
+//! per idempotency key, so a runtime that mints a new key per retry cannot hide a duplicate.
+
+use crate::faults::{FaultResponse, Faults};
+use crate::ledger::{Effect, Event, Ledger, Response, ToolKind};
+use crate::world::Held;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Clone)]
+struct StoredEffect {
+    tool: String,
+    provider_ref: String,
+    key: Option<String>,
+    operation: Option<String>,
+    result: Value,
+}
+
+#[derive(Debug, Default)]
+struct Effects {
+    all: Vec<StoredEffect>,
+    /// Calls seen per planted operation, to number them.
+    calls: HashMap<String, u32>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Provider {
+    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) faults: Arc<Faults>,
+    pub(crate) held: mpsc::UnboundedSender<Held>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    effects: Arc<Mutex<Effects>>,
+}
+
+impl Provider {
+    pub(crate) fn new(
+        ledger: Arc<Ledger>,
+        faults: Arc<Faults>,
+        held: mpsc::UnboundedSender<Held>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Provider { ledger, faults, held, shutdown, effects: Arc::default() }
+    }
+}
+
+type Answer = (StatusCode, Json<Value>);
+
+fn error(status: StatusCode, message: impl Into<String>) -> Answer {
+    (status, Json(json!({ "error": message.into() })))
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Option<String> {
+    headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// `POST /provider/tools/{tool}` — execute a tool.
+pub(crate) async fn call(
+    State(provider): State<Provider>,
+    Path(tool): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Answer {
+    let Some(kind) = ToolKind::for_tool(&tool) else {
+        return error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}"));
+    };
+    let key = idempotency_key(&headers);
+    let operation = body
+        .pointer("/arguments/_killpoint/operation")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+
+    let (seq, fault, status, answer) = {
+        let mut effects = provider.effects.lock().expect("provider lock");
+        let call = match &operation {
+            Some(op) => {
+                let n = effects.calls.entry(op.clone()).or_default();
+                *n += 1;
+                *n
+            }
+            None => 0,
+        };
+        let fault = operation.as_deref().and_then(|op| provider.faults.take_provider(op, call));
+        let apply = fault.as_ref().is_none_or(|f| f.effect);
+
+        let replay = match (kind, &key) {
+            (ToolKind::IdempotentByKey, Some(k)) => effects
+                .all
+                .iter()
+                .find(|e| e.tool == tool && e.key.as_deref() == Some(k.as_str()))
+                .cloned(),
+            _ => None,
+        };
+        let (effect, stored) = match (replay, apply) {
+            (Some(first), _) => (Effect::Replayed(first.provider_ref.clone()), Some(first)),
+            (None, false) => (Effect::NotApplied, None),
+            (None, true) => {
+                let number = effects.all.iter().filter(|e| e.tool == tool).count() + 1;
+                let provider_ref = format!("{tool}-{number:06}");
+                let result = json!({ "receipt": provider_ref, "tool": tool, "effect_number": number });
+                let stored = StoredEffect {
+                    tool: tool.clone(),
+                    provider_ref: provider_ref.clone(),
+                    key: key.clone(),
+                    operation: operation.clone(),
+                    result,
+                };
+                effects.all.push(stored.clone());
+                (Effect::Applied(provider_ref), Some(stored))
+            }
+        };
+        let (status, response) = match fault.as_ref().map(|f| f.response) {
+            Some(FaultResponse::Hold) => (StatusCode::OK, Response::Held),
+            Some(FaultResponse::Status(code)) => {
+                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                (status, Response::Sent(status.as_u16()))
+            }
+            None => (StatusCode::OK, Response::Sent(200)),
+        };
+        let result = stored.as_ref().map(|s| s.result.clone());
+        // Recorded under the provider lock so call numbers and ledger order agree.
+        let seq = provider.ledger.record(Event::ProviderCall {
+            tool: tool.clone(),
+            operation: operation.clone(),
+            idempotency_key: key.clone(),
+            call,
+            effect,
+            response,
+            result: result.clone(),
+        });
+        let answer = match (&stored, status.is_success()) {
+            (Some(s), true) => json!({ "provider_ref": s.provider_ref, "result": s.result }),
+            _ => json!({ "error": "provider unavailable (injected fault)" }),
+        };
+        (seq, fault.map(|f| (f, call)), status, answer)
+    };
+
+    if let Some((fault, call)) = fault
+        && fault.response == FaultResponse::Hold
+    {
+        let _ = provider.held.send(Held { seq, operation: fault.operation.clone(), call });
+        // Hold until the world shuts down; by then the runtime has been killed and nobody reads
+        // the answer. Holding (rather than answering late) is what makes the kill exact.
+        let mut shutdown = provider.shutdown.clone();
+        let _ = shutdown.wait_for(|down| *down).await;
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the fake world shut down while holding");
+    }
+    (status, Json(answer))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LookupQuery {
+    idempotency_key: Option<String>,
+}
+
+/// `GET /provider/tools/{tool}/effects?idempotency_key=K` — look an effect up by key.
+pub(crate) async fn lookup_by_key(
+    State(provider): State<Provider>,
+    Path(tool): Path<String>,
+    Query(query): Query<LookupQuery>,
+) -> Answer {
+    let Some(key) = query.idempotency_key else {
+        return error(StatusCode::BAD_REQUEST, "expected ?idempotency_key=… or /effects/{provider_ref}");
+    };
+    lookup(&provider, &tool, Some(key), None)
+}
+
+/// `GET /provider/tools/{tool}/effects/{provider_ref}` — look an effect up by reference.
+pub(crate) async fn lookup_by_ref(
+    State(provider): State<Provider>,
+    Path((tool, provider_ref)): Path<(String, String)>,
+) -> Answer {
+    lookup(&provider, &tool, None, Some(provider_ref))
+}
+
+fn lookup(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Option<String>) -> Answer {
+    let Some(kind) = ToolKind::for_tool(tool) else {
+        return error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}"));
+    };
+    let effects = provider.effects.lock().expect("provider lock");
+    let (found, operation) = if kind.supports_lookup() {
+        let found = effects
+            .all
+            .iter()
+            .find(|e| {
+                e.tool == tool
+                    && (by_key.is_some() && e.key == by_key
+                        || by_ref.is_some() && Some(&e.provider_ref) == by_ref.as_ref())
+            })
+            .cloned();
+        // Attribute a miss to the operation that used this key, when one did, so the checker
+        // can see "looked up before retrying" even when the effect never happened.
+        let operation = found.as_ref().and_then(|e| e.operation.clone()).or_else(|| {
+            provider.ledger.entries().iter().rev().find_map(|entry| match &entry.event {
+                Event::ProviderCall { tool: t, idempotency_key, operation, .. }
+                    if t == tool && by_key.is_some() && *idempotency_key == by_key =>
+                {
+                    operation.clone()
+                }
+                _ => None,
+            })
+        });
+        (found, operation)
+    } else {
+        (None, None)
+    };
+    let status = match (&found, kind.supports_lookup()) {
+        (_, false) => StatusCode::NOT_IMPLEMENTED,
+        (Some(_), true) => StatusCode::OK,
+        (None, true) => StatusCode::NOT_FOUND,
+    };
+    provider.ledger.record(Event::ProviderLookup {
+        tool: tool.to_owned(),
+        operation,
+        by_key,
+        by_ref,
+        found: found.is_some(),
+        status: status.as_u16(),
+    });
+    match found {
+        Some(e) => (status, Json(json!({ "provider_ref": e.provider_ref, "result": e.result }))),
+        None if status == StatusCode::NOT_IMPLEMENTED => {
+            error(status, format!("tool {tool} ({}) has no lookup", kind.as_str()))
+        }
+        None => error(status, "no such effect"),
+    }
+}

@@ -1,0 +1,129 @@
+//! The fake world: provider, consumers and policy service behind one loopback HTTP server.
+//!
+//! It lives in the harness process (or the standalone binary), never in the runtime's, so it
+//! survives every kill, and its ledger is the ground truth the checker reads.
+
+use crate::consumers::{self, Consumers};
+use crate::faults::{ConsumerFault, Faults, ProviderFault};
+use crate::ledger::{Clock, Entry, Ledger};
+use crate::policy::{self, Policy, Revocation};
+use crate::provider::{self, Provider};
+use axum::Router;
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// The provider is holding the answer to a call: the moment to kill the runtime for
+/// `after_dispatch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub seq: u64,
+    pub operation: String,
+    pub call: u32,
+}
+
+/// A running fake world.
+pub struct World {
+    addr: SocketAddr,
+    ledger: Arc<Ledger>,
+    faults: Arc<Faults>,
+    policy: Policy,
+    shutdown: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl World {
+    /// Binds 127.0.0.1 on an OS-chosen port and serves until [`World::shutdown`] or drop.
+    /// Returns the world and the stream of held provider answers.
+    pub async fn start(clock: Clock) -> std::io::Result<(World, mpsc::UnboundedReceiver<Held>)> {
+        let ledger = Arc::new(Ledger::new(clock));
+        let faults = Arc::new(Faults::default());
+        let (held_tx, held_rx) = mpsc::unbounded_channel();
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let policy = Policy::new(ledger.clone());
+
+        let provider = Provider::new(ledger.clone(), faults.clone(), held_tx, shutdown_rx.clone());
+        let provider_routes = Router::new()
+            .route("/tools/{tool}", post(provider::call))
+            .route("/tools/{tool}/effects", get(provider::lookup_by_key))
+            .route("/tools/{tool}/effects/{provider_ref}", get(provider::lookup_by_ref))
+            .with_state(provider);
+        let consumer_routes = Router::new()
+            .route("/{destination}/events", post(consumers::receive))
+            .with_state(Consumers::new(ledger.clone(), faults.clone()));
+        let policy_routes = Router::new()
+            .route("/check", post(policy::check))
+            .route("/revocations", post(policy::revoke))
+            .with_state(policy.clone());
+        let ledger_for_route = ledger.clone();
+        let app = Router::new()
+            .nest("/provider", provider_routes)
+            .nest("/consumers", consumer_routes)
+            .nest("/policy", policy_routes)
+            .route("/ledger", get(move || async move { axum::Json(ledger_for_route.entries()) }));
+
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let mut stop = shutdown_rx;
+        let server = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|down| *down).await;
+            });
+            if let Err(e) = serve.await {
+                eprintln!("killpoint fake world: server error: {e}");
+            }
+        });
+        Ok((World { addr, ledger, faults, policy, shutdown, server: Some(server) }, held_rx))
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    pub fn provider_url(&self) -> String {
+        format!("{}/provider", self.base_url())
+    }
+    pub fn consumers_url(&self) -> String {
+        format!("{}/consumers", self.base_url())
+    }
+    pub fn policy_url(&self) -> String {
+        format!("{}/policy", self.base_url())
+    }
+
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+    pub fn entries(&self) -> Vec<Entry> {
+        self.ledger.entries()
+    }
+
+    pub fn arm_provider(&self, fault: ProviderFault) {
+        self.faults.arm_provider(fault);
+    }
+    pub fn arm_consumer(&self, fault: ConsumerFault) {
+        self.faults.arm_consumer(fault);
+    }
+
+    /// Withdraws a permission from now on; returns the revocation's sequence number.
+    pub fn revoke(&self, revocation: Revocation) -> u64 {
+        self.policy.revoke(revocation)
+    }
+
+    /// Releases every held answer and stops the server.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        // Graceful shutdown waits for open connections; held ones were just released. A runtime
+        // killed mid-request leaves nothing open, so this ends promptly; cap it anyway.
+        if let Some(server) = self.server.take() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), server).await;
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
+}

@@ -1,0 +1,371 @@
+//! The driver: runs one scenario against one runtime and collects the evidence.
+//!
+//! It starts a fake world and the runtime, submits the workload one operation at a time, answers
+//! the probe, fires each fault at its boundary occurrence (revoke, SIGKILL, restart on the same
+//! data dir), and waits for every operation to settle. It never sleeps to synchronise: every wait
+//! is on an event (a probe line, a held answer, the process's exit, an operation's state) with a
+//! deadline that says what it was waiting for. The one poll is reading an operation's state,
+//! which the contract offers no event for.
+
+use crate::boundary::Boundary;
+use crate::client::{Client, OperationReport};
+use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
+use crate::probe::ProbeMessage;
+use crate::scenario::{Action, Revoke, Scenario};
+use fake_tool::{Clock, ConsumerFault, Entry, FaultResponse, ProviderFault, Revocation, Subject, World};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Something the harness did or saw, on the same clock as the fake world's ledger.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Happening {
+    Started { incarnation: u32 },
+    Submitted { operation: String },
+    /// The runtime announced a boundary on the probe; `killed` when a fault fired there.
+    Boundary { message: ProbeMessage, killed: bool },
+    /// The provider held an answer and the harness killed the runtime (`after_dispatch`).
+    HeldAndKilled { operation: String, call: u32 },
+    Killed { incarnation: u32 },
+    /// The runtime exited without being killed.
+    Exited { incarnation: u32, status: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mark {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub happening: Happening,
+}
+
+/// Options that are not part of the scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Give the runtime a probe socket (`KILLPOINT_PROBE_SOCKET`).
+    pub probe: bool,
+    /// How long the runtime has to become ready after each start.
+    pub ready_timeout: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { probe: true, ready_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// What a run produced: the evidence the checker judges.
+#[derive(Debug)]
+pub struct Run {
+    pub ledger: Vec<Entry>,
+    pub timeline: Vec<Mark>,
+    /// The runtime's final report of each operation (absent if it could not be read).
+    pub reports: BTreeMap<String, OperationReport>,
+    /// Operations that did not settle in time, with the last state seen.
+    pub unsettled: Vec<(String, String)>,
+    /// Faults whose boundary occurrence was never reached (index into `scenario.faults`).
+    pub unreached: Vec<usize>,
+    /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
+    pub aborted: Option<String>,
+    pub incarnations: u32,
+    /// Kill → restarted → the killed operation settled, one per kill.
+    pub recoveries: Vec<Duration>,
+    pub artifacts: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn artifacts_path(&self) -> &Path {
+        self.artifacts.path()
+    }
+
+    /// Keeps the data dir and logs on disk; returns where.
+    pub fn keep_artifacts(self) -> PathBuf {
+        self.artifacts.keep()
+    }
+}
+
+struct Driver<'a> {
+    scenario: &'a Scenario,
+    clock: Clock,
+    timeline: Vec<Mark>,
+    world: &'a World,
+    /// Times each (boundary, operation, destination) was announced, across incarnations.
+    seen: HashMap<(Boundary, String, Option<String>), u32>,
+    fired: Vec<bool>,
+    incarnation: Incarnation,
+    last_kill: Option<Instant>,
+    recoveries: Vec<Duration>,
+}
+
+impl Driver<'_> {
+    fn mark(&mut self, happening: Happening) {
+        let seq = self.clock.tick();
+        self.timeline.push(Mark { seq, happening });
+    }
+
+    /// The fault (index) to fire at this probe announcement, if any.
+    fn fault_for(&mut self, message: &ProbeMessage) -> Option<usize> {
+        let key = (message.boundary, message.operation_id.clone(), message.destination.clone());
+        let count = self.seen.entry(key).or_default();
+        *count += 1;
+        let count = *count;
+        self.scenario.faults.iter().enumerate().position(|(i, f)| {
+            !self.fired[i]
+                && f.at == message.boundary
+                && f.operation == message.operation_id
+                && f.destination == message.destination
+                && f.occurrence == count
+        })
+    }
+
+    fn revoke(&self, fault_index: usize) {
+        let fault = &self.scenario.faults[fault_index];
+        let op = self.scenario.operation(&fault.operation).expect("validated when the scenario was read");
+        for r in &fault.revoke {
+            let subject = match r {
+                Revoke::Tool => Subject::Tool(op.tool.tool_name().to_owned()),
+                Revoke::Destination(d) => Subject::Destination(d.clone()),
+            };
+            self.world.revoke(Revocation { tenant: op.tenant.clone(), actor: None, subject });
+        }
+    }
+
+    async fn kill_and_restart(&mut self, launch: &Launch<'_>) -> Result<(), String> {
+        self.last_kill = Some(Instant::now());
+        self.incarnation.kill().await;
+        let number = self.incarnation.number;
+        self.mark(Happening::Killed { incarnation: number });
+        self.mark(Happening::Started { incarnation: number + 1 });
+        self.incarnation = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
+/// Runs `scenario` against `target`. Never panics on a misbehaving runtime: whatever happens is
+/// in the returned [`Run`] (`aborted`, `unsettled`, …) for the checker to report.
+pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<Run> {
+    // tempfile creates the directory with mode 0700: the runtime's data is the harness user's alone.
+    let artifacts = tempfile::Builder::new().prefix(&format!("killpoint-{}-", scenario.name)).tempdir()?;
+    let data = artifacts.path().join("data");
+    let logs = artifacts.path().join("logs");
+    std::fs::create_dir(&data)?;
+    std::fs::create_dir(&logs)?;
+    let probe_path = artifacts.path().join("probe.sock");
+    let listener = if options.probe { Some(tokio::net::UnixListener::bind(&probe_path)?) } else { None };
+
+    let clock = Clock::default();
+    let (world, mut held) = World::start(clock.clone()).await?;
+    for fault in &scenario.faults {
+        if fault.at == Boundary::AfterDispatch {
+            world.arm_provider(ProviderFault {
+                operation: fault.operation.clone(),
+                call: fault.occurrence,
+                effect: fault.effect,
+                response: match fault.action {
+                    Action::Kill => FaultResponse::Hold,
+                    Action::Fail => FaultResponse::Status(503),
+                },
+            });
+        }
+    }
+    for c in &scenario.consumer_faults {
+        world.arm_consumer(ConsumerFault {
+            destination: c.destination.clone(),
+            times: c.times,
+            apply: c.apply,
+            status: c.status,
+        });
+    }
+
+    let mut env = vec![
+        ("KILLPOINT_CONTRACT".to_owned(), crate::incarnation::CONTRACT.to_owned()),
+        ("KILLPOINT_DATA_DIR".to_owned(), data.display().to_string()),
+        ("KILLPOINT_LISTEN".to_owned(), "127.0.0.1:0".to_owned()),
+        ("KILLPOINT_PROVIDER_URL".to_owned(), world.provider_url()),
+        ("KILLPOINT_CONSUMERS_URL".to_owned(), world.consumers_url()),
+        ("KILLPOINT_POLICY_URL".to_owned(), world.policy_url()),
+        ("KILLPOINT_DELIVERY_MAX_ATTEMPTS".to_owned(), scenario.runtime.delivery_max_attempts.to_string()),
+        ("KILLPOINT_RETRY_BASE_MS".to_owned(), scenario.runtime.retry_base_ms.to_string()),
+    ];
+    if options.probe {
+        env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), probe_path.display().to_string()));
+    }
+    let launch = Launch {
+        target,
+        env,
+        logs: &logs,
+        probe: listener.as_ref(),
+        ready_timeout: options.ready_timeout,
+    };
+
+    let mut timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
+    let first = match Incarnation::start(&launch, 1).await {
+        Ok(i) => i,
+        Err(e) => {
+            world.shutdown().await;
+            return Ok(Run {
+                ledger: Vec::new(),
+                timeline,
+                reports: BTreeMap::new(),
+                unsettled: Vec::new(),
+                unreached: (0..scenario.faults.len()).collect(),
+                aborted: Some(e.to_string()),
+                incarnations: 1,
+                recoveries: Vec::new(),
+                artifacts,
+            });
+        }
+    };
+    timeline.shrink_to_fit();
+    let mut driver = Driver {
+        scenario,
+        clock: clock.clone(),
+        timeline,
+        world: &world,
+        seen: HashMap::new(),
+        fired: vec![false; scenario.faults.len()],
+        incarnation: first,
+        last_kill: None,
+        recoveries: Vec::new(),
+    };
+
+    let mut unsettled = Vec::new();
+    let aborted = drive(&mut driver, &launch, &mut held, &mut unsettled).await.err();
+
+    // The final word of the runtime on every operation, read before it is stopped.
+    let mut reports = BTreeMap::new();
+    if aborted.is_none() {
+        let client = Client::new(&driver.incarnation.api);
+        for op in &scenario.operations {
+            if let Ok(report) = client.read(&op.id).await {
+                reports.insert(op.id.clone(), report);
+            }
+        }
+    }
+    driver.incarnation.kill().await;
+    let incarnations = driver.incarnation.number;
+    // Provider-side faults count as reached when the provider saw their call.
+    let ledger = world.entries();
+    let mut fired = driver.fired.clone();
+    for (i, fault) in scenario.faults.iter().enumerate() {
+        if fault.at == Boundary::AfterDispatch && fault.action == Action::Fail {
+            fired[i] = ledger.iter().any(|e| {
+                matches!(&e.event, fake_tool::Event::ProviderCall { operation: Some(op), call, .. }
+                    if *op == fault.operation && *call == fault.occurrence)
+            });
+        }
+    }
+    let Driver { timeline, recoveries, .. } = driver;
+    world.shutdown().await;
+    Ok(Run {
+        ledger,
+        timeline,
+        reports,
+        unsettled,
+        unreached: fired.iter().enumerate().filter(|(_, f)| !**f).map(|(i, _)| i).collect(),
+        aborted,
+        incarnations,
+        recoveries,
+        artifacts,
+    })
+}
+
+/// Submits each operation and waits for it to settle, firing faults on the way.
+async fn drive(
+    driver: &mut Driver<'_>,
+    launch: &Launch<'_>,
+    held: &mut tokio::sync::mpsc::UnboundedReceiver<fake_tool::Held>,
+    unsettled: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    let scenario = driver.scenario;
+    for op in &scenario.operations {
+        Client::new(&driver.incarnation.api).submit(op).await?;
+        driver.mark(Happening::Submitted { operation: op.id.clone() });
+        let mut deadline = tokio::time::Instant::now() + scenario.deadline;
+        let mut poll = tokio::time::interval(Duration::from_millis(5));
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_seen = String::from("never read");
+        loop {
+            let incarnation = &mut driver.incarnation;
+            tokio::select! {
+                biased;
+                message = next_probe(&mut incarnation.probe) => {
+                    let message = match message {
+                        Ok(Some(m)) => m,
+                        // The runtime closed the probe: it is exiting; the wait branch reports it.
+                        Ok(None) => {
+                            incarnation.probe = None;
+                            continue;
+                        }
+                        Err(e) => return Err(format!(
+                            "incarnation {}: {e}\n{}", incarnation.number, tail_of_logs(launch.logs, 15)
+                        )),
+                    };
+                    match driver.fault_for(&message) {
+                        Some(i) => {
+                            driver.fired[i] = true;
+                            driver.revoke(i);
+                            driver.mark(Happening::Boundary { message, killed: true });
+                            driver.kill_and_restart(launch).await?;
+                            deadline = tokio::time::Instant::now() + scenario.deadline;
+                        }
+                        None => {
+                            driver.mark(Happening::Boundary { message, killed: false });
+                            if let Some(probe) = driver.incarnation.probe.as_mut() {
+                                // A failed write means the runtime died; the wait branch reports it.
+                                let _ = probe.resume().await;
+                            }
+                        }
+                    }
+                }
+                Some(h) = held.recv() => {
+                    let fault = scenario.faults.iter().enumerate().position(|(i, f)| {
+                        !driver.fired[i] && f.at == Boundary::AfterDispatch && f.operation == h.operation
+                            && f.occurrence == h.call && f.action == Action::Kill
+                    });
+                    if let Some(i) = fault {
+                        driver.fired[i] = true;
+                        driver.revoke(i);
+                        driver.mark(Happening::HeldAndKilled { operation: h.operation, call: h.call });
+                        driver.kill_and_restart(launch).await?;
+                        deadline = tokio::time::Instant::now() + scenario.deadline;
+                    }
+                }
+                status = incarnation.child.wait() => {
+                    let number = incarnation.number;
+                    let status = describe_status(status.ok());
+                    driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
+                    return Err(format!(
+                        "incarnation {number} exited on its own ({status}) while `{}` was {last_seen}\n{}",
+                        op.id, tail_of_logs(launch.logs, 15)
+                    ));
+                }
+                _ = poll.tick() => {
+                    match Client::new(&incarnation.api).read(&op.id).await {
+                        Ok(report) if report.is_settled() => {
+                            if let Some(killed_at) = driver.last_kill.take() {
+                                driver.recoveries.push(killed_at.elapsed());
+                            }
+                            break;
+                        }
+                        Ok(report) => last_seen = report.summary(),
+                        Err(e) => last_seen = format!("unreadable: {e}"),
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    unsettled.push((op.id.clone(), last_seen));
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result<Option<ProbeMessage>, String> {
+    match probe {
+        Some(p) => p.next().await,
+        None => std::future::pending().await,
+    }
+}

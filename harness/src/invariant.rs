@@ -1,0 +1,91 @@
+//! The invariants: what the checker proves about a run. This is the one list.
+//!
+//! Each is checked and reported on its own, and each has a deliberately broken variant of the
+//! reference runtime that violates it, in the project's own tests (`catches` in the scenarios).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Invariant {
+    /// At most one side effect per operation for every kind but `safely_repeatable`, counted by
+    /// the provider from the planted operation identity. Seed: "one logical operation produces
+    /// at most one non-idempotent change".
+    AtMostOnce,
+    /// One idempotency key per operation at the provider. Seed: "every side-effecting operation
+    /// has a stable idempotency key".
+    StableProviderKey,
+    /// One idempotency key per operation and destination at each consumer. Seed: "the consumer
+    /// can deduplicate the same event".
+    StableDeliveryKey,
+    /// After an attempt whose answer the runtime did not get, a lookup precedes any new attempt;
+    /// a kind without lookup is never attempted again. Seed: "UNKNOWN … is not permission to
+    /// retry blindly".
+    NoBlindRetry,
+    /// Nothing reaches the provider for an operation whose success was confirmed (a lookup found
+    /// it, the runtime announced the result written, or a delivery went out). Seed: "retry
+    /// delivery, not execution".
+    NoExecutionForDelivery,
+    /// Every success is applied exactly once by every permitted destination, with the provider's
+    /// real result. Seed: "transactional outbox creates delivery"; "replay with consumer
+    /// deduplication".
+    DeliveredOnce,
+    /// No attempt or delivery that a revocation in force forbids; a refused operation is
+    /// `FAILED` with a `policy:` reason and keeps its audit trail. Seed: "refuse new execution;
+    /// preserve the audit trail".
+    PolicyRespected,
+    /// After the last restart every operation settles within the deadline.
+    Settled,
+    /// What the runtime reports agrees with the ledgers.
+    TruthfulStatus,
+    /// Each operation ends as its scenario expects (`expect = …`).
+    ExpectedOutcome,
+    /// Every fault of the scenario was reached: a boundary not exercised is not passed.
+    FaultsReached,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 11] = [
+        Invariant::AtMostOnce,
+        Invariant::StableProviderKey,
+        Invariant::StableDeliveryKey,
+        Invariant::NoBlindRetry,
+        Invariant::NoExecutionForDelivery,
+        Invariant::DeliveredOnce,
+        Invariant::PolicyRespected,
+        Invariant::Settled,
+        Invariant::TruthfulStatus,
+        Invariant::ExpectedOutcome,
+        Invariant::FaultsReached,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Invariant::AtMostOnce => "at_most_once",
+            Invariant::StableProviderKey => "stable_provider_key",
+            Invariant::StableDeliveryKey => "stable_delivery_key",
+            Invariant::NoBlindRetry => "no_blind_retry",
+            Invariant::NoExecutionForDelivery => "no_execution_for_delivery",
+            Invariant::DeliveredOnce => "delivered_once",
+            Invariant::PolicyRespected => "policy_respected",
+            Invariant::Settled => "settled",
+            Invariant::TruthfulStatus => "truthful_status",
+            Invariant::ExpectedOutcome => "expected_outcome",
+            Invariant::FaultsReached => "faults_reached",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Invariant, String> {
+        Invariant::ALL.into_iter().find(|i| i.as_str() == name).ok_or_else(|| {
+            let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.as_str()).collect();
+            crate::boundary::unknown_word("invariant", name, &names)
+        })
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

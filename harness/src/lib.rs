@@ -1,0 +1,47 @@
+//! killpoint: SIGKILLs an agent runtime at named boundaries and proves, from a fake world's
+//! ledgers, that no crash became a duplicate side effect, a lost delivery or a policy breach.
+//!
+//! - [`boundary`]: the boundaries (where kills land). [`invariant`]: what is proven.
+//! - [`scenario`]: scenario files. [`driver`]: runs one against a runtime. [`checker`]: judges.
+//! - [`trials`]: turns a scenario directory into `cargo test` trials (libtest-mimic).
+//! - The runtime contract is `CONTRACT.md` at the repository root.
+
+pub mod boundary;
+pub mod checker;
+pub mod client;
+pub mod driver;
+pub mod incarnation;
+pub mod invariant;
+pub mod probe;
+pub mod report;
+pub mod scenario;
+pub mod trace;
+pub mod trials;
+
+pub use boundary::Boundary;
+pub use checker::{Verdict, Violation, check};
+pub use driver::{Run, RunOptions};
+pub use incarnation::Target;
+pub use invariant::Invariant;
+pub use scenario::Scenario;
+
+/// Runs one scenario to a verdict on a fresh single-threaded tokio runtime.
+///
+/// The runtime is built on the calling thread, so the runtime process is spawned from it: keep the
+/// thread alive for the whole call (it is: this blocks), or PDEATHSIG would fire early.
+pub fn run_scenario(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<(Verdict, Run)> {
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let run = tokio.block_on(driver::run(scenario, target, options))?;
+    let verdict = check(scenario, &run);
+    Ok((verdict, run))
+}
+
+/// The reference runtime built beside the running executable (`target/<profile>/killpoint-runtime`),
+/// if it is there. Test executables live one level deeper, in `deps/`.
+pub fn reference_runtime() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("killpoint-runtime"), dir.parent()?.join("killpoint-runtime")]
+        .into_iter()
+        .find(|p| p.is_file())
+}

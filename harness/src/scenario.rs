@@ -1,0 +1,422 @@
+//! Scenario files: one TOML file per scenario — the workload, the faults, the expectations.
+//!
+//! The file is a user interface for testers who have never read the harness: short field names,
+//! defaults that keep files small, and errors that name the file, line and column, what was
+//! expected and the closest valid word. The grammar is documented in `scenarios/README.md`.
+
+use crate::boundary::{Boundary, Site, unknown_word};
+use fake_tool::ToolKind;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// A scenario, parsed and checked.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file stem: the trial's name.
+    pub name: String,
+    pub path: PathBuf,
+    pub description: String,
+    pub operations: Vec<Operation>,
+    pub faults: Vec<Fault>,
+    pub consumer_faults: Vec<ConsumerFault>,
+    pub runtime: RuntimeSettings,
+    /// How long every operation has to settle after the last restart.
+    pub deadline: Duration,
+    /// Broken variants of the reference runtime this scenario is built to catch.
+    pub catches: Vec<Catch>,
+}
+
+/// One logical operation of the workload.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Operation {
+    pub id: String,
+    /// The provider's tool; its kind decides the recovery the runtime owes.
+    #[serde(deserialize_with = "tool_kind")]
+    pub tool: ToolKind,
+    #[serde(default)]
+    pub destinations: Vec<String>,
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    #[serde(default = "default_actor")]
+    pub actor: String,
+    /// How the operation must end.
+    pub expect: Outcome,
+}
+
+/// How an operation ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// `SUCCEEDED`, every permitted destination delivered.
+    Succeeded,
+    /// `FAILED` for a reason other than policy.
+    Failed,
+    /// `FAILED` with a `policy:` reason.
+    Refused,
+    /// `UNKNOWN`, paused for an operator.
+    Paused,
+}
+
+/// What the harness does when a fault's boundary occurrence is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// SIGKILL the runtime's process group, then restart it on the same data dir.
+    #[default]
+    Kill,
+    /// `after_dispatch` only: the provider answers 503 instead of its real answer; no kill.
+    Fail,
+}
+
+/// A permission withdrawn when a fault fires, for the operation's tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Revoke {
+    /// The operation's tool.
+    Tool,
+    /// One destination.
+    Destination(String),
+}
+
+/// A fault: a boundary occurrence and what happens there.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub at: Boundary,
+    /// The operation's id.
+    pub operation: String,
+    /// The n-th time this operation reaches the boundary (for `after_dispatch`: the n-th call the
+    /// provider sees), counted across restarts, 1-based.
+    pub occurrence: u32,
+    /// Delivery boundaries: which destination.
+    pub destination: Option<String>,
+    /// `after_dispatch`: whether the side effect happens before the fault.
+    pub effect: bool,
+    pub action: Action,
+    pub revoke: Vec<Revoke>,
+}
+
+/// A consumer that fails receipts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerFault {
+    pub destination: String,
+    /// How many receipts fail; absent: all of them (a dead consumer).
+    pub times: Option<u32>,
+    #[serde(default = "default_fail_status")]
+    pub status: u16,
+    /// Whether the consumer applies the event before failing its answer.
+    #[serde(default)]
+    pub apply: bool,
+}
+
+/// Settings passed to the runtime through the contract's environment variables.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSettings {
+    #[serde(default = "default_max_attempts")]
+    pub delivery_max_attempts: u32,
+    #[serde(default = "default_retry_base_ms")]
+    pub retry_base_ms: u64,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        RuntimeSettings { delivery_max_attempts: default_max_attempts(), retry_base_ms: default_retry_base_ms() }
+    }
+}
+
+/// "The reference runtime started with `--broken <variant>` fails this scenario on these
+/// invariants": the proof that the checker can fail.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catch {
+    pub broken: String,
+    pub invariants: Vec<String>,
+}
+
+fn default_tenant() -> String {
+    "acme".into()
+}
+fn default_actor() -> String {
+    "agent-7".into()
+}
+fn default_fail_status() -> u16 {
+    503
+}
+fn default_max_attempts() -> u32 {
+    5
+}
+fn default_retry_base_ms() -> u64 {
+    25
+}
+fn default_occurrence() -> u32 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_deadline() -> u64 {
+    20
+}
+
+fn tool_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ToolKind, D::Error> {
+    let name = String::deserialize(d)?;
+    ToolKind::for_tool(&name).ok_or_else(|| {
+        let tools: Vec<&str> = ToolKind::ALL.iter().map(|k| k.tool_name()).collect();
+        serde::de::Error::custom(unknown_word("tool", &name, &tools))
+    })
+}
+
+// The file as written, with spans kept for the fields checked after parsing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    description: String,
+    #[serde(default = "default_deadline")]
+    deadline_seconds: u64,
+    #[serde(default)]
+    runtime: RuntimeSettings,
+    #[serde(default, rename = "operation")]
+    operations: Vec<Spanned<Operation>>,
+    #[serde(default, rename = "fault")]
+    faults: Vec<Spanned<FaultFile>>,
+    #[serde(default, rename = "consumer_fault")]
+    consumer_faults: Vec<Spanned<ConsumerFault>>,
+    #[serde(default)]
+    catches: Vec<Catch>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultFile {
+    at: Boundary,
+    operation: Spanned<String>,
+    #[serde(default = "default_occurrence")]
+    occurrence: u32,
+    destination: Option<Spanned<String>>,
+    #[serde(default = "default_true")]
+    effect: bool,
+    #[serde(default)]
+    action: Action,
+    #[serde(default)]
+    revoke: Vec<Spanned<String>>,
+}
+
+/// A scenario file that cannot be used, with where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    pub path: PathBuf,
+    /// 1-based line and column, when the problem has a place in the file.
+    pub line_col: Option<(usize, usize)>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line_col {
+            Some((line, col)) => write!(f, "{}:{line}:{col}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl Scenario {
+    /// Reads and checks one scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            path: path.to_owned(),
+            line_col: None,
+            message: format!("cannot read the scenario file: {e}"),
+        })?;
+        Scenario::parse(path, &text)
+    }
+
+    /// Parses scenario text; `path` is used for the name and in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let at = |span: Option<Range<usize>>, message: String| ScenarioError {
+            path: path.to_owned(),
+            line_col: span.map(|s| line_col(text, s.start)),
+            message,
+        };
+        let file: File = toml::from_str(text).map_err(|e| at(e.span(), e.message().to_owned()))?;
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+
+        if file.operations.is_empty() {
+            return Err(at(None, "expected at least one [[operation]] in the workload".into()));
+        }
+        let mut operations: Vec<Operation> = Vec::new();
+        for spanned in &file.operations {
+            let op = spanned.get_ref();
+            if !valid_id(&op.id) {
+                return Err(at(Some(spanned.span()), format!(
+                    "operation id `{}` must be 1 to 128 characters from A-Z a-z 0-9 . _ : -", op.id
+                )));
+            }
+            if operations.iter().any(|o| o.id == op.id) {
+                return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
+            }
+            operations.push(op.clone());
+        }
+
+        let mut faults = Vec::new();
+        for spanned in file.faults {
+            let span = spanned.span();
+            let f = spanned.into_inner();
+            let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+            let Some(op) = operations.iter().find(|o| o.id == *f.operation.get_ref()) else {
+                return Err(at(Some(f.operation.span()), unknown_word("operation", f.operation.get_ref(), &ids)));
+            };
+            if f.occurrence == 0 {
+                return Err(at(Some(span), "occurrence counts from 1 (the first time the boundary is reached)".into()));
+            }
+            let destination = match (&f.destination, f.at.is_delivery()) {
+                (Some(d), true) => {
+                    if !op.destinations.contains(d.get_ref()) {
+                        let valid: Vec<&str> = op.destinations.iter().map(String::as_str).collect();
+                        return Err(at(Some(d.span()), unknown_word(&format!("destination of `{}`", op.id), d.get_ref(), &valid)));
+                    }
+                    Some(d.get_ref().clone())
+                }
+                (None, true) => {
+                    return Err(at(Some(span), format!("a fault at `{}` must name a `destination` of `{}`", f.at, op.id)));
+                }
+                (Some(d), false) => {
+                    return Err(at(Some(d.span()), format!("`destination` only applies to delivery boundaries, not `{}`", f.at)));
+                }
+                (None, false) => None,
+            };
+            if f.at.site() != Site::Provider && (f.action == Action::Fail || !f.effect) {
+                return Err(at(Some(span), format!(
+                    "`action = \"fail\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
+                    f.at
+                )));
+            }
+            if op.destinations.is_empty() && f.at.is_delivery() {
+                return Err(at(Some(span), format!("`{}` has no destinations, so it never reaches `{}`", op.id, f.at)));
+            }
+            let mut revoke = Vec::new();
+            for r in &f.revoke {
+                revoke.push(match r.get_ref().as_str() {
+                    "tool" => Revoke::Tool,
+                    other => match other.strip_prefix("destination:") {
+                        Some(d) if op.destinations.iter().any(|x| x == d) => Revoke::Destination(d.to_owned()),
+                        _ => {
+                            return Err(at(Some(r.span()), format!(
+                                "expected `tool` or `destination:NAME` with NAME one of {:?}, found `{other}`",
+                                op.destinations
+                            )));
+                        }
+                    },
+                });
+            }
+            faults.push(Fault {
+                at: f.at,
+                operation: op.id.clone(),
+                occurrence: f.occurrence,
+                destination,
+                effect: f.effect,
+                action: f.action,
+                revoke,
+            });
+        }
+
+        let mut consumer_faults = Vec::new();
+        for spanned in file.consumer_faults {
+            let span = spanned.span();
+            let c = spanned.into_inner();
+            if !operations.iter().any(|o| o.destinations.contains(&c.destination)) {
+                return Err(at(Some(span), format!("no operation delivers to `{}`", c.destination)));
+            }
+            consumer_faults.push(c);
+        }
+
+        Ok(Scenario {
+            name,
+            path: path.to_owned(),
+            description: file.description.trim().to_owned(),
+            operations,
+            faults,
+            consumer_faults,
+            runtime: file.runtime,
+            deadline: Duration::from_secs(file.deadline_seconds),
+            catches: file.catches,
+        })
+    }
+
+    pub fn operation(&self, id: &str) -> Option<&Operation> {
+        self.operations.iter().find(|o| o.id == id)
+    }
+
+    /// Every `*.toml` scenario in `dir`, sorted by name. Files that fail to parse are returned as
+    /// errors in place, so one bad file does not hide the others.
+    pub fn load_dir(dir: &Path) -> std::io::Result<Vec<Result<Scenario, ScenarioError>>> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        paths.sort();
+        Ok(paths.iter().map(|p| Scenario::load(p)).collect())
+    }
+}
+
+/// The contract's operation id rule.
+pub fn valid_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(Path::new("scenarios/x.toml"), text)
+    }
+
+    const OK: &str = r#"
+description = "one charge"
+[[operation]]
+id = "charge"
+tool = "charge_card"
+destinations = ["ledger"]
+expect = "succeeded"
+[[fault]]
+at = "after_dispatch"
+operation = "charge"
+"#;
+
+    #[test]
+    fn a_small_file_parses_with_defaults() {
+        let s = parse(OK).unwrap();
+        assert_eq!(s.name, "x");
+        assert_eq!(s.faults[0].occurrence, 1);
+        assert!(s.faults[0].effect);
+        assert_eq!(s.operations[0].tenant, "acme");
+    }
+
+    #[test]
+    fn unknown_boundary_names_file_line_and_suggestion() {
+        let err = parse(&OK.replace("\"after_dispatch\"", "\"after_dispach\"")).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with("scenarios/x.toml:9:"), "{shown}");
+        assert!(shown.contains("did you mean `after_dispatch`"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_operation_in_a_fault_is_pointed_at() {
+        let err = parse(&OK.replace("operation = \"charge\"", "operation = \"charg\"")).unwrap_err();
+        assert_eq!(err.line_col, Some((10, 13)));
+        assert!(err.message.contains("did you mean `charge`"), "{}", err.message);
+    }
+}

@@ -1,0 +1,105 @@
+//! The trace: the harness's timeline and the fake world's ledger merged on their shared clock,
+//! one readable line per event. Failure reports quote it; snapshots pin it.
+
+use crate::driver::{Happening, Mark, Run};
+use fake_tool::{Effect, Entry, Event, Response};
+
+/// One line of the trace, with its sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub seq: u64,
+    pub text: String,
+    /// The operation the line concerns, if any.
+    pub operation: Option<String>,
+}
+
+/// Every event of the run, in clock order.
+pub fn lines(run: &Run) -> Vec<Line> {
+    let mut lines: Vec<Line> = run
+        .ledger
+        .iter()
+        .map(|e| Line { seq: e.seq, text: describe_entry(e), operation: e.event.operation().map(str::to_owned) })
+        .chain(run.timeline.iter().map(|m| Line { seq: m.seq, text: describe_mark(m), operation: mark_operation(m) }))
+        .collect();
+    lines.sort_by_key(|l| l.seq);
+    lines
+}
+
+/// The trace without sequence numbers: what snapshots pin (numbers shift with unrelated events).
+pub fn normalised(run: &Run) -> Vec<String> {
+    lines(run).into_iter().map(|l| l.text).collect()
+}
+
+fn mark_operation(mark: &Mark) -> Option<String> {
+    match &mark.happening {
+        Happening::Submitted { operation } | Happening::HeldAndKilled { operation, .. } => Some(operation.clone()),
+        Happening::Boundary { message, .. } => Some(message.operation_id.clone()),
+        _ => None,
+    }
+}
+
+pub fn describe_mark(mark: &Mark) -> String {
+    match &mark.happening {
+        Happening::Started { incarnation } => format!("harness   start incarnation {incarnation}"),
+        Happening::Submitted { operation } => format!("harness   submit {operation}"),
+        Happening::Boundary { message, killed } => {
+            let destination = message.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
+            format!(
+                "runtime   {} {} attempt {}{destination}: {}",
+                message.boundary,
+                message.operation_id,
+                message.attempt,
+                if *killed { "KILL" } else { "resume" }
+            )
+        }
+        Happening::HeldAndKilled { operation, call } => {
+            format!("provider  holds the answer to call {call} of {operation}: KILL")
+        }
+        Happening::Killed { incarnation } => format!("harness   SIGKILL incarnation {incarnation}"),
+        Happening::Exited { incarnation, status } => format!("runtime   incarnation {incarnation} exited on its own ({status})"),
+    }
+}
+
+pub fn describe_entry(entry: &Entry) -> String {
+    let op = |o: &Option<String>| o.clone().unwrap_or_else(|| "<no operation>".into());
+    let key = |k: &Option<String>| k.as_deref().map(|k| format!("key {k}")).unwrap_or_else(|| "NO KEY".into());
+    match &entry.event {
+        Event::ProviderCall { tool, operation, idempotency_key, call, effect, response, .. } => {
+            let effect = match effect {
+                Effect::Applied(r) => format!("applied {r}"),
+                Effect::Replayed(r) => format!("replayed {r}"),
+                Effect::NotApplied => "no effect".into(),
+            };
+            let response = match response {
+                Response::Sent(s) => format!("answered {s}"),
+                Response::Held => "answer held".into(),
+            };
+            format!("provider  call {tool} for {} (call {call}, {}): {effect}, {response}", op(operation), key(idempotency_key))
+        }
+        Event::ProviderLookup { tool, operation, by_key, by_ref, found, status } => {
+            let by = match (by_ref, by_key) {
+                (Some(r), _) => format!("by ref {r}"),
+                (None, Some(k)) => format!("by key {k}"),
+                (None, None) => "by nothing".into(),
+            };
+            let outcome = match (found, status) {
+                (true, _) => "found".to_owned(),
+                (false, 404) => "not found".to_owned(),
+                (false, s) => format!("answered {s}"),
+            };
+            format!("provider  lookup {tool} for {} {by}: {outcome}", op(operation))
+        }
+        Event::ConsumerReceipt { destination, operation, idempotency_key, applied, status, .. } => format!(
+            "consumer  {destination} received {} ({}): {}, answered {status}",
+            op(operation),
+            key(idempotency_key),
+            if *applied { "applied" } else { "duplicate, not applied" }
+        ),
+        Event::PolicyCheck { tenant, actor, subject, allowed } => {
+            format!("policy    {tenant}/{actor} {subject}: {}", if *allowed { "allowed" } else { "refused" })
+        }
+        Event::Revocation { tenant, actor, subject } => {
+            format!("harness   revoke {subject} for {tenant}/{}", actor.as_deref().unwrap_or("*"))
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! `cargo test` integration: every scenario file becomes a named libtest-mimic trial.
+//!
+//! Trials are independent (own fake world, own ports, own data dir), so libtest-mimic and
+//! nextest run them in parallel. Names are plain scenario names (`after_dispatch`), so
+//! `cargo test -- after_dispatch` and nextest's `test(=after_dispatch)` both select them; the
+//! trials that prove the checker can fail are `broken::<variant>::<scenario>`.
+
+use crate::driver::Run;
+use crate::incarnation::Target;
+use crate::invariant::Invariant;
+use crate::scenario::Scenario;
+use crate::{RunOptions, report, run_scenario};
+use libtest_mimic::{Failed, Trial};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Called after a passing run, e.g. to snapshot its trace.
+pub type OnPass = Arc<dyn Fn(&Scenario, &Run) -> Result<(), Failed> + Send + Sync>;
+
+/// What to certify and how.
+#[derive(Clone)]
+pub struct Suite {
+    pub scenarios: PathBuf,
+    pub target: Target,
+    /// The target is the reference runtime: also run each scenario's `catches` against the
+    /// broken variants (`--broken <variant>`).
+    pub broken_variants: bool,
+    pub options: RunOptions,
+    pub on_pass: Option<OnPass>,
+}
+
+/// One trial per scenario file, plus one per (scenario, broken variant) it catches.
+pub fn trials(suite: &Suite) -> Vec<Trial> {
+    let loaded = match Scenario::load_dir(&suite.scenarios) {
+        Ok(l) => l,
+        Err(e) => {
+            let message = format!("cannot read the scenario directory {}: {e}", suite.scenarios.display());
+            return vec![Trial::test("scenarios", move || Err(message.into()))];
+        }
+    };
+    let mut trials = Vec::new();
+    for scenario in loaded {
+        let scenario = match scenario {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                let name = e.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                trials.push(Trial::test(name, move || Err(e.to_string().into())));
+                continue;
+            }
+        };
+        let (s, suite_for_trial) = (scenario.clone(), suite.clone());
+        trials.push(Trial::test(scenario.name.clone(), move || certify(&s, &suite_for_trial)));
+        if suite.broken_variants {
+            for catch in &scenario.catches {
+                let (s, suite_for_trial, catch) = (scenario.clone(), suite.clone(), catch.clone());
+                let name = format!("broken::{}::{}", catch.broken.replace('-', "_"), scenario.name);
+                trials.push(Trial::test(name, move || {
+                    caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)
+                }));
+            }
+        }
+    }
+    trials
+}
+
+fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
+    let (verdict, run) = run_scenario(scenario, &suite.target, &suite.options)
+        .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
+    if !verdict.passed() {
+        let story = report::story(scenario, &verdict, &run);
+        let kept = run.keep_artifacts();
+        return Err(format!("{story}  artifacts kept: {} (data/ is the runtime's data dir, logs/ its output)", kept.display()).into());
+    }
+    match &suite.on_pass {
+        Some(on_pass) => on_pass(scenario, &run),
+        None => Ok(()),
+    }
+}
+
+/// The broken variant must fail the scenario, on (at least) the invariants the scenario names.
+fn caught(scenario: &Scenario, suite: &Suite, broken: &str, expected: &[String]) -> Result<(), Failed> {
+    let expected: BTreeSet<Invariant> = expected
+        .iter()
+        .map(|name| Invariant::from_name(name))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: [[catches]] for `{broken}`: {e}", scenario.path.display()))?;
+    let mut target = suite.target.clone();
+    target.args.extend(["--broken".to_owned(), broken.to_owned()]);
+    let (verdict, run) = run_scenario(scenario, &target, &suite.options)
+        .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
+    let failed = verdict.failed_invariants();
+    if run.aborted.is_some() || !expected.is_subset(&failed) {
+        let story = report::story(scenario, &verdict, &run);
+        let missing: Vec<&str> = expected.difference(&failed).map(|i| i.as_str()).collect();
+        return Err(format!(
+            "the reference runtime with `--broken {broken}` was expected to violate {expected:?} in `{}`; not caught: {missing:?}\n{story}",
+            scenario.name
+        )
+        .into());
+    }
+    Ok(())
+}
