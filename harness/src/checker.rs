@@ -9,7 +9,7 @@ use crate::driver::{Happening, Run};
 use crate::invariant::Invariant;
 use crate::scenario::{Operation, Outcome, Scenario};
 use crate::trace::describe_entry;
-use fake_tool::{Effect, Entry, Event, Response, Subject, ToolKind};
+use fake_tool::{Effect, Entry, Event, Subject, ToolKind};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
@@ -78,14 +78,6 @@ impl<'a> OperationLedger<'a> {
             }
             _ => None,
         })
-    }
-
-    /// When the runtime was first told of this operation's success by the provider: a `2xx` it
-    /// received, or a lookup that found the effect.
-    fn told_of_success(&self) -> bool {
-        self.calls.iter().any(|e| {
-            matches!(&e.event, Event::ProviderCall { effect: Effect::Applied(_) | Effect::Replayed(_), response: Response::Sent(s), .. } if (200..300).contains(s))
-        }) || self.lookups.iter().any(|e| matches!(&e.event, Event::ProviderLookup { found: true, .. }))
     }
 }
 
@@ -285,11 +277,12 @@ fn delivered_once(
     report: Option<&OperationReport>,
     found: &mut Found,
 ) {
-    let succeeded = report.is_some_and(|r| r.execution == ExecutionState::Succeeded) || ledger.told_of_success();
-    let Some((provider_ref, result)) = ledger.outcome() else { return };
-    if !succeeded {
+    // Confirmed success is the runtime's own word: a success it lost in a crash and could not
+    // recover (a tool without lookup) cannot be delivered, and is not claimed.
+    if report.is_none_or(|r| r.execution != ExecutionState::Succeeded) {
         return;
     }
+    let Some((provider_ref, result)) = ledger.outcome() else { return };
     let revoked: HashSet<&str> = revocations(run, op)
         .into_iter()
         .filter_map(|(_, s)| match s {

@@ -419,4 +419,16 @@ operation = "charge"
         assert_eq!(err.line_col, Some((10, 13)));
         assert!(err.message.contains("did you mean `charge`"), "{}", err.message);
     }
+
+    #[test]
+    fn every_shipped_scenario_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let all = Scenario::load_dir(&dir).unwrap();
+        assert!(all.len() >= 6);
+        for s in all {
+            if let Err(e) = s {
+                panic!("{e}");
+            }
+        }
+    }
 }

@@ -1,0 +1,44 @@
+//! `cargo test`: certifies a runtime against every scenario in `scenarios/`, one trial each.
+//!
+//! By default the runtime is the reference one (`killpoint-runtime`), and two more things run:
+//! each scenario's `catches` against the deliberately broken variants (the proof that the
+//! checker can fail), and a snapshot of each passing run's trace (`tests/snapshots/`).
+//! `KILLPOINT_RUNTIME=/path/to/binary cargo test` certifies another binary instead.
+
+use killpoint::trials::{Suite, trials};
+use killpoint::{RunOptions, Target};
+use libtest_mimic::{Arguments, Failed};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let (program, reference) = match std::env::var_os("KILLPOINT_RUNTIME") {
+        Some(path) => (PathBuf::from(path), false),
+        None => (PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), true),
+    };
+    let suite = Suite {
+        scenarios: root.join("scenarios"),
+        target: Target { program, args: Vec::new() },
+        broken_variants: reference,
+        options: RunOptions::default(),
+        // Traces are pinned for the reference runtime only; another runtime may take other paths.
+        on_pass: reference.then(|| Arc::new(snapshot_trace) as killpoint::trials::OnPass),
+    };
+    // `exit_code()` rather than `exit()`: returning from main lets destructors and coverage run.
+    libtest_mimic::run(&args, trials(&suite)).exit_code()
+}
+
+fn snapshot_trace(scenario: &killpoint::Scenario, run: &killpoint::Run) -> Result<(), Failed> {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_input_file(&scenario.path);
+    settings.set_description(scenario.description.clone());
+    settings.set_omit_expression(true);
+    // The trace has no times, ports or pids; provider refs and keys are deterministic.
+    settings.bind(|| insta::assert_yaml_snapshot!(format!("trace__{}", scenario.name), killpoint::trace::normalised(run)));
+    Ok(())
+}
