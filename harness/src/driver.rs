@@ -94,6 +94,8 @@ struct Driver<'a> {
     seen: HashMap<(Boundary, String, Option<String>), u32>,
     fired: Vec<bool>,
     incarnation: Incarnation,
+    /// A client of the current incarnation's API.
+    client: Client,
     last_kill: Option<Instant>,
     recoveries: Vec<Duration>,
 }
@@ -138,6 +140,7 @@ impl Driver<'_> {
         self.mark(Happening::Killed { incarnation: number });
         self.mark(Happening::Started { incarnation: number + 1 });
         self.incarnation = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
+        self.client = Client::new(&self.incarnation.api);
         Ok(())
     }
 }
@@ -199,7 +202,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         ready_timeout: options.ready_timeout,
     };
 
-    let mut timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
+    let timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
     let first = match Incarnation::start(&launch, 1).await {
         Ok(i) => i,
         Err(e) => {
@@ -217,7 +220,6 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             });
         }
     };
-    timeline.shrink_to_fit();
     let mut driver = Driver {
         scenario,
         clock: clock.clone(),
@@ -225,6 +227,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         world: &world,
         seen: HashMap::new(),
         fired: vec![false; scenario.faults.len()],
+        client: Client::new(&first.api),
         incarnation: first,
         last_kill: None,
         recoveries: Vec::new(),
@@ -236,9 +239,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     // The final word of the runtime on every operation, read before it is stopped.
     let mut reports = BTreeMap::new();
     if aborted.is_none() {
-        let client = Client::new(&driver.incarnation.api);
         for op in &scenario.operations {
-            if let Ok(report) = client.read(&op.id).await {
+            if let Ok(report) = driver.client.read(&op.id).await {
                 reports.insert(op.id.clone(), report);
             }
         }
@@ -280,7 +282,7 @@ async fn drive(
 ) -> Result<(), String> {
     let scenario = driver.scenario;
     for op in &scenario.operations {
-        Client::new(&driver.incarnation.api).submit(op).await?;
+        driver.client.submit(op).await?;
         driver.mark(Happening::Submitted { operation: op.id.clone() });
         let mut deadline = tokio::time::Instant::now() + scenario.deadline;
         let mut poll = tokio::time::interval(Duration::from_millis(5));
@@ -342,7 +344,7 @@ async fn drive(
                     ));
                 }
                 _ = poll.tick() => {
-                    match Client::new(&incarnation.api).read(&op.id).await {
+                    match driver.client.read(&op.id).await {
                         Ok(report) if report.is_settled() => {
                             if let Some(killed_at) = driver.last_kill.take() {
                                 driver.recoveries.push(killed_at.elapsed());
