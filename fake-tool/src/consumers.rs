@@ -38,10 +38,7 @@ pub(crate) async fn receive(
     let operation = payload.get("operation_id").and_then(Value::as_str).map(str::to_owned);
     let fault = consumers.faults.consume_consumer(&destination);
     let apply = fault.as_ref().is_none_or(|f| f.apply);
-    let status = fault
-        .as_ref()
-        .and_then(|f| StatusCode::from_u16(f.status).ok())
-        .unwrap_or(StatusCode::ACCEPTED);
+    let status = fault.as_ref().and_then(|f| StatusCode::from_u16(f.status).ok()).unwrap_or(StatusCode::ACCEPTED);
 
     let mut seen = consumers.seen.lock().expect("consumer lock");
     // A receipt without a key cannot be deduplicated; it is applied every time, as a naive

@@ -154,12 +154,7 @@ pub enum Event {
         payload: serde_json::Value,
     },
     /// The runtime asked the policy service.
-    PolicyCheck {
-        tenant: String,
-        actor: String,
-        subject: Subject,
-        allowed: bool,
-    },
+    PolicyCheck { tenant: String, actor: String, subject: Subject, allowed: bool },
     /// The harness withdrew a permission.
     Revocation { tenant: String, actor: Option<String>, subject: Subject },
 }

@@ -22,9 +22,7 @@ pub struct Revocation {
 
 impl Revocation {
     fn covers(&self, tenant: &str, actor: &str, subject: &Subject) -> bool {
-        self.tenant == tenant
-            && self.actor.as_deref().is_none_or(|a| a == actor)
-            && &self.subject == subject
+        self.tenant == tenant && self.actor.as_deref().is_none_or(|a| a == actor) && &self.subject == subject
     }
 }
 

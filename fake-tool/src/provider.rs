@@ -73,10 +73,7 @@ pub(crate) async fn call(
         return error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}"));
     };
     let key = idempotency_key(&headers);
-    let operation = body
-        .pointer("/arguments/_killpoint/operation")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let operation = body.pointer("/arguments/_killpoint/operation").and_then(Value::as_str).map(str::to_owned);
 
     let (seq, fault, status, answer) = {
         let mut effects = provider.effects.lock().expect("provider lock");
@@ -92,11 +89,9 @@ pub(crate) async fn call(
         let apply = fault.as_ref().is_none_or(|f| f.effect);
 
         let replay = match (kind, &key) {
-            (ToolKind::IdempotentByKey, Some(k)) => effects
-                .all
-                .iter()
-                .find(|e| e.tool == tool && e.key.as_deref() == Some(k.as_str()))
-                .cloned(),
+            (ToolKind::IdempotentByKey, Some(k)) => {
+                effects.all.iter().find(|e| e.tool == tool && e.key.as_deref() == Some(k.as_str())).cloned()
+            }
             _ => None,
         };
         let (effect, stored) = match (replay, apply) {

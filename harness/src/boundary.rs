@@ -97,11 +97,7 @@ impl<'de> Deserialize<'de> for Boundary {
 
 /// "unknown boundary `after_dispach`; did you mean `after_dispatch`? (expected one of …)"
 pub(crate) fn unknown_word(what: &str, found: &str, valid: &[&str]) -> String {
-    let closest = valid
-        .iter()
-        .map(|v| (edit_distance(found, v), *v))
-        .min()
-        .filter(|(d, v)| *d <= v.len() / 3 + 1);
+    let closest = valid.iter().map(|v| (edit_distance(found, v), *v)).min().filter(|(d, v)| *d <= v.len() / 3 + 1);
     let list = valid.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
     match closest {
         Some((_, v)) => format!("unknown {what} `{found}`; did you mean `{v}`? (expected one of {list})"),

@@ -70,14 +70,20 @@ impl<'a> OperationLedger<'a> {
             .collect()
     }
 
-    /// The provider's real outcome: the reference and result of the operation's first effect.
-    fn outcome(&self) -> Option<(String, Value)> {
-        self.calls.iter().find_map(|e| match &e.event {
-            Event::ProviderCall { effect: Effect::Applied(r) | Effect::Replayed(r), result: Some(result), .. } => {
-                Some((r.clone(), result.clone()))
+    /// The provider's real outcomes: every effect's reference and result. Several only for a
+    /// `safely_repeatable` tool (or a runtime that broke `at_most_once`).
+    fn effects(&self) -> Vec<(String, Value)> {
+        let mut effects: Vec<(String, Value)> = Vec::new();
+        for e in &self.calls {
+            if let Event::ProviderCall {
+                effect: Effect::Applied(r) | Effect::Replayed(r), result: Some(result), ..
+            } = &e.event
+                && !effects.iter().any(|(known, _)| known == r)
+            {
+                effects.push((r.clone(), result.clone()));
             }
-            _ => None,
-        })
+        }
+        effects
     }
 }
 
@@ -147,7 +153,12 @@ fn at_most_once(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
     if op.tool.duplicate_is_harmful() && applied.len() > 1 {
         found(
             Invariant::AtMostOnce,
-            format!("`{}` ({}) caused {} side effects at the provider; at most 1 is allowed", op.id, op.tool.as_str(), applied.len()),
+            format!(
+                "`{}` ({}) caused {} side effects at the provider; at most 1 is allowed",
+                op.id,
+                op.tool.as_str(),
+                applied.len()
+            ),
             evidence(applied),
         );
     }
@@ -165,7 +176,12 @@ fn stable_keys(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
     if keys.len() > 1 || keys.contains(&None) {
         found(
             Invariant::StableProviderKey,
-            format!("`{}` reached the provider with {} different idempotency keys ({}); one stable key is required", op.id, keys.len(), show_keys(&keys)),
+            format!(
+                "`{}` reached the provider with {} different idempotency keys ({}); one stable key is required",
+                op.id,
+                keys.len(),
+                show_keys(&keys)
+            ),
             evidence(ledger.calls.iter().copied()),
         );
     }
@@ -186,7 +202,12 @@ fn stable_keys(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
         if keys.len() > 1 || keys.contains(&None) {
             found(
                 Invariant::StableDeliveryKey,
-                format!("`{}` reached `{destination}` with {} different idempotency keys ({}); one stable key per destination is required", op.id, keys.len(), show_keys(&keys)),
+                format!(
+                    "`{}` reached `{destination}` with {} different idempotency keys ({}); one stable key per destination is required",
+                    op.id,
+                    keys.len(),
+                    show_keys(&keys)
+                ),
                 evidence(receipts),
             );
         }
@@ -228,7 +249,8 @@ fn no_blind_retry(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
 }
 
 fn no_execution_for_delivery(op: &Operation, ledger: &OperationLedger, run: &Run, found: &mut Found) {
-    let found_by_lookup = ledger.lookups.iter().filter(|e| matches!(e.event, Event::ProviderLookup { found: true, .. })).map(|e| e.seq);
+    let found_by_lookup =
+        ledger.lookups.iter().filter(|e| matches!(e.event, Event::ProviderLookup { found: true, .. })).map(|e| e.seq);
     let first_delivery = ledger.receipts.iter().map(|e| e.seq);
     let result_written = run.timeline.iter().filter_map(|m| match &m.happening {
         Happening::Boundary { message, .. }
@@ -282,7 +304,10 @@ fn delivered_once(
     if report.is_none_or(|r| r.execution != ExecutionState::Succeeded) {
         return;
     }
-    let Some((provider_ref, result)) = ledger.outcome() else { return };
+    let effects = ledger.effects();
+    if effects.is_empty() {
+        return;
+    }
     let revoked: HashSet<&str> = revocations(run, op)
         .into_iter()
         .filter_map(|(_, s)| match s {
@@ -306,18 +331,20 @@ fn delivered_once(
         match applied.len() {
             0 => found(
                 Invariant::DeliveredOnce,
-                format!("`{}` succeeded at the provider ({provider_ref}) but `{destination}` never applied it", op.id),
+                format!("`{}` succeeded at the provider but `{destination}` never applied it", op.id),
                 evidence(ledger.calls.iter().copied().chain(ledger.receipts.iter().copied())),
             ),
             1 => {
                 if let Event::ConsumerReceipt { payload, .. } = &applied[0].event
-                    && (payload.get("result") != Some(&result)
-                        || payload.get("provider_ref").and_then(Value::as_str) != Some(provider_ref.as_str()))
+                    && !effects.iter().any(|(provider_ref, result)| {
+                        payload.get("result") == Some(result)
+                            && payload.get("provider_ref").and_then(Value::as_str) == Some(provider_ref.as_str())
+                    })
                 {
                     found(
                         Invariant::DeliveredOnce,
                         format!(
-                            "`{destination}` applied `{}` with a payload that is not the provider's result ({provider_ref}, {result}): {payload}",
+                            "`{destination}` applied `{}` with a payload that is not the provider's result (one of {effects:?}): {payload}",
                             op.id
                         ),
                         evidence(applied),
@@ -349,7 +376,10 @@ fn policy_respected(
                 .receipts
                 .iter()
                 .copied()
-                .filter(|e| e.seq > revocation.seq && matches!(&e.event, Event::ConsumerReceipt { destination, .. } if destination == d))
+                .filter(|e| {
+                    e.seq > revocation.seq
+                        && matches!(&e.event, Event::ConsumerReceipt { destination, .. } if destination == d)
+                })
                 .collect(),
             Subject::Tool(_) => Vec::new(),
         };
@@ -376,7 +406,11 @@ fn policy_respected(
 
 fn truthful_status(op: &Operation, ledger: &OperationLedger, report: Option<&OperationReport>, found: &mut Found) {
     let Some(report) = report else {
-        found(Invariant::TruthfulStatus, format!("the runtime could not report `{}` (GET /operations/{})", op.id, op.id), Vec::new());
+        found(
+            Invariant::TruthfulStatus,
+            format!("the runtime could not report `{}` (GET /operations/{})", op.id, op.id),
+            Vec::new(),
+        );
         return;
     };
     let calls = ledger.calls.len() as u32;
@@ -390,60 +424,53 @@ fn truthful_status(op: &Operation, ledger: &OperationLedger, report: Option<&Ope
             evidence(ledger.calls.iter().copied()),
         );
     }
-    let outcome = ledger.outcome();
+    let effects = ledger.effects();
     match report.execution {
-        ExecutionState::Succeeded => match &outcome {
-            None => found(
-                Invariant::TruthfulStatus,
-                format!("`{}` reports SUCCEEDED but the provider has no effect for it", op.id),
-                evidence(ledger.calls.iter().copied()),
-            ),
-            Some((provider_ref, result)) => {
-                let refs: HashSet<String> = ledger
-                    .calls
-                    .iter()
-                    .filter_map(|e| match &e.event {
-                        Event::ProviderCall { effect: Effect::Applied(r) | Effect::Replayed(r), .. } => Some(r.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                if report.provider_ref.as_ref().is_none_or(|r| !refs.contains(r)) {
-                    found(
+        ExecutionState::Succeeded => {
+            match effects.iter().find(|(r, _)| Some(r) == report.provider_ref.as_ref()) {
+                None => found(
+                    Invariant::TruthfulStatus,
+                    format!(
+                        "`{}` reports SUCCEEDED with provider_ref {:?}; the provider's effects for it are {:?}",
+                        op.id,
+                        report.provider_ref,
+                        effects.iter().map(|(r, _)| r).collect::<Vec<_>>()
+                    ),
+                    evidence(ledger.calls.iter().copied()),
+                ),
+                Some((_, result)) if report.result.as_ref() != Some(result) => found(
+                    Invariant::TruthfulStatus,
+                    format!("`{}` reports result {:?}; the provider returned {result}", op.id, report.result),
+                    evidence(ledger.calls.iter().copied()),
+                ),
+                Some(_) => {}
+            }
+            for destination in &op.destinations {
+                match report.deliveries.iter().find(|d| d.destination == *destination) {
+                    None => found(
                         Invariant::TruthfulStatus,
-                        format!("`{}` reports provider_ref {:?}; the provider's effects are {refs:?}", op.id, report.provider_ref),
-                        evidence(ledger.calls.iter().copied()),
-                    );
-                } else if report.provider_ref.as_deref() == Some(provider_ref.as_str()) && report.result.as_ref() != Some(result) {
-                    found(
-                        Invariant::TruthfulStatus,
-                        format!("`{}` reports result {:?}; the provider returned {result}", op.id, report.result),
-                        evidence(ledger.calls.iter().copied()),
-                    );
-                }
-                for destination in &op.destinations {
-                    match report.deliveries.iter().find(|d| d.destination == *destination) {
-                        None => found(
-                            Invariant::TruthfulStatus,
-                            format!("`{}` reports SUCCEEDED but has no delivery record for `{destination}`", op.id),
-                            Vec::new(),
-                        ),
-                        Some(d) if d.state == DeliveryState::Acked => {
-                            let received = ledger.receipts.iter().any(|e| {
+                        format!("`{}` reports SUCCEEDED but has no delivery record for `{destination}`", op.id),
+                        Vec::new(),
+                    ),
+                    Some(d) if d.state == DeliveryState::Acked => {
+                        let received = ledger.receipts.iter().any(|e| {
                                 matches!(&e.event, Event::ConsumerReceipt { destination: x, status, .. } if x == destination && (200..300).contains(status))
                             });
-                            if !received {
-                                found(
-                                    Invariant::TruthfulStatus,
-                                    format!("`{}` reports `{destination}` ACKED but that consumer never accepted it", op.id),
-                                    evidence(ledger.receipts.iter().copied()),
-                                );
-                            }
+                        if !received {
+                            found(
+                                Invariant::TruthfulStatus,
+                                format!(
+                                    "`{}` reports `{destination}` ACKED but that consumer never accepted it",
+                                    op.id
+                                ),
+                                evidence(ledger.receipts.iter().copied()),
+                            );
                         }
-                        Some(_) => {}
                     }
+                    Some(_) => {}
                 }
             }
-        },
+        }
         ExecutionState::Failed => {
             let applied = ledger.applied();
             if !applied.is_empty() {

@@ -69,10 +69,9 @@ impl OperationReport {
     /// The contract's "settled": nothing more will happen without a person.
     pub fn is_settled(&self) -> bool {
         match self.execution {
-            ExecutionState::Succeeded => self
-                .deliveries
-                .iter()
-                .all(|d| matches!(d.state, DeliveryState::Acked | DeliveryState::DeadLettered)),
+            ExecutionState::Succeeded => {
+                self.deliveries.iter().all(|d| matches!(d.state, DeliveryState::Acked | DeliveryState::DeadLettered))
+            }
             ExecutionState::Failed => true,
             ExecutionState::Unknown => self.paused,
             ExecutionState::IntentRecorded | ExecutionState::Dispatched => false,
@@ -81,12 +80,14 @@ impl OperationReport {
 
     /// A one-line summary for messages: `SUCCEEDED, ledger ACKED, mailer PENDING`.
     pub fn summary(&self) -> String {
-        let mut s = serde_json::to_value(self.execution).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let mut s =
+            serde_json::to_value(self.execution).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         if self.paused {
             s.push_str(" (paused)");
         }
         for d in &self.deliveries {
-            let state = serde_json::to_value(d.state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            let state =
+                serde_json::to_value(d.state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
             s.push_str(&format!(", {} {state}", d.destination));
         }
         s

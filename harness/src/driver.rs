@@ -22,15 +22,30 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Happening {
-    Started { incarnation: u32 },
-    Submitted { operation: String },
+    Started {
+        incarnation: u32,
+    },
+    Submitted {
+        operation: String,
+    },
     /// The runtime announced a boundary on the probe; `killed` when a fault fired there.
-    Boundary { message: ProbeMessage, killed: bool },
+    Boundary {
+        message: ProbeMessage,
+        killed: bool,
+    },
     /// The provider held an answer and the harness killed the runtime (`after_dispatch`).
-    HeldAndKilled { operation: String, call: u32 },
-    Killed { incarnation: u32 },
+    HeldAndKilled {
+        operation: String,
+        call: u32,
+    },
+    Killed {
+        incarnation: u32,
+    },
     /// The runtime exited without being killed.
-    Exited { incarnation: u32, status: String },
+    Exited {
+        incarnation: u32,
+        status: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -194,13 +209,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), probe_path.display().to_string()));
     }
-    let launch = Launch {
-        target,
-        env,
-        logs: &logs,
-        probe: listener.as_ref(),
-        ready_timeout: options.ready_timeout,
-    };
+    let launch = Launch { target, env, logs: &logs, probe: listener.as_ref(), ready_timeout: options.ready_timeout };
 
     let timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
     let first = match Incarnation::start(&launch, 1).await {
@@ -282,8 +291,9 @@ async fn drive(
 ) -> Result<(), String> {
     let scenario = driver.scenario;
     for op in &scenario.operations {
-        driver.client.submit(op).await?;
+        // Marked before the request: the runtime may start work before its answer arrives.
         driver.mark(Happening::Submitted { operation: op.id.clone() });
+        driver.client.submit(op).await?;
         let mut deadline = tokio::time::Instant::now() + scenario.deadline;
         let mut poll = tokio::time::interval(Duration::from_millis(5));
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -307,8 +317,8 @@ async fn drive(
                     match driver.fault_for(&message) {
                         Some(i) => {
                             driver.fired[i] = true;
-                            driver.revoke(i);
                             driver.mark(Happening::Boundary { message, killed: true });
+                            driver.revoke(i);
                             driver.kill_and_restart(launch).await?;
                             deadline = tokio::time::Instant::now() + scenario.deadline;
                         }
@@ -328,8 +338,8 @@ async fn drive(
                     });
                     if let Some(i) = fault {
                         driver.fired[i] = true;
-                        driver.revoke(i);
                         driver.mark(Happening::HeldAndKilled { operation: h.operation, call: h.call });
+                        driver.revoke(i);
                         driver.kill_and_restart(launch).await?;
                         deadline = tokio::time::Instant::now() + scenario.deadline;
                     }

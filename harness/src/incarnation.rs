@@ -59,11 +59,8 @@ impl Incarnation {
     /// Spawns the runtime and waits until it has connected the probe (when there is one) and
     /// printed its ready line.
     pub async fn start(launch: &Launch<'_>, number: u32) -> Result<Incarnation, StartError> {
-        let fail = |message: String| StartError {
-            number,
-            program: launch.target.program.display().to_string(),
-            message,
-        };
+        let fail =
+            |message: String| StartError { number, program: launch.target.program.display().to_string(), message };
         let stderr_path = launch.logs.join("stderr.log");
         let stdout_path = launch.logs.join("stdout.log");
         let mut stderr = std::fs::OpenOptions::new()
@@ -162,7 +159,9 @@ impl Incarnation {
             .get("api")
             .and_then(|a| a.as_str())
             .filter(|a| a.starts_with("http://127.0.0.1:"))
-            .ok_or_else(|| fail(format!("expected \"api\": \"http://127.0.0.1:PORT\" in the ready line, found {line}")))?
+            .ok_or_else(|| {
+                fail(format!("expected \"api\": \"http://127.0.0.1:PORT\" in the ready line, found {line}"))
+            })?
             .trim_end_matches('/')
             .to_owned();
         Ok(incarnation)
@@ -186,12 +185,7 @@ impl Drop for Incarnation {
     }
 }
 
-async fn copy_stdout(
-    stdout: tokio::process::ChildStdout,
-    path: PathBuf,
-    number: u32,
-    ready: oneshot::Sender<String>,
-) {
+async fn copy_stdout(stdout: tokio::process::ChildStdout, path: PathBuf, number: u32, ready: oneshot::Sender<String>) {
     let mut ready = Some(ready);
     let mut file = match tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await {
         Ok(f) => f,

@@ -41,7 +41,5 @@ pub fn run_scenario(scenario: &Scenario, target: &Target, options: &RunOptions) 
 pub fn reference_runtime() -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [dir.join("killpoint-runtime"), dir.parent()?.join("killpoint-runtime")]
-        .into_iter()
-        .find(|p| p.is_file())
+    [dir.join("killpoint-runtime"), dir.parent()?.join("killpoint-runtime")].into_iter().find(|p| p.is_file())
 }

@@ -78,7 +78,9 @@ fn main() -> ExitCode {
         }
     };
     let Some(program) = args.runtime.clone().or_else(killpoint::reference_runtime) else {
-        eprintln!("killpoint: no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`");
+        eprintln!(
+            "killpoint: no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`"
+        );
         return ExitCode::from(2);
     };
     if !program.is_file() {
@@ -119,7 +121,11 @@ fn main() -> ExitCode {
                 }
                 if !verdict.passed() || args.keep {
                     let kept = run.keep_artifacts();
-                    eprintln!("{}: artifacts kept at {} (data/ is the runtime's data dir, logs/ its output)\n", scenario.name, kept.display());
+                    eprintln!(
+                        "{}: artifacts kept at {} (data/ is the runtime's data dir, logs/ its output)\n",
+                        scenario.name,
+                        kept.display()
+                    );
                 }
                 rows.push((scenario.name.clone(), Ok(verdict)));
             }
@@ -127,9 +133,5 @@ fn main() -> ExitCode {
         }
     }
     print!("{}", report::table(&rows));
-    if rows.iter().all(|(_, v)| v.as_ref().is_ok_and(|v| v.passed())) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    if rows.iter().all(|(_, v)| v.as_ref().is_ok_and(|v| v.passed())) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

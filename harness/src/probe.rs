@@ -71,10 +71,7 @@ impl ProbeConnection {
 
     /// Lets the runtime carry on past the boundary it announced.
     pub async fn resume(&mut self) -> Result<(), String> {
-        self.writer
-            .write_all(b"{\"action\":\"resume\"}\n")
-            .await
-            .map_err(|e| format!("probe write failed: {e}"))
+        self.writer.write_all(b"{\"action\":\"resume\"}\n").await.map_err(|e| format!("probe write failed: {e}"))
     }
 }
 

@@ -252,9 +252,10 @@ impl Scenario {
         for spanned in &file.operations {
             let op = spanned.get_ref();
             if !valid_id(&op.id) {
-                return Err(at(Some(spanned.span()), format!(
-                    "operation id `{}` must be 1 to 128 characters from A-Z a-z 0-9 . _ : -", op.id
-                )));
+                return Err(at(
+                    Some(spanned.span()),
+                    format!("operation id `{}` must be 1 to 128 characters from A-Z a-z 0-9 . _ : -", op.id),
+                ));
             }
             if operations.iter().any(|o| o.id == op.id) {
                 return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
@@ -277,23 +278,35 @@ impl Scenario {
                 (Some(d), true) => {
                     if !op.destinations.contains(d.get_ref()) {
                         let valid: Vec<&str> = op.destinations.iter().map(String::as_str).collect();
-                        return Err(at(Some(d.span()), unknown_word(&format!("destination of `{}`", op.id), d.get_ref(), &valid)));
+                        return Err(at(
+                            Some(d.span()),
+                            unknown_word(&format!("destination of `{}`", op.id), d.get_ref(), &valid),
+                        ));
                     }
                     Some(d.get_ref().clone())
                 }
                 (None, true) => {
-                    return Err(at(Some(span), format!("a fault at `{}` must name a `destination` of `{}`", f.at, op.id)));
+                    return Err(at(
+                        Some(span),
+                        format!("a fault at `{}` must name a `destination` of `{}`", f.at, op.id),
+                    ));
                 }
                 (Some(d), false) => {
-                    return Err(at(Some(d.span()), format!("`destination` only applies to delivery boundaries, not `{}`", f.at)));
+                    return Err(at(
+                        Some(d.span()),
+                        format!("`destination` only applies to delivery boundaries, not `{}`", f.at),
+                    ));
                 }
                 (None, false) => None,
             };
             if f.at.site() != Site::Provider && (f.action == Action::Fail || !f.effect) {
-                return Err(at(Some(span), format!(
-                    "`action = \"fail\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
-                    f.at
-                )));
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "`action = \"fail\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
+                        f.at
+                    ),
+                ));
             }
             if op.destinations.is_empty() && f.at.is_delivery() {
                 return Err(at(Some(span), format!("`{}` has no destinations, so it never reaches `{}`", op.id, f.at)));
@@ -305,10 +318,13 @@ impl Scenario {
                     other => match other.strip_prefix("destination:") {
                         Some(d) if op.destinations.iter().any(|x| x == d) => Revoke::Destination(d.to_owned()),
                         _ => {
-                            return Err(at(Some(r.span()), format!(
-                                "expected `tool` or `destination:NAME` with NAME one of {:?}, found `{other}`",
-                                op.destinations
-                            )));
+                            return Err(at(
+                                Some(r.span()),
+                                format!(
+                                    "expected `tool` or `destination:NAME` with NAME one of {:?}, found `{other}`",
+                                    op.destinations
+                                ),
+                            ));
                         }
                     },
                 });
@@ -365,8 +381,7 @@ impl Scenario {
 
 /// The contract's operation id rule.
 pub fn valid_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+    (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -55,9 +55,7 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
             for catch in &scenario.catches {
                 let (s, suite_for_trial, catch) = (scenario.clone(), suite.clone(), catch.clone());
                 let name = format!("broken::{}::{}", catch.broken.replace('-', "_"), scenario.name);
-                trials.push(Trial::test(name, move || {
-                    caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)
-                }));
+                trials.push(Trial::test(name, move || caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)));
             }
         }
     }
@@ -70,7 +68,11 @@ fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
     if !verdict.passed() {
         let story = report::story(scenario, &verdict, &run);
         let kept = run.keep_artifacts();
-        return Err(format!("{story}  artifacts kept: {} (data/ is the runtime's data dir, logs/ its output)", kept.display()).into());
+        return Err(format!(
+            "{story}  artifacts kept: {} (data/ is the runtime's data dir, logs/ its output)",
+            kept.display()
+        )
+        .into());
     }
     match &suite.on_pass {
         Some(on_pass) => on_pass(scenario, &run),

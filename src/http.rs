@@ -1,0 +1,62 @@
+//! Outbound HTTP, shared by the provider, consumer and policy clients: one client with timeouts,
+//! URLs built under the base URLs the harness gives, and readable descriptions of failed answers.
+
+use std::time::Duration;
+
+use reqwest::{Client, Response, Url};
+
+/// Long enough for a loopback peer that is merely slow, short enough that a peer that stopped
+/// answering turns into an `UNKNOWN` outcome (and a lookup) instead of a stuck worker.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub fn client() -> Client {
+    Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(REQUEST_TIMEOUT)
+        // All traffic stays on loopback (CONTRACT.md §2). Without this, an `http_proxy` variable in
+        // the environment would route requests through another address.
+        .no_proxy()
+        .build()
+        .expect("a client with plain HTTP and timeouts always builds")
+}
+
+/// `base` with `segments` appended as path segments, each percent-encoded as needed: a tool name or
+/// a key with a `/` or `#` in it stays one segment.
+pub fn endpoint(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut().expect("base URLs are checked to be http URLs at start").pop_if_empty().extend(segments);
+    url
+}
+
+/// "HTTP 503: <the error the peer gave>", for logs, audit entries and failure reasons.
+pub async fn describe_failure(response: Response) -> String {
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    // The contract's error shape is {"error": "..."}; show just the message when that is what came.
+    let message = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|json| json.get("error").and_then(|error| error.as_str()).map(str::to_owned))
+        .unwrap_or(body);
+    let message: String = message.trim().chars().take(300).collect();
+    if message.is_empty() {
+        format!("HTTP {}", status.as_u16())
+    } else {
+        format!("HTTP {}: {message}", status.as_u16())
+    }
+}
+
+/// A transport error (refused, dropped, timed out) in one line.
+pub fn describe_error(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        "timed out".to_owned()
+    } else if error.is_connect() {
+        "could not connect".to_owned()
+    } else {
+        // reqwest's Display is terse; the source says what actually happened.
+        match std::error::Error::source(error) {
+            Some(source) => format!("{error}: {source}"),
+            None => error.to_string(),
+        }
+    }
+}

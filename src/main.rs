@@ -1,0 +1,181 @@
+//! killpoint's reference runtime: an agent runtime that survives being killed at any instant
+//! without turning a crash into a duplicate side effect or a lost delivery.
+//!
+//! It implements `killpoint-contract/1` (CONTRACT.md): durable intent before dispatch, one stable
+//! idempotency key per operation, reconciliation of unknown outcomes by lookup, a transactional
+//! outbox for deliveries, and a policy check before every new attempt and every send.
+//!
+//! Start-up order matters: open the store and recover what the last incarnation left in flight,
+//! connect the probe, bind the API, and only then print the ready line the harness waits for.
+
+mod api;
+mod backoff;
+mod broken;
+mod config;
+mod consumers;
+mod http;
+mod model;
+mod policy;
+mod probe;
+mod provider;
+mod request_hash;
+mod store;
+mod worker;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use crate::broken::Broken;
+use crate::config::{CONTRACT, Config};
+use crate::probe::Probe;
+use crate::store::Store;
+use crate::worker::Worker;
+
+/// Exit status for a command line that cannot be run (as in sysexits' EX_USAGE convention of
+/// most tools: 2).
+const EXIT_USAGE: u8 = 2;
+
+/// What the command line asks for.
+enum Command {
+    Help,
+    Run { broken: Option<Broken> },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let command = match parse_args(std::env::args().skip(1)) {
+        Ok(command) => command,
+        Err(message) => {
+            eprintln!("killpoint-runtime: {message}\n\n{}", usage());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match command {
+        Command::Help => {
+            println!("{}", usage());
+            ExitCode::SUCCESS
+        }
+        Command::Run { broken } => match run(broken).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("killpoint-runtime: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
+    let mut broken = None;
+    while let Some(arg) = args.next() {
+        let name = match arg.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--broken" => args.next().ok_or("--broken needs a variant name")?,
+            other => match other.strip_prefix("--broken=") {
+                Some(name) => name.to_owned(),
+                None => return Err(format!("unexpected argument {other:?}")),
+            },
+        };
+        if broken.is_some() {
+            return Err("--broken can be given once".to_owned());
+        }
+        broken = Some(Broken::from_name(&name).ok_or_else(|| {
+            let names: Vec<_> = Broken::ALL.iter().map(|broken| broken.name()).collect();
+            format!("unknown broken variant {name:?}; expected one of: {}", names.join(", "))
+        })?);
+    }
+    Ok(Command::Run { broken })
+}
+
+fn usage() -> String {
+    let mut usage = format!(
+        "usage: killpoint-runtime [--broken <variant>]\n\n\
+         The reference runtime for {CONTRACT}. Configured by the KILLPOINT_* environment\n\
+         variables of CONTRACT.md §2; prints a KILLPOINT_READY line on stdout when it serves.\n\n\
+         --broken <variant>   run a deliberately broken variant, to see killpoint catch it:\n"
+    );
+    for broken in Broken::ALL {
+        usage.push_str(&format!("    {:<20} {}\n", broken.name(), broken.description()));
+    }
+    usage.push_str("-h, --help           show this help");
+    usage
+}
+
+/// The line the harness waits for (CONTRACT.md §2).
+#[derive(Serialize)]
+struct Ready<'a> {
+    contract: &'a str,
+    api: String,
+}
+
+async fn run(broken: Option<Broken>) -> Result<()> {
+    let config = Config::from_env()?;
+    if let Some(broken) = broken {
+        eprintln!(
+            "!!! BROKEN RUNTIME: --broken {broken} ({}). This is not the reference behaviour. !!!",
+            broken.description()
+        );
+    }
+
+    let store = Arc::new(Store::open(&config.data_dir)?);
+    worker::recover(&store)?;
+
+    let probe = match &config.probe_socket {
+        Some(path) => Probe::connect(path).await?,
+        None => Probe::disabled(),
+    };
+
+    let listener =
+        TcpListener::bind(config.listen).await.with_context(|| format!("binding the API to {}", config.listen))?;
+    let address = listener.local_addr()?;
+
+    let wake = Arc::new(Notify::new());
+    let api = api::router(Arc::clone(&store), Arc::clone(&wake));
+    let worker = Worker::new(&config, store, probe, wake, broken);
+
+    // The listener is bound, so connections are accepted (queued by the kernel) from now on.
+    let ready = Ready { contract: CONTRACT, api: format!("http://{address}") };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "KILLPOINT_READY {}", serde_json::to_string(&ready)?)?;
+    stdout.flush()?;
+    drop(stdout);
+    eprintln!("killpoint-runtime: serving {CONTRACT} on http://{address}");
+
+    let worker = tokio::spawn(worker.run());
+    tokio::select! {
+        served = axum::serve(listener, api) => {
+            served.context("serving the API")?;
+            anyhow::bail!("the API server stopped")
+        }
+        worked = worker => match worked.context("the worker panicked")? {
+            Err(error) => Err(error.context("the worker stopped")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command, String> {
+        parse_args(args.iter().map(|arg| arg.to_string()))
+    }
+
+    #[test]
+    fn broken_variants_are_chosen_by_flag_only() {
+        assert!(matches!(parse(&[]), Ok(Command::Run { broken: None })));
+        assert!(matches!(parse(&["--broken", "split-outbox"]), Ok(Command::Run { broken: Some(Broken::SplitOutbox) })));
+        assert!(matches!(parse(&["--broken=fresh-key"]), Ok(Command::Run { broken: Some(Broken::FreshKey) })));
+        let error = parse(&["--broken", "nope"]).err().unwrap();
+        assert!(error.contains("blind-retry") && error.contains("no-policy-recheck"));
+        assert!(parse(&["--broken"]).is_err());
+        assert!(parse(&["--frobnicate"]).is_err());
+        assert!(matches!(parse(&["--help"]), Ok(Command::Help)));
+    }
+}

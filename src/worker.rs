@@ -1,0 +1,431 @@
+//! The worker: the one loop that executes operations, reconciles unknown outcomes and delivers
+//! results (CONTRACT.md §4–§6, §8).
+//!
+//! One loop, one thing at a time, always in the same order: operations by creation, deliveries by
+//! (operation, destination). A crash can then be placed at any boundary and the next incarnation
+//! replays the same story, which is what makes the harness's traces comparable from run to run.
+//!
+//! Each pass:
+//! 1. reconciles `UNKNOWN` operations that are not paused;
+//! 2. executes `INTENT_RECORDED` operations;
+//! 3. sends the deliveries that are due.
+//!
+//! then sleeps until something is submitted or the next retry is due.
+//!
+//! The places where a `--broken` variant deviates are marked `BROKEN:`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use tokio::sync::Notify;
+
+use crate::backoff::{Backoff, Task};
+use crate::broken::Broken;
+use crate::config::Config;
+use crate::consumers::{Consumers, Event};
+use crate::model::{AuditEvent, Delivery, Effect, ExecutionState, Operation, Recovery};
+use crate::policy::{Decision, Policy, Subject};
+use crate::probe::{Boundary, Probe};
+use crate::provider::{Invocation, Lookup, LookupBy, Provider};
+use crate::store::Store;
+
+/// Provider attempts per operation. After that many, a lookup that still finds no effect fails the
+/// operation, and a repeatable tool whose outcome is still unknown is paused.
+const MAX_PROVIDER_ATTEMPTS: u32 = 5;
+
+/// What to do next with the operation in hand.
+enum Next {
+    /// Ask the policy, then the provider.
+    Attempt,
+    /// The last attempt went unanswered: find out what happened.
+    Reconcile,
+    /// Nothing more for now: settled, paused, or waiting for a service to answer.
+    Stop,
+}
+
+pub struct Worker {
+    store: Arc<Store>,
+    provider: Provider,
+    consumers: Consumers,
+    policy: Policy,
+    probe: Probe,
+    /// Notified by the API on every new submission.
+    wake: Arc<Notify>,
+    backoff: Backoff,
+    delivery_max_attempts: u32,
+    retry_base: Duration,
+    broken: Option<Broken>,
+}
+
+impl Worker {
+    pub fn new(config: &Config, store: Arc<Store>, probe: Probe, wake: Arc<Notify>, broken: Option<Broken>) -> Worker {
+        let http = crate::http::client();
+        Worker {
+            store,
+            provider: Provider::new(http.clone(), config.provider_url.clone()),
+            consumers: Consumers::new(http.clone(), config.consumers_url.clone()),
+            policy: Policy::new(http, config.policy_url.clone()),
+            probe,
+            wake,
+            backoff: Backoff::default(),
+            delivery_max_attempts: config.delivery_max_attempts,
+            retry_base: config.retry_base,
+            broken,
+        }
+    }
+
+    /// Runs for the life of the process. Returns only on a store error: without its store the
+    /// runtime cannot know what it has done, so it stops, and the next incarnation recovers from
+    /// what was committed.
+    pub async fn run(mut self) -> Result<Infallible> {
+        loop {
+            self.pass().await?;
+            self.wait().await?;
+        }
+    }
+
+    async fn pass(&mut self) -> Result<()> {
+        for operation in self.store.operations_to_work(ExecutionState::Unknown)? {
+            if !self.is_waiting(&operation) {
+                self.drive(operation, Next::Reconcile).await?;
+            }
+        }
+        for operation in self.store.operations_to_work(ExecutionState::IntentRecorded)? {
+            if !self.is_waiting(&operation) {
+                self.drive(operation, Next::Attempt).await?;
+            }
+        }
+        for delivery in self.store.due_deliveries(SystemTime::now())? {
+            self.deliver(delivery).await?;
+        }
+        Ok(())
+    }
+
+    /// Sleeps until a submission arrives, a delivery falls due, or a backed-off task may go again.
+    async fn wait(&self) -> Result<()> {
+        let next_delivery = self.store.next_delivery_due()?.map(|at| {
+            let from_now = at.duration_since(SystemTime::now()).unwrap_or_default();
+            Instant::now() + from_now
+        });
+        let next_retry = self.backoff.next_wake(Instant::now());
+        let wake_at = [next_delivery, next_retry].into_iter().flatten().min();
+        match wake_at {
+            Some(at) => {
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = tokio::time::sleep_until(at.into()) => {}
+                }
+            }
+            None => self.wake.notified().await,
+        }
+        Ok(())
+    }
+
+    fn is_waiting(&self, operation: &Operation) -> bool {
+        self.backoff.is_waiting(&Task::Operation(operation.id.clone()), Instant::now())
+    }
+
+    /// Takes one operation as far as it can go now.
+    async fn drive(&mut self, mut operation: Operation, first: Next) -> Result<()> {
+        let mut next = first;
+        loop {
+            next = match next {
+                Next::Attempt => self.attempt(&mut operation).await?,
+                Next::Reconcile => self.reconcile(&mut operation).await?,
+                Next::Stop => return Ok(()),
+            };
+        }
+    }
+
+    // ---- execution ------------------------------------------------------------------------
+
+    /// One new attempt: policy, write-ahead, provider (CONTRACT.md §4, steps 2–7).
+    async fn attempt(&mut self, operation: &mut Operation) -> Result<Next> {
+        let id = operation.id.clone();
+        let attempt = operation.attempts + 1;
+
+        match self.tool_policy(operation).await? {
+            Decision::Allowed => {}
+            Decision::Refused(reason) => {
+                // The refusal ends the operation; nothing is deleted, and the audit trail keeps
+                // everything that happened before it.
+                let reason = format!("policy: {reason}");
+                self.store.record_failure(&id, AuditEvent::PolicyRefused, &reason)?;
+                eprintln!("{id} attempt {attempt} refused: {reason}");
+                self.probe.at(Boundary::AfterPolicyRevocation, &id, attempt, None).await;
+                return Ok(Next::Stop);
+            }
+            Decision::Unreachable(why) => {
+                // No decision is not permission.
+                let delay = self.backoff.failed(Task::Operation(id.clone()), Instant::now());
+                eprintln!("{id} attempt {attempt} waits: policy unreachable ({why}); again in {delay:?}");
+                return Ok(Next::Stop);
+            }
+        }
+
+        self.probe.at(Boundary::BeforeDispatch, &id, attempt, None).await;
+
+        let key = match self.broken {
+            // BROKEN: a new key per attempt, so the provider cannot recognise a repeat.
+            Some(Broken::FreshKey) => format!("{id}#{attempt}"),
+            _ => operation.idempotency_key.clone(),
+        };
+        let invocation = if self.broken == Some(Broken::NoWriteAhead) {
+            // BROKEN: the provider hears of the attempt before the store does. A crash during the
+            // call leaves INTENT_RECORDED, and the next incarnation sends it again as new.
+            let invocation = self.provider.invoke(&operation.tool, &key, &operation.arguments).await;
+            self.store.record_dispatch(&id, attempt, &key)?;
+            eprintln!("{id} attempt {attempt} dispatched");
+            invocation
+        } else {
+            // Write-ahead: DISPATCHED is durable before the provider sees anything. From here on,
+            // whatever happens to this process, the next incarnation knows that a request may have
+            // been sent and will look it up before it ever sends another.
+            self.store.record_dispatch(&id, attempt, &key)?;
+            eprintln!("{id} attempt {attempt} dispatched");
+            self.provider.invoke(&operation.tool, &key, &operation.arguments).await
+        };
+        operation.execution = ExecutionState::Dispatched;
+        operation.attempts = attempt;
+        operation.idempotency_key = key;
+
+        match invocation {
+            Invocation::Succeeded(effect) => {
+                eprintln!("{id} attempt {attempt} succeeded: provider_ref {}", effect.provider_ref);
+                self.succeed(operation, effect).await?;
+                Ok(Next::Stop)
+            }
+            Invocation::Rejected(reason) => {
+                self.store.record_failure(&id, AuditEvent::Failed, &reason)?;
+                eprintln!("{id} attempt {attempt} rejected by the provider: {reason}");
+                Ok(Next::Stop)
+            }
+            Invocation::Unknown(reason) => {
+                // Not a failure, not permission to retry: only a lookup can tell.
+                self.store.record_unknown(&id, &format!("attempt {attempt}: {reason}"))?;
+                operation.execution = ExecutionState::Unknown;
+                eprintln!("{id} attempt {attempt} outcome unknown: {reason}");
+                Ok(Next::Reconcile)
+            }
+        }
+    }
+
+    /// May this operation's tool be called now? Asked before every new attempt, including those
+    /// that follow a reconciliation: permission given earlier may have been revoked since.
+    async fn tool_policy(&mut self, operation: &Operation) -> Result<Decision> {
+        if self.broken == Some(Broken::NoPolicyRecheck)
+            && self.store.has_audit_event(&operation.id, AuditEvent::PolicyAllowed)?
+        {
+            // BROKEN: an approval on record is taken as still valid; a revocation since is missed.
+            return Ok(Decision::Allowed);
+        }
+        let decision =
+            self.policy.check(&operation.tenant, &operation.actor, Subject::Tool(&operation.tool.name)).await;
+        if decision == Decision::Allowed {
+            self.backoff.succeeded(&Task::Operation(operation.id.clone()));
+            self.store.record_audit(
+                &operation.id,
+                AuditEvent::PolicyAllowed,
+                &format!("tool {} for {}/{}", operation.tool.name, operation.tenant, operation.actor),
+            )?;
+        }
+        Ok(decision)
+    }
+
+    /// An attempt went unanswered: recover by the tool's kind (CONTRACT.md §4 step 9, §5).
+    async fn reconcile(&mut self, operation: &mut Operation) -> Result<Next> {
+        let id = operation.id.clone();
+        if self.broken == Some(Broken::BlindRetry) && operation.attempts < MAX_PROVIDER_ATTEMPTS {
+            // BROKEN: "no answer" is taken to mean "did not happen", and the request is sent again.
+            return Ok(Next::Attempt);
+        }
+        match operation.tool.kind.recovery() {
+            Recovery::LookUp => self.look_up(operation).await,
+            Recovery::Pause => {
+                // Nothing can say whether the effect happened, and trying again could make it
+                // happen twice. That is a person's decision.
+                let reason = "paused: outcome unknown and the tool has no lookup; needs an operator";
+                self.store.pause(&id, reason)?;
+                eprintln!("{id} {reason}");
+                Ok(Next::Stop)
+            }
+            Recovery::Repeat if operation.attempts >= MAX_PROVIDER_ATTEMPTS => {
+                // Repeating is harmless but has not helped: stop hammering and ask for a person.
+                let reason =
+                    format!("paused: outcome still unknown after {MAX_PROVIDER_ATTEMPTS} attempts; needs an operator");
+                self.store.pause(&id, &reason)?;
+                eprintln!("{id} {reason}");
+                Ok(Next::Stop)
+            }
+            Recovery::Repeat => Ok(Next::Attempt),
+        }
+    }
+
+    /// Asks the provider whether the last attempt had an effect. A lookup reads what happened; it
+    /// executes nothing, so no policy decision is needed for it.
+    async fn look_up(&mut self, operation: &mut Operation) -> Result<Next> {
+        let id = operation.id.clone();
+        let by = match &operation.provider_ref {
+            Some(provider_ref) => LookupBy::ProviderRef(provider_ref),
+            None => LookupBy::IdempotencyKey(&operation.idempotency_key),
+        };
+        match self.provider.look_up(&operation.tool, by).await {
+            Lookup::Found(effect) => {
+                eprintln!("{id} lookup found the effect: provider_ref {}", effect.provider_ref);
+                self.succeed(operation, effect).await?;
+                Ok(Next::Stop)
+            }
+            Lookup::NotFound if operation.attempts >= MAX_PROVIDER_ATTEMPTS => {
+                let reason = format!("provider reports no effect after {MAX_PROVIDER_ATTEMPTS} attempts");
+                self.store.record_failure(&id, AuditEvent::Failed, &reason)?;
+                eprintln!("{id} failed: {reason}");
+                Ok(Next::Stop)
+            }
+            Lookup::NotFound => {
+                // The provider says the attempt had no effect: only now is a new attempt safe.
+                let detail = format!("attempt {} had no effect", operation.attempts);
+                self.store.record_audit(&id, AuditEvent::NotFound, &detail)?;
+                eprintln!("{id} lookup: {detail}");
+                Ok(Next::Attempt)
+            }
+            Lookup::Unknown(why) => {
+                let delay = self.backoff.failed(Task::Operation(id.clone()), Instant::now());
+                eprintln!("{id} lookup failed ({why}); again in {delay:?}");
+                Ok(Next::Stop)
+            }
+        }
+    }
+
+    /// Records a confirmed success together with its outbox.
+    async fn succeed(&mut self, operation: &mut Operation, effect: Effect) -> Result<()> {
+        let id = operation.id.clone();
+        let attempt = operation.attempts;
+        self.probe.at(Boundary::AfterProviderSuccess, &id, attempt, None).await;
+
+        if self.broken == Some(Broken::SplitOutbox) {
+            // BROKEN: success and deliveries in two transactions. A crash between them leaves a
+            // success with no delivery, and nothing ever creates one.
+            self.store.record_success_without_deliveries(&id, &effect)?;
+            self.probe.at(Boundary::AfterResultWrite, &id, attempt, None).await;
+            self.store.enqueue_deliveries(operation, SystemTime::now())?;
+        } else {
+            self.store.record_success(operation, &effect, SystemTime::now())?;
+            self.probe.at(Boundary::AfterResultWrite, &id, attempt, None).await;
+        }
+
+        self.backoff.succeeded(&Task::Operation(id));
+        operation.execution = ExecutionState::Succeeded;
+        operation.provider_ref = Some(effect.provider_ref);
+        operation.result = Some(effect.result);
+        Ok(())
+    }
+
+    // ---- delivery -------------------------------------------------------------------------
+
+    /// One send of one delivery (CONTRACT.md §6). Never calls the tool: the result was recorded
+    /// with the success, and a delivery only carries it.
+    async fn deliver(&mut self, delivery: Delivery) -> Result<()> {
+        let id = delivery.operation_id.clone();
+        let destination = delivery.destination.clone();
+        let operation = self
+            .store
+            .operation(&id)?
+            .with_context(|| format!("delivery of {id} to {destination} has no operation"))?;
+        let (Some(mut provider_ref), Some(mut result)) = (operation.provider_ref, operation.result) else {
+            anyhow::bail!("delivery of {id} to {destination} exists but the result is not recorded");
+        };
+
+        let task = Task::Delivery { operation_id: id.clone(), destination: destination.clone() };
+        match self.policy.check(&operation.tenant, &operation.actor, Subject::Destination(&destination)).await {
+            Decision::Allowed => self.backoff.succeeded(&task),
+            Decision::Refused(reason) => {
+                let reason = format!("policy: {reason}");
+                self.store.dead_letter(&delivery, &reason)?;
+                eprintln!("{id} -> {destination} dead-lettered: {reason}");
+                return Ok(());
+            }
+            Decision::Unreachable(why) => {
+                let delay = self.backoff.failed(task, Instant::now());
+                self.store.postpone_delivery(&delivery, SystemTime::now() + delay)?;
+                eprintln!("{id} -> {destination} waits: policy unreachable ({why}); again in {delay:?}");
+                return Ok(());
+            }
+        }
+
+        if self.broken == Some(Broken::RerunOnDelivery) && delivery.attempts > 0 {
+            // BROKEN: the tool is executed again "to refresh the result" before a resend: a second
+            // side effect for every delivery retry.
+            if let Invocation::Succeeded(effect) =
+                self.provider.invoke(&operation.tool, &operation.idempotency_key, &operation.arguments).await
+            {
+                provider_ref = effect.provider_ref;
+                result = effect.result;
+            }
+        }
+
+        let send = delivery.attempts + 1;
+        let key = match self.broken {
+            // BROKEN: a new key per send, so the consumer cannot recognise a resend.
+            Some(Broken::FreshDeliveryKey) => format!("{id}#{send}"),
+            _ => delivery.idempotency_key.clone(),
+        };
+        // SENT is durable before the send: if this process dies before it learns the answer, the
+        // next incarnation sends again with the same key and the consumer deduplicates.
+        self.store.record_delivery_sent(&delivery, send, &key)?;
+        let event =
+            Event { operation_id: &id, destination: &destination, provider_ref: &provider_ref, result: &result };
+        match self.consumers.send(&key, &event).await {
+            Ok(()) => {
+                self.probe.at(Boundary::AfterDeliverySend, &id, send, Some(&destination)).await;
+                self.store.record_delivery_acked(&delivery)?;
+                eprintln!("{id} -> {destination} send {send} acked");
+            }
+            Err(error) if send >= self.delivery_max_attempts => {
+                let reason = format!("{error} (send {send} of {})", self.delivery_max_attempts);
+                self.store.dead_letter(&delivery, &reason)?;
+                eprintln!("{id} -> {destination} dead-lettered: {reason}");
+            }
+            Err(error) => {
+                let delay = delivery_retry_delay(self.retry_base, send);
+                self.store.schedule_delivery_retry(&delivery, SystemTime::now() + delay, &error)?;
+                eprintln!("{id} -> {destination} send {send} failed: {error}; again in {delay:?}");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `base × 2^(n−1)` after the n-th failed send (CONTRACT.md §6).
+fn delivery_retry_delay(base: Duration, failed_sends: u32) -> Duration {
+    // Capped exponent: the multiplication cannot overflow, and nobody waits for 2^40 × base.
+    base.saturating_mul(1 << failed_sends.saturating_sub(1).min(20))
+}
+
+/// Run once at start, before the API serves anything, so that nobody ever reads an operation as
+/// `DISPATCHED` that no living process is dispatching.
+pub fn recover(store: &Store) -> Result<()> {
+    let recovered = store.recover_interrupted(SystemTime::now())?;
+    for id in &recovered.unknown {
+        eprintln!("{id} was DISPATCHED when the last incarnation stopped: now UNKNOWN");
+    }
+    for (id, destination) in &recovered.resend {
+        eprintln!("{id} -> {destination} was SENT when the last incarnation stopped: sending again");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delivery_retries_double_from_the_base() {
+        let base = Duration::from_millis(25);
+        assert_eq!(delivery_retry_delay(base, 1), Duration::from_millis(25));
+        assert_eq!(delivery_retry_delay(base, 2), Duration::from_millis(50));
+        assert_eq!(delivery_retry_delay(base, 4), Duration::from_millis(200));
+        assert!(delivery_retry_delay(base, u32::MAX) > Duration::from_secs(60));
+    }
+}
