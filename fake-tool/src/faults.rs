@@ -16,6 +16,10 @@ pub enum FaultResponse {
     Hold,
     /// Answer with this status code (e.g. 503) instead of the real answer.
     Status(u16),
+    /// Start a `200` answer and break the connection before its body: the runtime cannot read it.
+    Drop,
+    /// Answer normally, this many milliseconds late.
+    Delay(u64),
 }
 
 /// A fault on one provider call.

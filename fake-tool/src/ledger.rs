@@ -95,6 +95,8 @@ pub enum Response {
     Sent(u16),
     /// The answer is held so the harness can kill the runtime before it arrives.
     Held,
+    /// The connection was broken in the middle of the answer.
+    Dropped,
 }
 
 /// What a policy check or a revocation is about.

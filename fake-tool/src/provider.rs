@@ -10,6 +10,7 @@ use crate::world::Held;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -68,9 +69,9 @@ pub(crate) async fn call(
     Path(tool): Path<String>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Answer {
+) -> axum::response::Response {
     let Some(kind) = ToolKind::for_tool(&tool) else {
-        return error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}"));
+        return error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}")).into_response();
     };
     let key = idempotency_key(&headers);
     let operation = body.pointer("/arguments/_killpoint/operation").and_then(Value::as_str).map(str::to_owned);
@@ -114,11 +115,12 @@ pub(crate) async fn call(
         };
         let (status, response) = match fault.as_ref().map(|f| f.response) {
             Some(FaultResponse::Hold) => (StatusCode::OK, Response::Held),
+            Some(FaultResponse::Drop) => (StatusCode::OK, Response::Dropped),
             Some(FaultResponse::Status(code)) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
                 (status, Response::Sent(status.as_u16()))
             }
-            None => (StatusCode::OK, Response::Sent(200)),
+            Some(FaultResponse::Delay(_)) | None => (StatusCode::OK, Response::Sent(200)),
         };
         let result = stored.as_ref().map(|s| s.result.clone());
         // Recorded under the provider lock so call numbers and ledger order agree.
@@ -138,17 +140,31 @@ pub(crate) async fn call(
         (seq, fault.map(|f| (f, call)), status, answer)
     };
 
-    if let Some((fault, call)) = fault
-        && fault.response == FaultResponse::Hold
-    {
-        let _ = provider.held.send(Held { seq, operation: fault.operation.clone(), call });
-        // Hold until the world shuts down; by then the runtime has been killed and nobody reads
-        // the answer. Holding (rather than answering late) is what makes the kill exact.
-        let mut shutdown = provider.shutdown.clone();
-        let _ = shutdown.wait_for(|down| *down).await;
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the fake world shut down while holding");
+    match fault.map(|(f, call)| (f.response, f.operation, call)) {
+        Some((FaultResponse::Hold, operation, call)) => {
+            let _ = provider.held.send(Held { seq, operation, call });
+            // Hold until the world shuts down; by then the runtime has been killed and nobody
+            // reads the answer. Holding (rather than answering late) is what makes the kill exact.
+            let mut shutdown = provider.shutdown.clone();
+            let _ = shutdown.wait_for(|down| *down).await;
+            error(StatusCode::SERVICE_UNAVAILABLE, "the fake world shut down while holding").into_response()
+        }
+        Some((FaultResponse::Drop, ..)) => {
+            // The status line goes out, then the body fails: hyper aborts the connection, and the
+            // runtime sees a 200 it cannot read — an unknown outcome, like a connection reset.
+            let broken = futures_util::stream::once(async {
+                Err::<axum::body::Bytes, _>(std::io::Error::other("connection dropped (injected fault)"))
+            });
+            (status, axum::body::Body::from_stream(broken)).into_response()
+        }
+        Some((FaultResponse::Delay(ms), ..)) => {
+            // The fault itself is lateness; this sleep is the fake provider being slow, not the
+            // harness waiting for anything.
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            (status, Json(answer)).into_response()
+        }
+        Some((FaultResponse::Status(_), ..)) | None => (status, Json(answer)).into_response(),
     }
-    (status, Json(answer))
 }
 
 #[derive(Debug, Deserialize)]

@@ -497,7 +497,7 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
     if actual != Some(op.expect) {
         found(
             Invariant::ExpectedOutcome,
-            format!("`{}` was expected to end {:?}, but ended {}", op.id, op.expect, report.summary()),
+            format!("`{}` was expected to end {}, but ended {}", op.id, op.expect, report.summary()),
             Vec::new(),
         );
     }

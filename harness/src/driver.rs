@@ -105,8 +105,10 @@ struct Driver<'a> {
     clock: Clock,
     timeline: Vec<Mark>,
     world: &'a World,
-    /// Times each (boundary, operation, destination) was announced, across incarnations.
+    /// Times each (boundary, operation, destination) was announced, across incarnations: in all,
+    /// and per attempt number.
     seen: HashMap<(Boundary, String, Option<String>), u32>,
+    seen_attempt: HashMap<(Boundary, String, Option<String>, u32), u32>,
     fired: Vec<bool>,
     incarnation: Incarnation,
     /// A client of the current incarnation's API.
@@ -124,15 +126,23 @@ impl Driver<'_> {
     /// The fault (index) to fire at this probe announcement, if any.
     fn fault_for(&mut self, message: &ProbeMessage) -> Option<usize> {
         let key = (message.boundary, message.operation_id.clone(), message.destination.clone());
-        let count = self.seen.entry(key).or_default();
+        let count = self.seen.entry(key.clone()).or_default();
         *count += 1;
         let count = *count;
+        let for_attempt = self.seen_attempt.entry((key.0, key.1, key.2, message.attempt)).or_default();
+        *for_attempt += 1;
+        let for_attempt = *for_attempt;
         self.scenario.faults.iter().enumerate().position(|(i, f)| {
+            let nth = match f.attempt {
+                None => count,
+                Some(a) if a == message.attempt => for_attempt,
+                Some(_) => return false,
+            };
             !self.fired[i]
                 && f.at == message.boundary
                 && f.operation == message.operation_id
                 && f.destination == message.destination
-                && f.occurrence == count
+                && f.occurrence == nth
         })
     }
 
@@ -183,6 +193,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 response: match fault.action {
                     Action::Kill => FaultResponse::Hold,
                     Action::Fail => FaultResponse::Status(503),
+                    Action::Drop => FaultResponse::Drop,
+                    Action::Delay => FaultResponse::Delay(fault.delay_ms),
                 },
             });
         }
@@ -235,6 +247,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         timeline,
         world: &world,
         seen: HashMap::new(),
+        seen_attempt: HashMap::new(),
         fired: vec![false; scenario.faults.len()],
         client: Client::new(&first.api),
         incarnation: first,
@@ -260,7 +273,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let ledger = world.entries();
     let mut fired = driver.fired.clone();
     for (i, fault) in scenario.faults.iter().enumerate() {
-        if fault.at == Boundary::AfterDispatch && fault.action == Action::Fail {
+        if fault.at == Boundary::AfterDispatch && fault.action != Action::Kill {
             fired[i] = ledger.iter().any(|e| {
                 matches!(&e.event, fake_tool::Event::ProviderCall { operation: Some(op), call, .. }
                     if *op == fault.operation && *call == fault.occurrence)

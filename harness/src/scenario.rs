@@ -62,6 +62,17 @@ pub enum Outcome {
     Paused,
 }
 
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Refused => "refused",
+            Outcome::Paused => "paused",
+        })
+    }
+}
+
 /// What the harness does when a fault's boundary occurrence is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -71,6 +82,10 @@ pub enum Action {
     Kill,
     /// `after_dispatch` only: the provider answers 503 instead of its real answer; no kill.
     Fail,
+    /// `after_dispatch` only: the provider starts a 200 and breaks the connection; no kill.
+    Drop,
+    /// `after_dispatch` only: the provider answers `delay_ms` late; no kill.
+    Delay,
 }
 
 /// A permission withdrawn when a fault fires, for the operation's tenant.
@@ -91,11 +106,15 @@ pub struct Fault {
     /// The n-th time this operation reaches the boundary (for `after_dispatch`: the n-th call the
     /// provider sees), counted across restarts, 1-based.
     pub occurrence: u32,
+    /// Only announcements of this attempt count (for deliveries: this send); `None`: any.
+    pub attempt: Option<u32>,
     /// Delivery boundaries: which destination.
     pub destination: Option<String>,
     /// `after_dispatch`: whether the side effect happens before the fault.
     pub effect: bool,
     pub action: Action,
+    /// `action = "delay"`: how late the provider answers.
+    pub delay_ms: u64,
     pub revoke: Vec<Revoke>,
 }
 
@@ -197,11 +216,13 @@ struct FaultFile {
     operation: Spanned<String>,
     #[serde(default = "default_occurrence")]
     occurrence: u32,
+    attempt: Option<u32>,
     destination: Option<Spanned<String>>,
     #[serde(default = "default_true")]
     effect: bool,
     #[serde(default)]
     action: Action,
+    delay_ms: Option<u64>,
     #[serde(default)]
     revoke: Vec<Spanned<String>>,
 }
@@ -299,15 +320,40 @@ impl Scenario {
                 }
                 (None, false) => None,
             };
-            if f.at.site() != Site::Provider && (f.action == Action::Fail || !f.effect) {
+            if f.at.site() != Site::Provider && (f.action != Action::Kill || !f.effect) {
                 return Err(at(
                     Some(span),
                     format!(
-                        "`action = \"fail\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
+                        "`action = \"fail\" | \"drop\" | \"delay\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
                         f.at
                     ),
                 ));
             }
+            if f.at.site() == Site::Provider && f.attempt.is_some() {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "`attempt` does not apply at `{}`: the provider cannot see the runtime's attempt numbers; use `occurrence` (the n-th call the provider sees)",
+                        f.at
+                    ),
+                ));
+            }
+            if f.attempt == Some(0) {
+                return Err(at(Some(span), "attempt counts from 1".into()));
+            }
+            let delay_ms = match (f.action, f.delay_ms) {
+                (Action::Delay, Some(ms)) => ms,
+                (Action::Delay, None) => {
+                    return Err(at(
+                        Some(span),
+                        "`action = \"delay\"` needs `delay_ms`, how late the provider answers".into(),
+                    ));
+                }
+                (_, Some(_)) => {
+                    return Err(at(Some(span), "`delay_ms` only applies with `action = \"delay\"`".into()));
+                }
+                (_, None) => 0,
+            };
             if op.destinations.is_empty() && f.at.is_delivery() {
                 return Err(at(Some(span), format!("`{}` has no destinations, so it never reaches `{}`", op.id, f.at)));
             }
@@ -333,9 +379,11 @@ impl Scenario {
                 at: f.at,
                 operation: op.id.clone(),
                 occurrence: f.occurrence,
+                attempt: f.attempt,
                 destination,
                 effect: f.effect,
                 action: f.action,
+                delay_ms,
                 revoke,
             });
         }
@@ -445,5 +493,32 @@ operation = "charge"
                 panic!("{e}");
             }
         }
+    }
+
+    #[test]
+    fn provider_only_knobs_are_refused_elsewhere() {
+        let err = parse(&OK.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"\naction = \"drop\"")).unwrap_err();
+        assert!(err.message.contains("only apply at `after_dispatch`"), "{}", err.message);
+        let err = parse(&OK.replace("operation = \"charge\"\n", "operation = \"charge\"\nattempt = 2\n")).unwrap_err();
+        assert!(err.message.contains("use `occurrence`"), "{}", err.message);
+        let err = parse(&format!("{OK}action = \"delay\"\n")).unwrap_err();
+        assert!(err.message.contains("needs `delay_ms`"), "{}", err.message);
+    }
+
+    #[test]
+    fn delivery_faults_need_a_known_destination() {
+        let text = OK.replace("at = \"after_dispatch\"", "at = \"after_delivery_send\"");
+        let err = parse(&text).unwrap_err();
+        assert!(err.message.contains("must name a `destination`"), "{}", err.message);
+        let err = parse(&format!("{text}destination = \"ledgr\"\n")).unwrap_err();
+        assert!(err.message.contains("did you mean `ledger`"), "{}", err.message);
+    }
+
+    #[test]
+    fn unknown_keys_and_missing_expectations_are_errors() {
+        let err = parse(&OK.replace("tool = ", "tol = ")).unwrap_err();
+        assert!(err.message.contains("unknown field `tol`"), "{}", err.message);
+        let err = parse(&OK.replace("expect = \"succeeded\"\n", "")).unwrap_err();
+        assert!(err.message.contains("missing field `expect`"), "{}", err.message);
     }
 }

@@ -80,6 +80,7 @@ pub fn describe_entry(entry: &Entry) -> String {
             let response = match response {
                 Response::Sent(s) => format!("answered {s}"),
                 Response::Held => "answer held".into(),
+                Response::Dropped => "answer dropped".into(),
             };
             format!(
                 "provider  call {tool} for {} (call {call}, {}): {effect}, {response}",
