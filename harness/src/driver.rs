@@ -84,7 +84,9 @@ pub struct Run {
     /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
     pub aborted: Option<String>,
     pub incarnations: u32,
-    /// Kill → restarted → the killed operation settled, one per kill.
+    /// Kill → the next incarnation ready, one per kill.
+    pub restarts: Vec<Duration>,
+    /// Kill → restarted → the operation being waited for settled, one per settle after a kill.
     pub recoveries: Vec<Duration>,
     pub artifacts: tempfile::TempDir,
 }
@@ -114,6 +116,7 @@ struct Driver<'a> {
     /// A client of the current incarnation's API.
     client: Client,
     last_kill: Option<Instant>,
+    restarts: Vec<Duration>,
     recoveries: Vec<Duration>,
 }
 
@@ -159,13 +162,15 @@ impl Driver<'_> {
     }
 
     async fn kill_and_restart(&mut self, launch: &Launch<'_>) -> Result<(), String> {
-        self.last_kill = Some(Instant::now());
+        let killed_at = Instant::now();
+        self.last_kill = Some(killed_at);
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
         self.mark(Happening::Started { incarnation: number + 1 });
         self.incarnation = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
         self.client = Client::new(&self.incarnation.api);
+        self.restarts.push(killed_at.elapsed());
         Ok(())
     }
 }
@@ -236,6 +241,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 unreached: (0..scenario.faults.len()).collect(),
                 aborted: Some(e.to_string()),
                 incarnations: 1,
+                restarts: Vec::new(),
                 recoveries: Vec::new(),
                 artifacts,
             });
@@ -252,6 +258,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         client: Client::new(&first.api),
         incarnation: first,
         last_kill: None,
+        restarts: Vec::new(),
         recoveries: Vec::new(),
     };
 
@@ -280,7 +287,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             });
         }
     }
-    let Driver { timeline, recoveries, .. } = driver;
+    let Driver { timeline, restarts, recoveries, .. } = driver;
     world.shutdown().await;
     Ok(Run {
         ledger,
@@ -290,6 +297,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         unreached: fired.iter().enumerate().filter(|(_, f)| !**f).map(|(i, _)| i).collect(),
         aborted,
         incarnations,
+        restarts,
         recoveries,
         artifacts,
     })
