@@ -23,11 +23,13 @@ pub enum Subject<'a> {
     Destination(&'a str),
 }
 
-/// `{"tenant": …, "actor": …, "tool": …}` or `{…, "destination": …}`.
+/// `{"tenant": …, "actor": …, "operation_id": …, "tool": …}` or `{…, "destination": …}`.
 #[derive(Serialize)]
 struct Check<'a> {
     tenant: &'a str,
     actor: &'a str,
+    /// Lets the policy service refuse one operation (cancelled, expired) as well as a permission.
+    operation_id: &'a str,
     #[serde(flatten)]
     subject: Subject<'a>,
 }
@@ -48,8 +50,8 @@ impl Policy {
         Policy { http, base }
     }
 
-    pub async fn check(&self, tenant: &str, actor: &str, subject: Subject<'_>) -> Decision {
-        let check = Check { tenant, actor, subject };
+    pub async fn check(&self, tenant: &str, actor: &str, operation_id: &str, subject: Subject<'_>) -> Decision {
+        let check = Check { tenant, actor, operation_id, subject };
         let sent = self.http.post(endpoint(&self.base, &["check"])).json(&check).send().await;
         let response = match sent {
             Ok(response) => response,

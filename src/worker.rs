@@ -221,8 +221,10 @@ impl Worker {
             // BROKEN: an approval on record is taken as still valid; a revocation since is missed.
             return Ok(Decision::Allowed);
         }
-        let decision =
-            self.policy.check(&operation.tenant, &operation.actor, Subject::Tool(&operation.tool.name)).await;
+        let decision = self
+            .policy
+            .check(&operation.tenant, &operation.actor, &operation.id, Subject::Tool(&operation.tool.name))
+            .await;
         if decision == Decision::Allowed {
             self.backoff.succeeded(&Task::Operation(operation.id.clone()));
             self.store.record_audit(
@@ -338,7 +340,7 @@ impl Worker {
         };
 
         let task = Task::Delivery { operation_id: id.clone(), destination: destination.clone() };
-        match self.policy.check(&operation.tenant, &operation.actor, Subject::Destination(&destination)).await {
+        match self.policy.check(&operation.tenant, &operation.actor, &id, Subject::Destination(&destination)).await {
             Decision::Allowed => self.backoff.succeeded(&task),
             Decision::Refused(reason) => {
                 let reason = format!("policy: {reason}");

@@ -105,6 +105,8 @@ pub enum Response {
 pub enum Subject {
     Tool(String),
     Destination(String),
+    /// One operation, cancelled: no new attempt of it is allowed (its deliveries are unaffected).
+    Operation(String),
 }
 
 impl std::fmt::Display for Subject {
@@ -112,6 +114,7 @@ impl std::fmt::Display for Subject {
         match self {
             Subject::Tool(t) => write!(f, "tool {t}"),
             Subject::Destination(d) => write!(f, "destination {d}"),
+            Subject::Operation(o) => write!(f, "operation {o}"),
         }
     }
 }

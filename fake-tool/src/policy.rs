@@ -1,7 +1,8 @@
 //! The fake policy service: everything is allowed until the harness revokes it.
 //!
-//! A revocation names a tenant, optionally an actor (none: every actor of the tenant), and a tool
-//! or a destination. It stays in force for the rest of the scenario.
+//! A revocation names a tenant, optionally an actor (none: every actor of the tenant), and a tool,
+//! a destination, or one operation (a cancellation: its tool checks are refused). It stays in
+//! force for the rest of the scenario.
 
 use crate::ledger::{Event, Ledger, Subject};
 use axum::Json;
@@ -21,8 +22,15 @@ pub struct Revocation {
 }
 
 impl Revocation {
-    fn covers(&self, tenant: &str, actor: &str, subject: &Subject) -> bool {
-        self.tenant == tenant && self.actor.as_deref().is_none_or(|a| a == actor) && &self.subject == subject
+    fn covers(&self, tenant: &str, actor: &str, operation: Option<&str>, subject: &Subject) -> bool {
+        // A cancelled operation may not be attempted; its deliveries are not this revocation's.
+        let cancelled = matches!(
+            (&self.subject, subject, operation),
+            (Subject::Operation(o), Subject::Tool(_), Some(op)) if o == op
+        );
+        self.tenant == tenant
+            && self.actor.as_deref().is_none_or(|a| a == actor)
+            && (&self.subject == subject || cancelled)
     }
 }
 
@@ -54,6 +62,7 @@ impl Policy {
 pub(crate) struct CheckRequest {
     tenant: String,
     actor: String,
+    operation_id: Option<String>,
     tool: Option<String>,
     destination: Option<String>,
 }
@@ -74,16 +83,17 @@ pub(crate) async fn check(
         }
     };
     let revocations = policy.revocations.lock().expect("policy lock");
-    let refused = revocations.iter().any(|r| r.covers(&request.tenant, &request.actor, &subject));
+    let operation = request.operation_id.as_deref();
+    let refused = revocations.iter().find(|r| r.covers(&request.tenant, &request.actor, operation, &subject)).cloned();
     policy.ledger.record(Event::PolicyCheck {
         tenant: request.tenant.clone(),
         actor: request.actor.clone(),
         subject: subject.clone(),
-        allowed: !refused,
+        allowed: refused.is_none(),
     });
     drop(revocations);
-    if refused {
-        let reason = format!("{subject} revoked for {}/{}", request.tenant, request.actor);
+    if let Some(revocation) = refused {
+        let reason = format!("{} revoked for {}/{}", revocation.subject, request.tenant, request.actor);
         (StatusCode::OK, Json(json!({ "allowed": false, "reason": reason })))
     } else {
         (StatusCode::OK, Json(json!({ "allowed": true })))

@@ -312,7 +312,7 @@ fn delivered_once(
         .into_iter()
         .filter_map(|(_, s)| match s {
             Subject::Destination(d) => Some(d.as_str()),
-            Subject::Tool(_) => None,
+            Subject::Tool(_) | Subject::Operation(_) => None,
         })
         .collect();
     for destination in &op.destinations {
@@ -372,6 +372,9 @@ fn policy_respected(
             Subject::Tool(t) if t == op.tool.tool_name() => {
                 ledger.calls.iter().copied().filter(|e| e.seq > revocation.seq).collect()
             }
+            Subject::Operation(o) if *o == op.id => {
+                ledger.calls.iter().copied().filter(|e| e.seq > revocation.seq).collect()
+            }
             Subject::Destination(d) => ledger
                 .receipts
                 .iter()
@@ -381,7 +384,7 @@ fn policy_respected(
                         && matches!(&e.event, Event::ConsumerReceipt { destination, .. } if destination == d)
                 })
                 .collect(),
-            Subject::Tool(_) => Vec::new(),
+            Subject::Tool(_) | Subject::Operation(_) => Vec::new(),
         };
         if !forbidden.is_empty() {
             found(

@@ -156,6 +156,7 @@ impl Driver<'_> {
             let subject = match r {
                 Revoke::Tool => Subject::Tool(op.tool.tool_name().to_owned()),
                 Revoke::Destination(d) => Subject::Destination(d.clone()),
+                Revoke::Operation => Subject::Operation(op.id.clone()),
             };
             self.world.revoke(Revocation { tenant: op.tenant.clone(), actor: None, subject });
         }

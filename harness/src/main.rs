@@ -69,7 +69,11 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--keep-artifacts" => args.keep = true,
             "--runs" => {
                 let v = value("--runs")?;
-                args.runs = v.parse().ok().filter(|n| *n > 0).ok_or(format!("--runs expects a positive number, found `{v}`"))?;
+                args.runs = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(format!("--runs expects a positive number, found `{v}`"))?;
             }
             "--" => args.runtime_args = raw.by_ref().collect(),
             "-h" | "--help" => return Err(String::new()),
@@ -184,7 +188,11 @@ fn bench(scenarios: &[Scenario], target: &Target, runs: u32) -> ExitCode {
                         clean = false;
                         let kept = run.keep_artifacts();
                         let broken: Vec<&str> = verdict.failed_invariants().iter().map(|i| i.as_str()).collect();
-                        failures.push(format!("run {i}: {} violated {broken:?}; artifacts at {}", scenario.name, kept.display()));
+                        failures.push(format!(
+                            "run {i}: {} violated {broken:?}; artifacts at {}",
+                            scenario.name,
+                            kept.display()
+                        ));
                     }
                 }
                 Err(e) => {

@@ -95,6 +95,8 @@ pub enum Revoke {
     Tool,
     /// One destination.
     Destination(String),
+    /// The operation itself: a cancellation.
+    Operation,
 }
 
 /// A fault: a boundary occurrence and what happens there.
@@ -361,13 +363,14 @@ impl Scenario {
             for r in &f.revoke {
                 revoke.push(match r.get_ref().as_str() {
                     "tool" => Revoke::Tool,
+                    "operation" => Revoke::Operation,
                     other => match other.strip_prefix("destination:") {
                         Some(d) if op.destinations.iter().any(|x| x == d) => Revoke::Destination(d.to_owned()),
                         _ => {
                             return Err(at(
                                 Some(r.span()),
                                 format!(
-                                    "expected `tool` or `destination:NAME` with NAME one of {:?}, found `{other}`",
+                                    "expected `tool`, `operation` or `destination:NAME` with NAME one of {:?}, found `{other}`",
                                     op.destinations
                                 ),
                             ));
@@ -497,7 +500,8 @@ operation = "charge"
 
     #[test]
     fn provider_only_knobs_are_refused_elsewhere() {
-        let err = parse(&OK.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"\naction = \"drop\"")).unwrap_err();
+        let err =
+            parse(&OK.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"\naction = \"drop\"")).unwrap_err();
         assert!(err.message.contains("only apply at `after_dispatch`"), "{}", err.message);
         let err = parse(&OK.replace("operation = \"charge\"\n", "operation = \"charge\"\nattempt = 2\n")).unwrap_err();
         assert!(err.message.contains("use `occurrence`"), "{}", err.message);
