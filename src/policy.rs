@@ -76,15 +76,17 @@ mod tests {
 
     #[test]
     fn checks_have_the_contract_shape() {
-        let tool = Check { tenant: "acme", actor: "agent-7", subject: Subject::Tool("charge_card") };
+        let tool =
+            Check { tenant: "acme", actor: "agent-7", operation_id: "op-1", subject: Subject::Tool("charge_card") };
         assert_eq!(
             serde_json::to_string(&tool).unwrap(),
-            r#"{"tenant":"acme","actor":"agent-7","tool":"charge_card"}"#
+            r#"{"tenant":"acme","actor":"agent-7","operation_id":"op-1","tool":"charge_card"}"#
         );
-        let destination = Check { tenant: "acme", actor: "agent-7", subject: Subject::Destination("ledger") };
+        let destination =
+            Check { tenant: "acme", actor: "agent-7", operation_id: "op-1", subject: Subject::Destination("ledger") };
         assert_eq!(
             serde_json::to_string(&destination).unwrap(),
-            r#"{"tenant":"acme","actor":"agent-7","destination":"ledger"}"#
+            r#"{"tenant":"acme","actor":"agent-7","operation_id":"op-1","destination":"ledger"}"#
         );
     }
 }
