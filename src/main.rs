@@ -112,6 +112,8 @@ fn usage() -> String {
 struct Ready<'a> {
     contract: &'a str,
     api: String,
+    /// Whether boundaries are announced: only when the harness gave a probe socket.
+    probe: bool,
 }
 
 async fn run(broken: Option<Broken>) -> Result<()> {
@@ -140,7 +142,7 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     let worker = Worker::new(&config, store, probe, wake, broken);
 
     // The listener is bound, so connections are accepted (queued by the kernel) from now on.
-    let ready = Ready { contract: CONTRACT, api: format!("http://{address}") };
+    let ready = Ready { contract: CONTRACT, api: format!("http://{address}"), probe: config.probe_socket.is_some() };
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "KILLPOINT_READY {}", serde_json::to_string(&ready)?)?;
     stdout.flush()?;

@@ -108,27 +108,6 @@ impl Incarnation {
         let deadline = tokio::time::Instant::now() + launch.ready_timeout;
         let last_words = |what: &str| format!("{what}\n{}", tail_of_logs(launch.logs, 15));
 
-        if let Some(listener) = launch.probe {
-            tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => incarnation.probe = Some(ProbeConnection::new(stream)),
-                    Err(e) => return Err(fail(format!("probe socket accept failed: {e}"))),
-                },
-                status = incarnation.child.wait() => {
-                    return Err(fail(last_words(&format!(
-                        "exited ({}) before connecting to the probe socket (KILLPOINT_PROBE_SOCKET)",
-                        describe_status(status.ok())
-                    ))));
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(fail(last_words(&format!(
-                        "did not connect to the probe socket (KILLPOINT_PROBE_SOCKET) within {:?}",
-                        launch.ready_timeout
-                    ))));
-                }
-            }
-        }
-
         let line = tokio::select! {
             line = &mut ready_rx => line.map_err(|_| fail(last_words(
                 "closed its stdout without printing `KILLPOINT_READY {…}`"
@@ -164,6 +143,31 @@ impl Incarnation {
             })?
             .trim_end_matches('/')
             .to_owned();
+        // The ready line says whether the runtime implements the probe; one that does has
+        // connected before printing it, so the connection is already queued: the deadline only
+        // guards against a runtime that promised and did not connect.
+        let declares_probe = ready.get("probe").and_then(|p| p.as_bool()).unwrap_or(false);
+        match (launch.probe, declares_probe) {
+            (Some(listener), true) => {
+                tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => incarnation.probe = Some(ProbeConnection::new(stream)),
+                        Err(e) => return Err(fail(format!("probe socket accept failed: {e}"))),
+                    },
+                    _ = tokio::time::sleep_until(deadline) => {
+                        return Err(fail(last_words(
+                            "declared \"probe\": true in its ready line but never connected to KILLPOINT_PROBE_SOCKET (CONTRACT.md section 2: connect before printing the ready line)"
+                        )));
+                    }
+                }
+            }
+            (None, true) => {
+                return Err(fail(format!(
+                    "declared \"probe\": true although no KILLPOINT_PROBE_SOCKET was given: {line}"
+                )));
+            }
+            (_, false) => {}
+        }
         Ok(incarnation)
     }
 
