@@ -6,24 +6,40 @@
 
 use crate::faults::Faults;
 use crate::ledger::{Event, Ledger};
+use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, watch};
 
 #[derive(Clone)]
 pub(crate) struct Consumers {
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) faults: Arc<Faults>,
+    points: mpsc::UnboundedSender<KillPoint>,
+    shutdown: watch::Receiver<bool>,
+    state: Arc<Mutex<Receipts>>,
+}
+
+#[derive(Default)]
+struct Receipts {
     /// (destination, key) pairs already applied.
-    seen: Arc<Mutex<HashSet<(String, String)>>>,
+    seen: HashSet<(String, String)>,
+    /// Receipts per (operation, destination), to number them.
+    receipts: HashMap<(String, String), u32>,
 }
 
 impl Consumers {
-    pub(crate) fn new(ledger: Arc<Ledger>, faults: Arc<Faults>) -> Self {
-        Consumers { ledger, faults, seen: Arc::default() }
+    pub(crate) fn new(
+        ledger: Arc<Ledger>,
+        faults: Arc<Faults>,
+        points: mpsc::UnboundedSender<KillPoint>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Consumers { ledger, faults, points, shutdown, state: Arc::default() }
     }
 }
 
@@ -40,24 +56,40 @@ pub(crate) async fn receive(
     let apply = fault.as_ref().is_none_or(|f| f.apply);
     let status = fault.as_ref().and_then(|f| StatusCode::from_u16(f.status).ok()).unwrap_or(StatusCode::ACCEPTED);
 
-    let mut seen = consumers.seen.lock().expect("consumer lock");
-    // A receipt without a key cannot be deduplicated; it is applied every time, as a naive
-    // consumer would, so the checker sees the duplicate.
-    let applied = apply
-        && match &key {
-            Some(k) => seen.insert((destination.clone(), k.clone())),
-            None => true,
-        };
-    consumers.ledger.record(Event::ConsumerReceipt {
-        destination: destination.clone(),
-        operation: operation.clone(),
-        idempotency_key: key,
-        applied,
-        status: status.as_u16(),
-        payload,
-    });
-    drop(seen);
+    // In a block of its own: the lock guard must be gone before the hold awaits.
+    let (seq, hold) = {
+        let mut state = consumers.state.lock().expect("consumer lock");
+        let hold = operation.as_ref().and_then(|op| {
+            let n = state.receipts.entry((op.clone(), destination.clone())).or_default();
+            *n += 1;
+            consumers.faults.take_consumer_hold(op, &destination, *n)
+        });
+        // A receipt without a key cannot be deduplicated; it is applied every time, as a naive
+        // consumer would, so the checker sees the duplicate.
+        let applied = apply
+            && match &key {
+                Some(k) => state.seen.insert((destination.clone(), k.clone())),
+                None => true,
+            };
+        let seq = consumers.ledger.record(Event::ConsumerReceipt {
+            destination: destination.clone(),
+            operation: operation.clone(),
+            idempotency_key: key,
+            applied,
+            status: status.as_u16(),
+            payload,
+        });
+        (seq, hold)
+    };
 
+    if let Some(hold) = hold {
+        let what = format!("consumer {destination} holds its answer to receipt {} of {}", hold.receipt, hold.operation);
+        let _ = consumers.points.send(KillPoint { seq, tag: hold.tag, what });
+        // Held until the world shuts down: the runtime is killed before it learns of the 202.
+        let mut shutdown = consumers.shutdown.clone();
+        let _ = shutdown.wait_for(|down| *down).await;
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "error": "the fake world shut down while holding" })));
+    }
     if status.is_success() {
         (status, Json(json!({ "operation_id": operation, "delivery": "accepted" })))
     } else {

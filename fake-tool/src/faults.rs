@@ -2,7 +2,10 @@
 //!
 //! The harness arms a fault before the runtime reaches it. A provider fault addresses a call by
 //! the planted operation identity and its call number, so "the second call for op-1" is
-//! expressible; it fires once. A consumer fault fails a destination's next `times` receipts.
+//! expressible; it fires once. A consumer hold addresses the n-th receipt of one operation at one
+//! destination, likewise once. A consumer fault fails a destination's next `times` receipts.
+//! Faults that are kill points carry the harness's `tag`, echoed in the [`crate::KillPoint`]
+//! the world sends when it reaches them.
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -20,6 +23,10 @@ pub enum FaultResponse {
     Drop,
     /// Answer normally, this many milliseconds late.
     Delay(u64),
+    /// Answer normally and tell the harness at the same moment, so it kills the runtime as soon as
+    /// it can: the closest an outsider gets to "after the provider's success, before the result
+    /// is written". The runtime may or may not have written the result by then.
+    AnswerAndSignal,
 }
 
 /// A fault on one provider call.
@@ -32,6 +39,18 @@ pub struct ProviderFault {
     /// Whether the side effect happens before the fault (the dangerous case).
     pub effect: bool,
     pub response: FaultResponse,
+    /// Echoed in the kill point signal (`Hold`, `AnswerAndSignal`).
+    pub tag: u64,
+}
+
+/// A kill point at a consumer: it applies the n-th receipt of one operation and holds its `202`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerHold {
+    pub operation: String,
+    pub destination: String,
+    /// Which receipt of that operation at that destination, 1-based.
+    pub receipt: u32,
+    pub tag: u64,
 }
 
 /// A fault on a destination's receipts.
@@ -51,6 +70,7 @@ pub struct ConsumerFault {
 pub struct Faults {
     provider: Mutex<HashMap<(String, u32), ProviderFault>>,
     consumer: Mutex<HashMap<String, ConsumerFault>>,
+    holds: Mutex<HashMap<(String, String, u32), ConsumerHold>>,
 }
 
 impl Faults {
@@ -61,6 +81,16 @@ impl Faults {
 
     pub fn arm_consumer(&self, fault: ConsumerFault) {
         self.consumer.lock().expect("faults lock").insert(fault.destination.clone(), fault);
+    }
+
+    pub fn arm_consumer_hold(&self, hold: ConsumerHold) {
+        let key = (hold.operation.clone(), hold.destination.clone(), hold.receipt);
+        self.holds.lock().expect("faults lock").insert(key, hold);
+    }
+
+    /// Takes the hold armed for this receipt, if any.
+    pub(crate) fn take_consumer_hold(&self, operation: &str, destination: &str, receipt: u32) -> Option<ConsumerHold> {
+        self.holds.lock().expect("faults lock").remove(&(operation.to_owned(), destination.to_owned(), receipt))
     }
 
     /// Takes the fault armed for this call, if any: each provider fault fires once.

@@ -12,7 +12,7 @@ pub mod policy;
 pub(crate) mod provider;
 pub mod world;
 
-pub use faults::{ConsumerFault, FaultResponse, ProviderFault};
+pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, ProviderFault};
 pub use ledger::{Clock, Effect, Entry, Event, Ledger, Response, Subject, ToolKind};
 pub use policy::Revocation;
-pub use world::{Held, World};
+pub use world::{KillPoint, World};

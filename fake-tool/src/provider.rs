@@ -6,7 +6,7 @@
 
 use crate::faults::{FaultResponse, Faults};
 use crate::ledger::{Effect, Event, Ledger, Response, ToolKind};
-use crate::world::Held;
+use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -37,7 +37,7 @@ struct Effects {
 pub(crate) struct Provider {
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) faults: Arc<Faults>,
-    pub(crate) held: mpsc::UnboundedSender<Held>,
+    pub(crate) held: mpsc::UnboundedSender<KillPoint>,
     pub(crate) shutdown: watch::Receiver<bool>,
     effects: Arc<Mutex<Effects>>,
 }
@@ -46,7 +46,7 @@ impl Provider {
     pub(crate) fn new(
         ledger: Arc<Ledger>,
         faults: Arc<Faults>,
-        held: mpsc::UnboundedSender<Held>,
+        held: mpsc::UnboundedSender<KillPoint>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Provider { ledger, faults, held, shutdown, effects: Arc::default() }
@@ -120,7 +120,9 @@ pub(crate) async fn call(
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
                 (status, Response::Sent(status.as_u16()))
             }
-            Some(FaultResponse::Delay(_)) | None => (StatusCode::OK, Response::Sent(200)),
+            Some(FaultResponse::Delay(_) | FaultResponse::AnswerAndSignal) | None => {
+                (StatusCode::OK, Response::Sent(200))
+            }
         };
         let result = stored.as_ref().map(|s| s.result.clone());
         // Recorded under the provider lock so call numbers and ledger order agree.
@@ -140,9 +142,10 @@ pub(crate) async fn call(
         (seq, fault.map(|f| (f, call)), status, answer)
     };
 
-    match fault.map(|(f, call)| (f.response, f.operation, call)) {
-        Some((FaultResponse::Hold, operation, call)) => {
-            let _ = provider.held.send(Held { seq, operation, call });
+    match fault.map(|(f, call)| (f.response, f.operation, call, f.tag)) {
+        Some((FaultResponse::Hold, operation, call, tag)) => {
+            let what = format!("provider holds the answer to call {call} of {operation}");
+            let _ = provider.held.send(KillPoint { seq, tag, what });
             // Hold until the world shuts down; by then the runtime has been killed and nobody
             // reads the answer. Holding (rather than answering late) is what makes the kill exact.
             let mut shutdown = provider.shutdown.clone();
@@ -161,6 +164,11 @@ pub(crate) async fn call(
             // The fault itself is lateness; this sleep is the fake provider being slow, not the
             // harness waiting for anything.
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            (status, Json(answer)).into_response()
+        }
+        Some((FaultResponse::AnswerAndSignal, operation, call, tag)) => {
+            let what = format!("provider answers call {call} of {operation}");
+            let _ = provider.held.send(KillPoint { seq, tag, what });
             (status, Json(answer)).into_response()
         }
         Some((FaultResponse::Status(_), ..)) | None => (status, Json(answer)).into_response(),

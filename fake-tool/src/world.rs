@@ -4,7 +4,7 @@
 //! survives every kill, and its ledger is the ground truth the checker reads.
 
 use crate::consumers::{self, Consumers};
-use crate::faults::{ConsumerFault, Faults, ProviderFault};
+use crate::faults::{ConsumerFault, ConsumerHold, Faults, ProviderFault};
 use crate::ledger::{Clock, Entry, Ledger};
 use crate::policy::{self, Policy, Revocation};
 use crate::provider::{self, Provider};
@@ -16,13 +16,15 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-/// The provider is holding the answer to a call: the moment to kill the runtime for
-/// `after_dispatch`.
+/// The world reached an armed kill point: the harness kills the runtime now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Held {
+pub struct KillPoint {
+    /// The ledger entry of the request at which the point was reached.
     pub seq: u64,
-    pub operation: String,
-    pub call: u32,
+    /// The tag the harness armed the fault with.
+    pub tag: u64,
+    /// For the trace: "the provider holds the answer to call 1 of op-1".
+    pub what: String,
 }
 
 /// A running fake world.
@@ -37,15 +39,15 @@ pub struct World {
 
 impl World {
     /// Binds 127.0.0.1 on an OS-chosen port and serves until [`World::shutdown`] or drop.
-    /// Returns the world and the stream of held provider answers.
-    pub async fn start(clock: Clock) -> std::io::Result<(World, mpsc::UnboundedReceiver<Held>)> {
+    /// Returns the world and the stream of kill points it reaches.
+    pub async fn start(clock: Clock) -> std::io::Result<(World, mpsc::UnboundedReceiver<KillPoint>)> {
         let ledger = Arc::new(Ledger::new(clock));
         let faults = Arc::new(Faults::default());
-        let (held_tx, held_rx) = mpsc::unbounded_channel();
+        let (points_tx, points_rx) = mpsc::unbounded_channel();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let policy = Policy::new(ledger.clone());
 
-        let provider = Provider::new(ledger.clone(), faults.clone(), held_tx, shutdown_rx.clone());
+        let provider = Provider::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone());
         let provider_routes = Router::new()
             .route("/tools/{tool}", post(provider::call))
             .route("/tools/{tool}/effects", get(provider::lookup_by_key))
@@ -53,7 +55,7 @@ impl World {
             .with_state(provider);
         let consumer_routes = Router::new()
             .route("/{destination}/events", post(consumers::receive))
-            .with_state(Consumers::new(ledger.clone(), faults.clone()));
+            .with_state(Consumers::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone()));
         let policy_routes = Router::new()
             .route("/check", post(policy::check))
             .route("/revocations", post(policy::revoke))
@@ -76,7 +78,7 @@ impl World {
                 eprintln!("killpoint fake world: server error: {e}");
             }
         });
-        Ok((World { addr, ledger, faults, policy, shutdown, server: Some(server) }, held_rx))
+        Ok((World { addr, ledger, faults, policy, shutdown, server: Some(server) }, points_rx))
     }
 
     pub fn base_url(&self) -> String {
@@ -104,6 +106,9 @@ impl World {
     }
     pub fn arm_consumer(&self, fault: ConsumerFault) {
         self.faults.arm_consumer(fault);
+    }
+    pub fn arm_consumer_hold(&self, hold: ConsumerHold) {
+        self.faults.arm_consumer_hold(hold);
     }
 
     /// Withdraws a permission from now on; returns the revocation's sequence number.

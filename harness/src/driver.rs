@@ -12,7 +12,7 @@ use crate::client::{Client, OperationReport};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
 use crate::probe::ProbeMessage;
 use crate::scenario::{Action, Revoke, Scenario};
-use fake_tool::{Clock, ConsumerFault, Entry, FaultResponse, ProviderFault, Revocation, Subject, World};
+use fake_tool::{Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, ProviderFault, Revocation, Subject, World};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -33,10 +33,11 @@ pub enum Happening {
         message: ProbeMessage,
         killed: bool,
     },
-    /// The provider held an answer and the harness killed the runtime (`after_dispatch`).
-    HeldAndKilled {
+    /// The fake world reached an armed kill point (e.g. the provider holds its answer for
+    /// `after_dispatch`) and the harness killed the runtime.
+    KillPoint {
         operation: String,
-        call: u32,
+        what: String,
     },
     Killed {
         incarnation: u32,
@@ -53,6 +54,22 @@ pub struct Mark {
     pub seq: u64,
     #[serde(flatten)]
     pub happening: Happening,
+}
+
+/// How a fault's boundary was reached (or not). The report shows it for every fault: a boundary
+/// the run did not exercise is never reported as passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hit {
+    /// Killed exactly at the boundary: announced on the probe, or a held provider/consumer answer.
+    Exact,
+    /// Killed as soon as the fake world saw the point from outside; the runtime may have moved on
+    /// a little (`after_provider_success` without the probe).
+    Approximate,
+    /// The fault could be armed but the runtime never got there.
+    NotReached,
+    /// Only the probe can stop a runtime here, and this runtime does not implement it.
+    NeedsProbe,
 }
 
 /// Options that are not part of the scenario.
@@ -79,8 +96,10 @@ pub struct Run {
     pub reports: BTreeMap<String, OperationReport>,
     /// Operations that did not settle in time, with the last state seen.
     pub unsettled: Vec<(String, String)>,
-    /// Faults whose boundary occurrence was never reached (index into `scenario.faults`).
-    pub unreached: Vec<usize>,
+    /// Whether the runtime implemented the probe (declared it and connected).
+    pub probe: bool,
+    /// How each fault of the scenario was reached, by index into `scenario.faults`.
+    pub hits: Vec<Hit>,
     /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
     pub aborted: Option<String>,
     pub incarnations: u32,
@@ -111,7 +130,7 @@ struct Driver<'a> {
     /// and per attempt number.
     seen: HashMap<(Boundary, String, Option<String>), u32>,
     seen_attempt: HashMap<(Boundary, String, Option<String>, u32), u32>,
-    fired: Vec<bool>,
+    hits: Vec<Hit>,
     incarnation: Incarnation,
     /// A client of the current incarnation's API.
     client: Client,
@@ -141,7 +160,7 @@ impl Driver<'_> {
                 Some(a) if a == message.attempt => for_attempt,
                 Some(_) => return false,
             };
-            !self.fired[i]
+            self.hits[i] == Hit::NotReached
                 && f.at == message.boundary
                 && f.operation == message.operation_id
                 && f.destination == message.destination
@@ -189,22 +208,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let listener = if options.probe { Some(tokio::net::UnixListener::bind(&probe_path)?) } else { None };
 
     let clock = Clock::default();
-    let (world, mut held) = World::start(clock.clone()).await?;
-    for fault in &scenario.faults {
-        if fault.at == Boundary::AfterDispatch {
-            world.arm_provider(ProviderFault {
-                operation: fault.operation.clone(),
-                call: fault.occurrence,
-                effect: fault.effect,
-                response: match fault.action {
-                    Action::Kill => FaultResponse::Hold,
-                    Action::Fail => FaultResponse::Status(503),
-                    Action::Drop => FaultResponse::Drop,
-                    Action::Delay => FaultResponse::Delay(fault.delay_ms),
-                },
-            });
-        }
-    }
+    let (world, mut points) = World::start(clock.clone()).await?;
     for c in &scenario.consumer_faults {
         world.arm_consumer(ConsumerFault {
             destination: c.destination.clone(),
@@ -239,7 +243,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 timeline,
                 reports: BTreeMap::new(),
                 unsettled: Vec::new(),
-                unreached: (0..scenario.faults.len()).collect(),
+                probe: false,
+                hits: vec![Hit::NotReached; scenario.faults.len()],
                 aborted: Some(e.to_string()),
                 incarnations: 1,
                 restarts: Vec::new(),
@@ -248,6 +253,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             });
         }
     };
+    let probe = first.probe.is_some();
+    arm(&world, scenario, probe);
     let mut driver = Driver {
         scenario,
         clock: clock.clone(),
@@ -255,7 +262,11 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         world: &world,
         seen: HashMap::new(),
         seen_attempt: HashMap::new(),
-        fired: vec![false; scenario.faults.len()],
+        hits: scenario
+            .faults
+            .iter()
+            .map(|f| if reachable(f, probe) { Hit::NotReached } else { Hit::NeedsProbe })
+            .collect(),
         client: Client::new(&first.api),
         incarnation: first,
         last_kill: None,
@@ -264,7 +275,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     };
 
     let mut unsettled = Vec::new();
-    let aborted = drive(&mut driver, &launch, &mut held, &mut unsettled).await.err();
+    let aborted = drive(&mut driver, &launch, &mut points, &mut unsettled).await.err();
 
     // The final word of the runtime on every operation, read before it is stopped.
     let mut reports = BTreeMap::new();
@@ -277,15 +288,18 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     }
     driver.incarnation.kill().await;
     let incarnations = driver.incarnation.number;
-    // Provider-side faults count as reached when the provider saw their call.
+    // Provider faults without a kill count as reached when the provider saw their call.
     let ledger = world.entries();
-    let mut fired = driver.fired.clone();
+    let mut hits = driver.hits.clone();
     for (i, fault) in scenario.faults.iter().enumerate() {
-        if fault.at == Boundary::AfterDispatch && fault.action != Action::Kill {
-            fired[i] = ledger.iter().any(|e| {
+        if fault.at == Boundary::AfterDispatch
+            && fault.action != Action::Kill
+            && ledger.iter().any(|e| {
                 matches!(&e.event, fake_tool::Event::ProviderCall { operation: Some(op), call, .. }
                     if *op == fault.operation && *call == fault.occurrence)
-            });
+            })
+        {
+            hits[i] = Hit::Exact;
         }
     }
     let Driver { timeline, restarts, recoveries, .. } = driver;
@@ -295,7 +309,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         timeline,
         reports,
         unsettled,
-        unreached: fired.iter().enumerate().filter(|(_, f)| !**f).map(|(i, _)| i).collect(),
+        probe,
+        hits,
         aborted,
         incarnations,
         restarts,
@@ -308,10 +323,11 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
 async fn drive(
     driver: &mut Driver<'_>,
     launch: &Launch<'_>,
-    held: &mut tokio::sync::mpsc::UnboundedReceiver<fake_tool::Held>,
+    points: &mut tokio::sync::mpsc::UnboundedReceiver<fake_tool::KillPoint>,
     unsettled: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
     let scenario = driver.scenario;
+    let probe = driver.incarnation.probe.is_some();
     for op in &scenario.operations {
         // Marked before the request: the runtime may start work before its answer arrives.
         driver.mark(Happening::Submitted { operation: op.id.clone() });
@@ -338,7 +354,7 @@ async fn drive(
                     };
                     match driver.fault_for(&message) {
                         Some(i) => {
-                            driver.fired[i] = true;
+                            driver.hits[i] = Hit::Exact;
                             driver.mark(Happening::Boundary { message, killed: true });
                             driver.revoke(i);
                             driver.kill_and_restart(launch).await?;
@@ -353,14 +369,18 @@ async fn drive(
                         }
                     }
                 }
-                Some(h) = held.recv() => {
-                    let fault = scenario.faults.iter().enumerate().position(|(i, f)| {
-                        !driver.fired[i] && f.at == Boundary::AfterDispatch && f.operation == h.operation
-                            && f.occurrence == h.call && f.action == Action::Kill
-                    });
-                    if let Some(i) = fault {
-                        driver.fired[i] = true;
-                        driver.mark(Happening::HeldAndKilled { operation: h.operation, call: h.call });
+                Some(point) = points.recv() => {
+                    let i = point.tag as usize;
+                    if driver.hits.get(i) == Some(&Hit::NotReached) {
+                        let fault = &scenario.faults[i];
+                        // Without the probe, "after the provider's success" is the moment the
+                        // provider answered: the runtime may already be past it.
+                        driver.hits[i] = if fault.at == Boundary::AfterProviderSuccess && !probe {
+                            Hit::Approximate
+                        } else {
+                            Hit::Exact
+                        };
+                        driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
                         driver.revoke(i);
                         driver.kill_and_restart(launch).await?;
                         deadline = tokio::time::Instant::now() + scenario.deadline;
@@ -401,5 +421,51 @@ async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result
     match probe {
         Some(p) => p.next().await,
         None => std::future::pending().await,
+    }
+}
+
+/// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
+fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
+    match fault.at {
+        Boundary::AfterDispatch => true,
+        Boundary::AfterProviderSuccess | Boundary::AfterDeliverySend => probe || fault.attempt.is_none(),
+        Boundary::BeforeDispatch | Boundary::AfterResultWrite | Boundary::AfterPolicyRevocation => probe,
+    }
+}
+
+/// Arms the fake world for the faults it stops the runtime at (tagged with the fault's index):
+/// `after_dispatch` always; without the probe, also the outside views of
+/// `after_provider_success` and `after_delivery_send`.
+fn arm(world: &World, scenario: &Scenario, probe: bool) {
+    for (i, fault) in scenario.faults.iter().enumerate() {
+        let tag = i as u64;
+        match fault.at {
+            Boundary::AfterDispatch => world.arm_provider(ProviderFault {
+                operation: fault.operation.clone(),
+                call: fault.occurrence,
+                effect: fault.effect,
+                response: match fault.action {
+                    Action::Kill => FaultResponse::Hold,
+                    Action::Fail => FaultResponse::Status(503),
+                    Action::Drop => FaultResponse::Drop,
+                    Action::Delay => FaultResponse::Delay(fault.delay_ms),
+                },
+                tag,
+            }),
+            Boundary::AfterProviderSuccess if !probe && reachable(fault, probe) => world.arm_provider(ProviderFault {
+                operation: fault.operation.clone(),
+                call: fault.occurrence,
+                effect: true,
+                response: FaultResponse::AnswerAndSignal,
+                tag,
+            }),
+            Boundary::AfterDeliverySend if !probe && reachable(fault, probe) => world.arm_consumer_hold(ConsumerHold {
+                operation: fault.operation.clone(),
+                destination: fault.destination.clone().expect("validated: delivery faults name a destination"),
+                receipt: fault.occurrence,
+                tag,
+            }),
+            _ => {}
+        }
     }
 }

@@ -7,6 +7,7 @@
 //! - The runtime contract is `CONTRACT.md` at the repository root.
 
 pub mod boundary;
+pub mod certificate;
 pub mod checker;
 pub mod client;
 pub mod driver;

@@ -1,27 +1,37 @@
 //! The `killpoint` command line.
 //!
 //! ```text
-//! killpoint certify [--runtime PATH] [--scenarios DIR] [--filter TEXT] [--keep-artifacts] [-- ARGS…]
-//! killpoint run SCENARIO.toml [--runtime PATH] [--keep-artifacts] [-- ARGS…]
-//! killpoint bench [--runs N] [--runtime PATH] [--scenarios DIR] [--filter TEXT] [-- ARGS…]
+//! killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
 //! ```
 //! `certify` runs every scenario against the runtime and prints the scenario × verdict ×
 //! invariants table; it exits 0 only if every scenario passes. `bench` runs the whole matrix N
 //! times and reports pass counts and timings (suite wall time, kill → restarted, kill →
 //! recovered): the speed figures live here, not in timed tests.
 
+use killpoint::certificate::{self, Certificate};
 use killpoint::{RunOptions, Scenario, Target, Verdict, report, run_scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage:
-  killpoint certify [--runtime PATH] [--scenarios DIR] [--filter TEXT] [--keep-artifacts] [-- RUNTIME_ARGS…]
-  killpoint run SCENARIO.toml [--runtime PATH] [--keep-artifacts] [-- RUNTIME_ARGS…]
-  killpoint bench [--runs N] [--runtime PATH] [--scenarios DIR] [--filter TEXT] [-- RUNTIME_ARGS…]
+  killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]        every scenario; the scenario and boundary × tool kind tables
+  killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]  one scenario
+  killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]   the matrix N times (default 10): pass counts and timings
 
---runtime defaults to the reference runtime built beside this binary (target/debug/killpoint-runtime).
---scenarios defaults to ./scenarios. --runs defaults to 10.";
+options:
+  --runtime PATH      the runtime to certify (default: killpoint-runtime built beside this binary)
+  --scenarios DIR     the scenario directory (default: ./scenarios)
+  --filter TEXT       only scenarios whose name contains TEXT
+  --operations N      run each scenario's workload N times over (default 1)
+  --no-probe          certify as a black box: no KILLPOINT_PROBE_SOCKET
+  --keep-artifacts    keep every data dir and log, not only those of failures
+  --json PATH         write the JSON certificate (docs/report.md) to PATH
+  --junit PATH        write JUnit XML to PATH
+
+exit status: 0 when no scenario failed, 1 when one did, 2 for a usage or scenario-file error.";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Command {
@@ -38,6 +48,10 @@ struct Args {
     filter: Option<String>,
     keep: bool,
     runs: u32,
+    copies: u32,
+    probe: bool,
+    json: Option<PathBuf>,
+    junit: Option<PathBuf>,
     runtime_args: Vec<String>,
 }
 
@@ -58,6 +72,10 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         filter: None,
         keep: false,
         runs: 10,
+        copies: 1,
+        probe: true,
+        json: None,
+        junit: None,
         runtime_args: Vec::new(),
     };
     while let Some(arg) = raw.next() {
@@ -67,14 +85,11 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--scenarios" => args.scenarios = value("--scenarios")?.into(),
             "--filter" => args.filter = Some(value("--filter")?),
             "--keep-artifacts" => args.keep = true,
-            "--runs" => {
-                let v = value("--runs")?;
-                args.runs = v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or(format!("--runs expects a positive number, found `{v}`"))?;
-            }
+            "--runs" => args.runs = positive("--runs", value("--runs")?)?,
+            "--operations" => args.copies = positive("--operations", value("--operations")?)?,
+            "--no-probe" => args.probe = false,
+            "--json" => args.json = Some(value("--json")?.into()),
+            "--junit" => args.junit = Some(value("--junit")?.into()),
             "--" => args.runtime_args = raw.by_ref().collect(),
             "-h" | "--help" => return Err(String::new()),
             other if command == Command::Run && args.scenario.is_none() && !other.starts_with('-') => {
@@ -87,6 +102,10 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         return Err("`run` expects a scenario file".into());
     }
     Ok(args)
+}
+
+fn positive(flag: &str, value: String) -> Result<u32, String> {
+    value.parse().ok().filter(|n| *n > 0).ok_or(format!("{flag} expects a positive number, found `{value}`"))
 }
 
 fn main() -> ExitCode {
@@ -126,7 +145,9 @@ fn main() -> ExitCode {
     let mut scenarios = Vec::new();
     for s in loaded {
         match s {
-            Ok(s) if args.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) => scenarios.push(s),
+            Ok(s) if args.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) => {
+                scenarios.push(s.with_copies(args.copies))
+            }
             Ok(_) => {}
             Err(e) => {
                 // A scenario that cannot be read is a failed certification, not a skipped one.
@@ -139,39 +160,53 @@ fn main() -> ExitCode {
         eprintln!("killpoint: no scenario to run (directory {}, filter {:?})", args.scenarios.display(), args.filter);
         return ExitCode::from(2);
     }
+    let options = RunOptions { probe: args.probe, ..RunOptions::default() };
     match args.command {
-        Command::Certify | Command::Run => certify(&scenarios, &target, args.keep),
-        Command::Bench => bench(&scenarios, &target, args.runs),
+        Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
+        Command::Bench => bench(&scenarios, &target, &options, args.runs),
     }
 }
 
-fn certify(scenarios: &[Scenario], target: &Target, keep: bool) -> ExitCode {
+fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: &Args) -> ExitCode {
     println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
-    let mut rows: Vec<(String, Result<Verdict, String>)> = Vec::new();
-    for scenario in scenarios {
-        match run_scenario(scenario, target, &RunOptions::default()) {
-            Ok((verdict, run)) => {
-                if !verdict.passed() {
-                    eprintln!("{}", report::story(scenario, &verdict, &run));
-                }
-                if !verdict.passed() || keep {
-                    let kept = run.keep_artifacts();
-                    eprintln!(
-                        "{}: artifacts kept at {} (data/ is the runtime's data dir, logs/ its output)\n",
-                        scenario.name,
-                        kept.display()
-                    );
-                }
-                rows.push((scenario.name.clone(), Ok(verdict)));
-            }
-            Err(e) => rows.push((scenario.name.clone(), Err(e.to_string()))),
+    let outcomes = certificate::certify(scenarios, target, options, args.keep);
+    for o in &outcomes {
+        if let Some(story) = &o.story {
+            eprintln!("{story}");
+        }
+        if let Some(path) = &o.artifacts {
+            eprintln!(
+                "{}: artifacts kept at {} (data/ is the runtime's data dir, logs/ its output)\n",
+                o.name,
+                path.display()
+            );
         }
     }
+    let rows: Vec<(String, Result<Verdict, String>)> =
+        outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
     print!("{}", report::table(&rows));
-    if rows.iter().all(|(_, v)| v.as_ref().is_ok_and(Verdict::passed)) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
+    println!("\n{}", report::matrix_table(&report::matrix(&verdicts)));
+    let certificate = Certificate::new(target, &outcomes);
+    for (path, text, what) in [
+        (&args.json, certificate.to_json(), "JSON certificate"),
+        (&args.junit, certificate.to_junit(&outcomes), "JUnit report"),
+    ] {
+        if let Some(path) = path {
+            match std::fs::write(path, text) {
+                Ok(()) => println!("{what} written to {}", path.display()),
+                Err(e) => {
+                    eprintln!("killpoint: cannot write the {what} to {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
+    let failed = outcomes.iter().any(|o| o.verdict.as_ref().map_or(true, |v| !v.passed()));
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
-fn bench(scenarios: &[Scenario], target: &Target, runs: u32) -> ExitCode {
+fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u32) -> ExitCode {
     println!("bench: {runs} run(s) of {} scenario(s) against {}", scenarios.len(), target.program.display());
     let (mut suites, mut restarts, mut recoveries) = (Vec::new(), Vec::new(), Vec::new());
     let mut failures: Vec<String> = Vec::new();
@@ -180,7 +215,7 @@ fn bench(scenarios: &[Scenario], target: &Target, runs: u32) -> ExitCode {
         let started = Instant::now();
         let mut clean = true;
         for scenario in scenarios {
-            match run_scenario(scenario, target, &RunOptions::default()) {
+            match run_scenario(scenario, target, options) {
                 Ok((verdict, run)) => {
                     restarts.extend(run.restarts.iter().copied());
                     recoveries.extend(run.recoveries.iter().copied());

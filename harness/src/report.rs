@@ -1,11 +1,15 @@
-//! Reports: the certification table, and the story of a failure.
+//! Reports for people: the scenario table, the boundary × tool kind matrix, and the story of a
+//! failure. (Machine-readable reports are in [`crate::certificate`].)
 
-use crate::checker::Verdict;
-use crate::driver::Run;
+use crate::boundary::Boundary;
+use crate::checker::{Status, Verdict};
+use crate::driver::{Hit, Run};
 use crate::incarnation::tail_of_logs;
 use crate::invariant::Invariant;
 use crate::scenario::Scenario;
 use crate::trace;
+use fake_tool::ToolKind;
+use serde::Serialize;
 use std::fmt::Write as _;
 
 /// One scenario × verdict × invariants table.
@@ -14,21 +18,129 @@ pub fn table(rows: &[(String, Result<Verdict, String>)]) -> String {
     let mut out = format!("{:<width$}  {:<7}  invariants\n", "scenario", "verdict");
     for (name, verdict) in rows {
         let (word, detail) = match verdict {
-            Ok(v) if v.passed() => ("pass", format!("all {} hold", Invariant::ALL.len())),
-            Ok(v) => (
-                "FAIL",
-                format!(
-                    "violated: {}",
-                    v.failed_invariants().iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
+            Ok(v) => match v.status() {
+                Status::Pass => ("pass", format!("all {} hold", Invariant::ALL.len())),
+                Status::Partial => {
+                    let missing: Vec<String> = v
+                        .coverage
+                        .iter()
+                        .filter(|c| c.hit == Hit::NeedsProbe)
+                        .map(|c| format!("{} of {}", c.boundary, c.operation))
+                        .collect();
+                    ("partial", format!("all hold; not exercised without the probe: {}", missing.join(", ")))
+                }
+                Status::Fail => (
+                    "FAIL",
+                    format!(
+                        "violated: {}",
+                        v.failed_invariants().iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
                 ),
-            ),
+            },
             Err(e) => ("ERROR", e.lines().next().unwrap_or_default().to_owned()),
         };
         let _ = writeln!(out, "{name:<width$}  {word:<7}  {detail}");
     }
-    let passed = rows.iter().filter(|(_, v)| v.as_ref().is_ok_and(Verdict::passed)).count();
-    let _ = writeln!(out, "\n{passed} passed, {} failed", rows.len() - passed);
+    let count = |s: Status| rows.iter().filter(|(_, v)| v.as_ref().is_ok_and(|v| v.status() == s)).count();
+    let errors = rows.iter().filter(|(_, v)| v.is_err()).count();
+    let _ = writeln!(
+        out,
+        "\n{} passed, {} failed{}",
+        count(Status::Pass) + count(Status::Partial),
+        count(Status::Fail) + errors,
+        match count(Status::Partial) {
+            0 => String::new(),
+            n => format!(" ({n} only partly exercised: the runtime has no probe)"),
+        }
+    );
     out
+}
+
+/// One cell of the certification matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cell {
+    /// No scenario kills at this boundary with this kind of tool.
+    Untested,
+    /// Only the probe reaches this boundary, and the runtime has none.
+    NeedsProbe,
+    /// Passed, with every kill here exact.
+    Pass,
+    /// Passed, with at least one kill only approximately here.
+    Approximate,
+    /// A scenario that kills here failed for an operation of this kind (or never got here).
+    Fail,
+}
+
+impl Cell {
+    fn word(self) -> &'static str {
+        match self {
+            Cell::Untested => "-",
+            Cell::NeedsProbe => "n/a: probe",
+            Cell::Pass => "pass",
+            Cell::Approximate => "pass (~)",
+            Cell::Fail => "FAIL",
+        }
+    }
+}
+
+/// The certification matrix: boundary × tool kind, folded over every scenario's faults.
+pub fn matrix(verdicts: &[&Verdict]) -> Vec<(Boundary, ToolKind, Cell)> {
+    let mut cells = Vec::new();
+    for boundary in Boundary::ALL {
+        for kind in ToolKind::ALL {
+            let mut cell = Cell::Untested;
+            for v in verdicts {
+                for c in v.coverage.iter().filter(|c| c.boundary == boundary && c.tool_kind == kind) {
+                    let failed = v
+                        .violations
+                        .iter()
+                        .any(|x| x.operation.is_none() || x.operation.as_deref() == Some(&c.operation));
+                    let this = match c.hit {
+                        Hit::NeedsProbe => Cell::NeedsProbe,
+                        Hit::NotReached => Cell::Fail,
+                        _ if failed => Cell::Fail,
+                        Hit::Approximate => Cell::Approximate,
+                        Hit::Exact => Cell::Pass,
+                    };
+                    cell = cell.max(this);
+                }
+            }
+            cells.push((boundary, kind, cell));
+        }
+    }
+    cells
+}
+
+/// The matrix as a text table.
+pub fn matrix_table(cells: &[(Boundary, ToolKind, Cell)]) -> String {
+    let width = 11;
+    let mut out = format!("{:<24}", "boundary \\ tool kind");
+    for kind in ToolKind::ALL {
+        let _ = write!(out, "  {:<width$}", short(kind));
+    }
+    out.push('\n');
+    for boundary in Boundary::ALL {
+        let _ = write!(out, "{:<24}", boundary.as_str());
+        for kind in ToolKind::ALL {
+            let cell = cells.iter().find(|(b, k, _)| *b == boundary && *k == kind).map_or(Cell::Untested, |c| c.2);
+            let _ = write!(out, "  {:<width$}", cell.word());
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "(~ = killed as soon as the fake world saw the point, not exactly at it; - = no scenario kills there)\n",
+    );
+    out
+}
+
+fn short(kind: ToolKind) -> &'static str {
+    match kind {
+        ToolKind::IdempotentByKey => "idempotent",
+        ToolKind::NonIdempotentWithLookup => "lookup",
+        ToolKind::NonIdempotentNoLookup => "no-lookup",
+        ToolKind::SafelyRepeatable => "repeatable",
+    }
 }
 
 /// A failure told as a story: what was meant to happen, what broke, the proof, the whole trace,

@@ -414,6 +414,32 @@ impl Scenario {
         })
     }
 
+    /// The scenario with its workload `copies` times over: operation `charge` becomes `charge.1` …
+    /// `charge.N`, each copy with its own faults and its own tenant (`acme.1` …), so that a
+    /// revocation in one copy does not reach into another.
+    pub fn with_copies(&self, copies: u32) -> Scenario {
+        if copies <= 1 {
+            return self.clone();
+        }
+        let mut scaled = self.clone();
+        scaled.operations.clear();
+        scaled.faults.clear();
+        for k in 1..=copies {
+            for op in &self.operations {
+                let mut copy = op.clone();
+                copy.id = format!("{}.{k}", op.id);
+                copy.tenant = format!("{}.{k}", op.tenant);
+                scaled.operations.push(copy);
+            }
+            for fault in &self.faults {
+                let mut copy = fault.clone();
+                copy.operation = format!("{}.{k}", fault.operation);
+                scaled.faults.push(copy);
+            }
+        }
+        scaled
+    }
+
     pub fn operation(&self, id: &str) -> Option<&Operation> {
         self.operations.iter().find(|o| o.id == id)
     }

@@ -37,7 +37,7 @@ pub fn normalised(run: &Run) -> Vec<String> {
 
 fn mark_operation(mark: &Mark) -> Option<String> {
     match &mark.happening {
-        Happening::Submitted { operation } | Happening::HeldAndKilled { operation, .. } => Some(operation.clone()),
+        Happening::Submitted { operation } | Happening::KillPoint { operation, .. } => Some(operation.clone()),
         Happening::Boundary { message, .. } => Some(message.operation_id.clone()),
         _ => None,
     }
@@ -57,8 +57,10 @@ pub fn describe_mark(mark: &Mark) -> String {
                 if *killed { "KILL" } else { "resume" }
             )
         }
-        Happening::HeldAndKilled { operation, call } => {
-            format!("provider  holds the answer to call {call} of {operation}: KILL")
+        Happening::KillPoint { what, .. } => {
+            // `what` starts with who saw it ("provider holds …"): align it like the ledger lines.
+            let (who, rest) = what.split_once(' ').unwrap_or(("", what));
+            format!("{who:<9} {rest}: KILL")
         }
         Happening::Killed { incarnation } => format!("harness   SIGKILL incarnation {incarnation}"),
         Happening::Exited { incarnation, status } => {

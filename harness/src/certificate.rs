@@ -1,0 +1,246 @@
+//! The certificate: a certification run as JSON (`killpoint-report/1`) and as JUnit XML.
+//!
+//! Both name what makes the run reproducible: the runtime binary's SHA-256 and arguments,
+//! killpoint's version, the contract version, each scenario file's SHA-256, and the seed (none:
+//! killpoint's runs are deterministic, nothing is drawn at random). The JSON schema is documented
+//! in `docs/report.md`; fields are only ever added, and `schema` changes if one is removed.
+
+use crate::boundary::Boundary;
+use crate::checker::{Coverage, Status, Verdict, Violation};
+use crate::incarnation::{CONTRACT, Target};
+use crate::report::{Cell, matrix};
+use crate::scenario::Scenario;
+use fake_tool::ToolKind;
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const SCHEMA: &str = "killpoint-report/1";
+
+/// What became of one scenario in a certification run.
+#[derive(Debug)]
+pub struct ScenarioOutcome {
+    pub name: String,
+    pub file: PathBuf,
+    /// The verdict, or why the scenario could not run at all.
+    pub verdict: Result<Verdict, String>,
+    pub duration: Duration,
+    /// The failure story, for failed scenarios.
+    pub story: Option<String>,
+    /// Where the data dir and logs were kept, if they were.
+    pub artifacts: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Certificate {
+    pub schema: &'static str,
+    pub killpoint_version: &'static str,
+    pub contract: &'static str,
+    pub runtime: RuntimeIdentity,
+    /// Always `null`: runs are deterministic and draw nothing at random.
+    pub seed: Option<u64>,
+    pub summary: Summary,
+    pub scenarios: Vec<ScenarioEntry>,
+    pub matrix: Vec<MatrixCell>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RuntimeIdentity {
+    pub path: String,
+    pub args: Vec<String>,
+    /// SHA-256 of the binary, hex; `null` if it could not be read.
+    pub sha256: Option<String>,
+    /// Whether the runtime implemented the probe (`null` if no scenario got it started).
+    pub probe: Option<bool>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub passed: usize,
+    pub partial: usize,
+    pub failed: usize,
+    pub errors: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ScenarioEntry {
+    pub name: String,
+    pub file: String,
+    pub sha256: Option<String>,
+    /// `pass`, `partial`, `fail` or `error`.
+    pub status: &'static str,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    pub violations: Vec<Violation>,
+    pub faults: Vec<Coverage>,
+    pub artifacts: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MatrixCell {
+    pub boundary: Boundary,
+    pub tool_kind: ToolKind,
+    pub cell: Cell,
+}
+
+/// SHA-256 of a file, hex.
+pub fn sha256_file(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
+
+impl Certificate {
+    pub fn new(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
+        let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
+        let status_of = |o: &ScenarioOutcome| match &o.verdict {
+            Ok(v) => match v.status() {
+                Status::Pass => "pass",
+                Status::Partial => "partial",
+                Status::Fail => "fail",
+            },
+            Err(_) => "error",
+        };
+        let count = |word: &str| outcomes.iter().filter(|o| status_of(o) == word).count();
+        Certificate {
+            schema: SCHEMA,
+            killpoint_version: env!("CARGO_PKG_VERSION"),
+            contract: CONTRACT,
+            runtime: RuntimeIdentity {
+                path: target.program.display().to_string(),
+                args: target.args.clone(),
+                sha256: sha256_file(&target.program),
+                probe: verdicts.first().map(|v| v.probe),
+            },
+            seed: None,
+            summary: Summary {
+                passed: count("pass"),
+                partial: count("partial"),
+                failed: count("fail"),
+                errors: count("error"),
+            },
+            scenarios: outcomes
+                .iter()
+                .map(|o| ScenarioEntry {
+                    name: o.name.clone(),
+                    file: o.file.display().to_string(),
+                    sha256: sha256_file(&o.file),
+                    status: status_of(o),
+                    error: o.verdict.as_ref().err().cloned(),
+                    duration_ms: o.duration.as_millis() as u64,
+                    violations: o.verdict.as_ref().map(|v| v.violations.clone()).unwrap_or_default(),
+                    faults: o.verdict.as_ref().map(|v| v.coverage.clone()).unwrap_or_default(),
+                    artifacts: o.artifacts.as_ref().map(|p| p.display().to_string()),
+                })
+                .collect(),
+            matrix: matrix(&verdicts)
+                .into_iter()
+                .map(|(boundary, tool_kind, cell)| MatrixCell { boundary, tool_kind, cell })
+                .collect(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the certificate is plain data")
+    }
+
+    /// JUnit XML: one test suite, one test case per scenario; the certificate's identity as
+    /// suite properties so CI systems show it.
+    pub fn to_junit(&self, outcomes: &[ScenarioOutcome]) -> String {
+        let mut suite = TestSuite::new("killpoint certify");
+        for (name, value) in [
+            ("killpoint.version", self.killpoint_version.to_owned()),
+            ("killpoint.contract", self.contract.to_owned()),
+            ("killpoint.schema", self.schema.to_owned()),
+            ("runtime.path", self.runtime.path.clone()),
+            ("runtime.args", self.runtime.args.join(" ")),
+            ("runtime.sha256", self.runtime.sha256.clone().unwrap_or_default()),
+            ("runtime.probe", self.runtime.probe.map_or("unknown".into(), |p| p.to_string())),
+        ] {
+            suite.add_property(Property::new(name, value));
+        }
+        for (entry, outcome) in self.scenarios.iter().zip(outcomes) {
+            let status = match entry.status {
+                "pass" => TestCaseStatus::success(),
+                "partial" => {
+                    let mut s = TestCaseStatus::success();
+                    // JUnit has no "partly"; the skipped boundaries go to system-out below.
+                    s.set_message("passed; some boundaries need the probe");
+                    s
+                }
+                word => {
+                    let kind = if word == "error" { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+                    let mut s = TestCaseStatus::non_success(kind);
+                    let invariants: Vec<&str> = entry.violations.iter().map(|v| v.invariant.as_str()).collect();
+                    s.set_message(match &entry.error {
+                        Some(e) => e.lines().next().unwrap_or_default().to_owned(),
+                        None => format!("violated: {}", invariants.join(", ")),
+                    });
+                    if let Some(story) = &outcome.story {
+                        s.set_description(story.clone());
+                    }
+                    s
+                }
+            };
+            let mut case = TestCase::new(entry.name.clone(), status);
+            case.set_classname("killpoint.scenario");
+            case.set_time(Duration::from_millis(entry.duration_ms));
+            let not_exercised: Vec<String> = entry
+                .faults
+                .iter()
+                .filter(|c| c.hit == crate::driver::Hit::NeedsProbe)
+                .map(|c| format!("{} of {}", c.boundary, c.operation))
+                .collect();
+            if !not_exercised.is_empty() {
+                case.set_system_out(format!("not exercised without the probe: {}", not_exercised.join(", ")));
+            }
+            if let Some(path) = &entry.artifacts {
+                case.set_system_err(format!("artifacts kept at {path}"));
+            }
+            suite.add_test_case(case);
+        }
+        let mut report = Report::new("killpoint");
+        report.add_test_suite(suite);
+        report.to_string().expect("JUnit XML serialises")
+    }
+}
+
+/// Runs every scenario against `target`, keeping artifacts of failures (and of passes when
+/// `keep` is set).
+pub fn certify(
+    scenarios: &[Scenario],
+    target: &Target,
+    options: &crate::RunOptions,
+    keep: bool,
+) -> Vec<ScenarioOutcome> {
+    scenarios
+        .iter()
+        .map(|scenario| {
+            let started = std::time::Instant::now();
+            match crate::run_scenario(scenario, target, options) {
+                Ok((verdict, run)) => {
+                    let duration = started.elapsed();
+                    let story = (!verdict.passed()).then(|| crate::report::story(scenario, &verdict, &run));
+                    let artifacts = (!verdict.passed() || keep).then(|| run.keep_artifacts());
+                    ScenarioOutcome {
+                        name: scenario.name.clone(),
+                        file: scenario.path.clone(),
+                        verdict: Ok(verdict),
+                        duration,
+                        story,
+                        artifacts,
+                    }
+                }
+                Err(e) => ScenarioOutcome {
+                    name: scenario.name.clone(),
+                    file: scenario.path.clone(),
+                    verdict: Err(format!("could not run: {e}")),
+                    duration: started.elapsed(),
+                    story: None,
+                    artifacts: None,
+                },
+            }
+        })
+        .collect()
+}
