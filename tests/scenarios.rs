@@ -21,14 +21,55 @@ fn main() -> ExitCode {
     };
     let suite = Suite {
         scenarios: root.join("scenarios"),
-        target: Target { program, args: Vec::new() },
+        target: Target { program: program.clone(), args: Vec::new() },
         broken_variants: reference,
         options: RunOptions::default(),
         // Traces are pinned for the reference runtime only; another runtime may take other paths.
         on_pass: reference.then(|| Arc::new(snapshot_trace) as killpoint::trials::OnPass),
+        prefix: String::new(),
     };
+    let mut all = trials(&suite);
+    // The same runtime as a black box: no probe socket, only what the fake world sees. Scenarios
+    // whose kills need the probe pass as "partial"; any violation still fails.
+    all.extend(trials(&Suite {
+        broken_variants: false,
+        options: RunOptions { probe: false, ..RunOptions::default() },
+        on_pass: None,
+        prefix: "black_box::".into(),
+        ..suite.clone()
+    }));
+    if reference {
+        all.extend(python_runtime(&suite));
+    }
     // `exit_code()` rather than `exit()`: returning from main lets destructors and coverage run.
-    libtest_mimic::run(&args, trials(&suite)).exit_code()
+    libtest_mimic::run(&args, all).exit_code()
+}
+
+/// `examples/python-runtime/`, written from CONTRACT.md alone, certified like any runtime. Where
+/// python3 is missing the trials are listed as ignored, with the reason on stderr — never passed.
+fn python_runtime(reference: &Suite) -> Vec<libtest_mimic::Trial> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let runtime = root.join("examples/python-runtime/runtime.py");
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let suite = Suite {
+        target: Target { program: runtime, args: Vec::new() },
+        broken_variants: false,
+        on_pass: None,
+        prefix: "python::".into(),
+        ..reference.clone()
+    };
+    let trials = trials(&suite);
+    if python {
+        trials
+    } else {
+        eprintln!("python3 not found: the Python example runtime's trials are ignored, not passed");
+        trials.into_iter().map(|t| t.with_ignored_flag(true)).collect()
+    }
 }
 
 fn snapshot_trace(scenario: &killpoint::Scenario, run: &killpoint::Run) -> Result<(), Failed> {

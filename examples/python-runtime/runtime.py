@@ -8,21 +8,22 @@ Shape of the program:
   * durable state lives in one SQLite database under KILLPOINT_DATA_DIR (WAL, synchronous=FULL);
     every state change is one transaction, so a SIGKILL leaves either the old or the new state;
   * HTTP server threads answer the API (section 3); they only insert and read rows;
-  * one worker thread does everything else (provider calls, lookups, policy checks, deliveries),
-    one step at a time, in submission order. One worker keeps the story deterministic and the
+  * one worker (the main thread) does everything else (provider calls, lookups, policy checks,
+    deliveries), one step at a time, in submission order. One worker keeps the story deterministic and the
     boundary probe trivially serialised;
   * the boundary probe (section 7) is a blocking request/answer on a Unix socket.
 
 Key choices (see README.md for the contract questions they answer):
   * provider Idempotency-Key = the operation id; delivery key = "<operation id>:<destination>".
     Both are derived from durable data, so they are the same in every incarnation;
-  * an execution attempt is at most MAX_EXECUTION_ATTEMPTS (5) per operation.
+  * at most MAX_EXECUTION_ATTEMPTS (5) provider attempts per operation (section 4.11).
 """
 
 import contextlib
 import json
 import os
 import re
+import select
 import socket
 import sqlite3
 import sys
@@ -227,7 +228,6 @@ class Probe:
         Outside an exchange the harness has nothing to say, so a readable socket means EOF
         (or a protocol error): either way the harness is gone or confused, and we exit.
         """
-        import select
         while True:
             time.sleep(0.2)
             with self.lock:
@@ -393,7 +393,12 @@ class Worker:
         if verdict is None:
             return self.defer(op, RETRY_LATER_S)
         if verdict is not True:
-            self.fail(op, f"policy: {verdict}", "policy_refused")
+            if op["tool_kind"] == "safely_repeatable" and op["attempts"] > 0:
+                # An earlier attempt may have applied, and without a lookup we cannot know:
+                # FAILED could be untrue (4.11), so the refusal pauses the operation instead.
+                self.pause(op, f"policy: {verdict}; earlier attempt's outcome unknown")
+            else:
+                self.fail(op, f"policy: {verdict}", "policy_refused")
             self.probe.announce("after_policy_revocation", op["id"], n)
             return
         self.probe.announce("before_dispatch", op["id"], n)

@@ -76,6 +76,8 @@ pub struct ScenarioEntry {
     pub violations: Vec<Violation>,
     pub faults: Vec<Coverage>,
     pub artifacts: Option<String>,
+    /// For a failure: the story (violations, evidence, trace, the runtime's last output).
+    pub story: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -132,6 +134,7 @@ impl Certificate {
                     violations: o.verdict.as_ref().map(|v| v.violations.clone()).unwrap_or_default(),
                     faults: o.verdict.as_ref().map(|v| v.coverage.clone()).unwrap_or_default(),
                     artifacts: o.artifacts.as_ref().map(|p| p.display().to_string()),
+                    story: o.story.clone(),
                 })
                 .collect(),
             matrix: matrix(&verdicts)
@@ -147,7 +150,7 @@ impl Certificate {
 
     /// JUnit XML: one test suite, one test case per scenario; the certificate's identity as
     /// suite properties so CI systems show it.
-    pub fn to_junit(&self, outcomes: &[ScenarioOutcome]) -> String {
+    pub fn to_junit(&self) -> String {
         let mut suite = TestSuite::new("killpoint certify");
         for (name, value) in [
             ("killpoint.version", self.killpoint_version.to_owned()),
@@ -160,7 +163,7 @@ impl Certificate {
         ] {
             suite.add_property(Property::new(name, value));
         }
-        for (entry, outcome) in self.scenarios.iter().zip(outcomes) {
+        for entry in &self.scenarios {
             let status = match entry.status {
                 "pass" => TestCaseStatus::success(),
                 "partial" => {
@@ -177,7 +180,7 @@ impl Certificate {
                         Some(e) => e.lines().next().unwrap_or_default().to_owned(),
                         None => format!("violated: {}", invariants.join(", ")),
                     });
-                    if let Some(story) = &outcome.story {
+                    if let Some(story) = &entry.story {
                         s.set_description(story.clone());
                     }
                     s

@@ -66,12 +66,17 @@ pub struct OperationReport {
 }
 
 impl OperationReport {
-    /// The contract's "settled": nothing more will happen without a person.
-    pub fn is_settled(&self) -> bool {
+    /// The contract's "settled": nothing more will happen without a person. A success is settled
+    /// only when every one of the operation's `destinations` has a finished delivery: a runtime
+    /// that reports SUCCEEDED with no delivery records has not delivered, it has forgotten to.
+    pub fn is_settled(&self, destinations: &[String]) -> bool {
         match self.execution {
-            ExecutionState::Succeeded => {
-                self.deliveries.iter().all(|d| matches!(d.state, DeliveryState::Acked | DeliveryState::DeadLettered))
-            }
+            ExecutionState::Succeeded => destinations.iter().all(|destination| {
+                self.deliveries.iter().any(|d| {
+                    d.destination == *destination
+                        && matches!(d.state, DeliveryState::Acked | DeliveryState::DeadLettered)
+                })
+            }),
             ExecutionState::Failed => true,
             ExecutionState::Unknown => self.paused,
             ExecutionState::IntentRecorded | ExecutionState::Dispatched => false,

@@ -397,7 +397,7 @@ async fn drive(
                 }
                 _ = poll.tick() => {
                     match driver.client.read(&op.id).await {
-                        Ok(report) if report.is_settled() => {
+                        Ok(report) if report.is_settled(&op.destinations) => {
                             if let Some(killed_at) = driver.last_kill.take() {
                                 driver.recoveries.push(killed_at.elapsed());
                             }

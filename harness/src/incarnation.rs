@@ -109,9 +109,22 @@ impl Incarnation {
         let last_words = |what: &str| format!("{what}\n{}", tail_of_logs(launch.logs, 15));
 
         let line = tokio::select! {
-            line = &mut ready_rx => line.map_err(|_| fail(last_words(
-                "closed its stdout without printing `KILLPOINT_READY {…}`"
-            )))?,
+            line = &mut ready_rx => match line {
+                Ok(line) => line,
+                Err(_) => {
+                    // Stdout closed. Usually the process is exiting: wait for its status (within
+                    // the same deadline) so the message says how it ended.
+                    let status = tokio::time::timeout_at(deadline, incarnation.child.wait()).await;
+                    let what = match status {
+                        Ok(status) => format!(
+                            "exited ({}) before printing `KILLPOINT_READY {{…}}` on stdout",
+                            describe_status(status.ok())
+                        ),
+                        Err(_) => "closed its stdout without printing `KILLPOINT_READY {…}`".to_owned(),
+                    };
+                    return Err(fail(last_words(&what)));
+                }
+            },
             status = incarnation.child.wait() => {
                 return Err(fail(last_words(&format!(
                     "exited ({}) before printing `KILLPOINT_READY {{…}}` on stdout",

@@ -2,8 +2,18 @@
 //!
 //! Trials are independent (own fake world, own ports, own data dir), so libtest-mimic and
 //! nextest run them in parallel. Names are plain scenario names (`after_dispatch`), so
-//! `cargo test -- after_dispatch` and nextest's `test(=after_dispatch)` both select them; the
-//! trials that prove the checker can fail are `broken::<variant>::<scenario>`.
+//! `cargo test -- after_dispatch` and nextest's `test(=after_dispatch)` both select them; a
+//! suite may put a prefix in front (`black_box::after_dispatch`); the trials that prove the
+//! checker can fail are `broken::<variant>::<scenario>`.
+//!
+//! A third party certifies its own runtime with a test target of two lines:
+//!
+//! ```no_run
+//! // tests/killpoint.rs, with `[[test]] name = "killpoint" harness = false` in Cargo.toml
+//! fn main() -> std::process::ExitCode {
+//!     killpoint::trials::certify_main(env!("CARGO_BIN_EXE_my-runtime"))
+//! }
+//! ```
 
 use crate::driver::Run;
 use crate::incarnation::Target;
@@ -28,6 +38,36 @@ pub struct Suite {
     pub broken_variants: bool,
     pub options: RunOptions,
     pub on_pass: Option<OnPass>,
+    /// Put in front of every trial name, e.g. `black_box::`.
+    pub prefix: String,
+}
+
+impl Suite {
+    /// The standard scenarios (this repository's `scenarios/`) against `program`, with the probe.
+    pub fn standard(program: impl Into<PathBuf>) -> Suite {
+        Suite {
+            scenarios: standard_scenarios(),
+            target: Target { program: program.into(), args: Vec::new() },
+            broken_variants: false,
+            options: RunOptions::default(),
+            on_pass: None,
+            prefix: String::new(),
+        }
+    }
+}
+
+/// The scenarios that ship with killpoint (the repository's `scenarios/` directory).
+pub fn standard_scenarios() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
+}
+
+/// The whole `main` of a third party's `harness = false` test target: certifies `program`
+/// against the standard scenarios, one trial each, honouring libtest's command line
+/// (`cargo test -- after_dispatch`, `--list`, nextest).
+pub fn certify_main(program: impl Into<PathBuf>) -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    // `exit_code()` rather than `exit()`: returning from main lets destructors and coverage run.
+    libtest_mimic::run(&args, trials(&Suite::standard(program))).exit_code()
 }
 
 /// One trial per scenario file, plus one per (scenario, broken variant) it catches.
@@ -45,16 +85,17 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
             Ok(s) => Arc::new(s),
             Err(e) => {
                 let name = e.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                trials.push(Trial::test(name, move || Err(e.to_string().into())));
+                trials.push(Trial::test(format!("{}{name}", suite.prefix), move || Err(e.to_string().into())));
                 continue;
             }
         };
         let (s, suite_for_trial) = (scenario.clone(), suite.clone());
-        trials.push(Trial::test(scenario.name.clone(), move || certify(&s, &suite_for_trial)));
+        let name = format!("{}{}", suite.prefix, scenario.name);
+        trials.push(Trial::test(name, move || certify(&s, &suite_for_trial)));
         if suite.broken_variants {
             for catch in &scenario.catches {
                 let (s, suite_for_trial, catch) = (scenario.clone(), suite.clone(), catch.clone());
-                let name = format!("broken::{}::{}", catch.broken.replace('-', "_"), scenario.name);
+                let name = format!("{}broken::{}::{}", suite.prefix, catch.broken.replace('-', "_"), scenario.name);
                 trials.push(Trial::test(name, move || caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)));
             }
         }
