@@ -152,7 +152,14 @@ impl Worker {
                 // The refusal ends the operation; nothing is deleted, and the audit trail keeps
                 // everything that happened before it.
                 let reason = format!("policy: {reason}");
-                self.store.record_failure(&id, AuditEvent::PolicyRefused, &reason)?;
+                if operation.execution == ExecutionState::Unknown && operation.tool.kind.recovery() == Recovery::Repeat
+                {
+                    // The last attempt of a tool without lookup may have taken effect: FAILED
+                    // could be untrue, so the operation waits for a person instead.
+                    self.store.pause(&id, &reason)?;
+                } else {
+                    self.store.record_failure(&id, AuditEvent::PolicyRefused, &reason)?;
+                }
                 eprintln!("{id} attempt {attempt} refused: {reason}");
                 self.probe.at(Boundary::AfterPolicyRevocation, &id, attempt, None).await;
                 return Ok(Next::Stop);
