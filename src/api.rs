@@ -104,22 +104,19 @@ async fn read(
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {
-    ApiError {
-        status: StatusCode::NOT_FOUND,
-        message: format!(
-            "expected GET /health, POST /operations or GET /operations/{{operation_id}}, \
-             found {method} {}",
-            uri.path()
-        ),
-    }
+    off_the_map(StatusCode::NOT_FOUND, &method, &uri)
 }
 
 async fn wrong_method(method: Method, uri: Uri) -> ApiError {
+    off_the_map(StatusCode::METHOD_NOT_ALLOWED, &method, &uri)
+}
+
+/// A request for something the API does not serve, answered with the list of what it does.
+fn off_the_map(status: StatusCode, method: &Method, uri: &Uri) -> ApiError {
     ApiError {
-        status: StatusCode::METHOD_NOT_ALLOWED,
+        status,
         message: format!(
-            "expected GET /health, POST /operations or GET /operations/{{operation_id}}, \
-             found {method} {}",
+            "expected GET /health, POST /operations or GET /operations/{{operation_id}}, found {method} {}",
             uri.path()
         ),
     }

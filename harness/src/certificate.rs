@@ -69,8 +69,7 @@ pub struct ScenarioEntry {
     pub name: String,
     pub file: String,
     pub sha256: Option<String>,
-    /// `pass`, `partial`, `fail` or `error`.
-    pub status: &'static str,
+    pub status: ScenarioStatus,
     pub error: Option<String>,
     pub duration_ms: u64,
     pub violations: Vec<Violation>,
@@ -78,6 +77,18 @@ pub struct ScenarioEntry {
     pub artifacts: Option<String>,
     /// For a failure: the story (violations, evidence, trace, the runtime's last output).
     pub story: Option<String>,
+}
+
+/// A scenario's line in the certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScenarioStatus {
+    Pass,
+    /// Passed, but some faults need the probe the runtime lacks.
+    Partial,
+    Fail,
+    /// The scenario could not run at all.
+    Error,
 }
 
 #[derive(Debug, Serialize)]
@@ -98,13 +109,13 @@ impl Certificate {
         let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
         let status_of = |o: &ScenarioOutcome| match &o.verdict {
             Ok(v) => match v.status() {
-                Status::Pass => "pass",
-                Status::Partial => "partial",
-                Status::Fail => "fail",
+                Status::Pass => ScenarioStatus::Pass,
+                Status::Partial => ScenarioStatus::Partial,
+                Status::Fail => ScenarioStatus::Fail,
             },
-            Err(_) => "error",
+            Err(_) => ScenarioStatus::Error,
         };
-        let count = |word: &str| outcomes.iter().filter(|o| status_of(o) == word).count();
+        let count = |status: ScenarioStatus| outcomes.iter().filter(|o| status_of(o) == status).count();
         Certificate {
             schema: SCHEMA,
             killpoint_version: env!("CARGO_PKG_VERSION"),
@@ -117,10 +128,10 @@ impl Certificate {
             },
             seed: None,
             summary: Summary {
-                passed: count("pass"),
-                partial: count("partial"),
-                failed: count("fail"),
-                errors: count("error"),
+                passed: count(ScenarioStatus::Pass),
+                partial: count(ScenarioStatus::Partial),
+                failed: count(ScenarioStatus::Fail),
+                errors: count(ScenarioStatus::Error),
             },
             scenarios: outcomes
                 .iter()
@@ -165,15 +176,16 @@ impl Certificate {
         }
         for entry in &self.scenarios {
             let status = match entry.status {
-                "pass" => TestCaseStatus::success(),
-                "partial" => {
+                ScenarioStatus::Pass => TestCaseStatus::success(),
+                ScenarioStatus::Partial => {
                     let mut s = TestCaseStatus::success();
                     // JUnit has no "partly"; the skipped boundaries go to system-out below.
                     s.set_message("passed; some boundaries need the probe");
                     s
                 }
-                word => {
-                    let kind = if word == "error" { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+                failed @ (ScenarioStatus::Fail | ScenarioStatus::Error) => {
+                    let kind =
+                        if failed == ScenarioStatus::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
                     let mut s = TestCaseStatus::non_success(kind);
                     let invariants: Vec<&str> = entry.violations.iter().map(|v| v.invariant.as_str()).collect();
                     s.set_message(match &entry.error {

@@ -6,9 +6,10 @@
 //! suite may put a prefix in front (`black_box::after_dispatch`); the trials that prove the
 //! checker can fail are `broken::<variant>::<scenario>`.
 //!
-//! A third party certifies its own runtime with a test target of two lines:
+//! A third party certifies its own runtime with a test target of two lines (`tests/third_party.rs`
+//! in this repository is exactly this, compiled and run):
 //!
-//! ```no_run
+//! ```text
 //! // tests/killpoint.rs, with `[[test]] name = "killpoint" harness = false` in Cargo.toml
 //! fn main() -> std::process::ExitCode {
 //!     killpoint::trials::certify_main(env!("CARGO_BIN_EXE_my-runtime"))
