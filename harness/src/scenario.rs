@@ -287,8 +287,10 @@ impl Scenario {
         }
 
         let mut faults = Vec::new();
+        let mut fault_spans = Vec::new();
         for spanned in file.faults {
             let span = spanned.span();
+            fault_spans.push(span.clone());
             let f = spanned.into_inner();
             let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
             let Some(op) = operations.iter().find(|o| o.id == *f.operation.get_ref()) else {
@@ -303,7 +305,7 @@ impl Scenario {
                         let valid: Vec<&str> = op.destinations.iter().map(String::as_str).collect();
                         return Err(at(
                             Some(d.span()),
-                            unknown_word(&format!("destination of `{}`", op.id), d.get_ref(), &valid),
+                            unknown_word("destination", d.get_ref(), &valid),
                         ));
                     }
                     Some(d.get_ref().clone())
@@ -391,6 +393,12 @@ impl Scenario {
             });
         }
 
+        for (fault, span) in faults.iter().zip(fault_spans) {
+            if let Some(why) = never_reached(fault, &operations, &faults) {
+                return Err(at(Some(span), why));
+            }
+        }
+
         let mut consumer_faults = Vec::new();
         for spanned in file.consumer_faults {
             let span = spanned.span();
@@ -453,6 +461,47 @@ impl Scenario {
             .collect();
         paths.sort();
         Ok(paths.iter().map(|p| Scenario::load(p)).collect())
+    }
+}
+
+/// Why `fault` can never fire, when the scenario itself rules it out: a fault that cannot be
+/// reached would fail every run with `faults_reached`, so it is a mistake in the file.
+fn never_reached(fault: &Fault, operations: &[Operation], faults: &[Fault]) -> Option<String> {
+    let op = operations.iter().find(|o| o.id == fault.operation)?;
+    let id = &op.id;
+    match fault.at {
+        Boundary::AfterResultWrite | Boundary::AfterDeliverySend if op.expect != Outcome::Succeeded => Some(format!(
+            "`{id}` is expected to end `{}`, so it never reaches `{}` (only a success is written and delivered)",
+            op.expect, fault.at
+        )),
+        Boundary::AfterProviderSuccess if matches!(op.expect, Outcome::Refused | Outcome::Failed) => Some(format!(
+            "`{id}` is expected to end `{}`, so the provider never confirms a success for it (`{}`)",
+            op.expect, fault.at
+        )),
+        Boundary::AfterDispatch if op.tool == ToolKind::NonIdempotentNoLookup && fault.occurrence > 1 => Some(format!(
+            "`{id}` uses {} ({}), which has no lookup: after an unknown outcome it is paused and never called again, so there is no call {} to fault",
+            op.tool.tool_name(),
+            op.tool.as_str(),
+            fault.occurrence
+        )),
+        Boundary::AfterPolicyRevocation => {
+            // Some fault must withdraw this operation's tool (for its tenant) or cancel it.
+            let refused = faults.iter().any(|f| {
+                let Some(other) = operations.iter().find(|o| o.id == f.operation) else { return false };
+                f.revoke.iter().any(|r| match r {
+                    Revoke::Tool => other.tenant == op.tenant && other.tool == op.tool,
+                    Revoke::Operation => other.id == op.id,
+                    Revoke::Destination(_) => false,
+                })
+            });
+            (!refused).then(|| format!(
+                "no fault revokes `{}` for tenant `{}` or cancels `{id}` (`revoke = [\"tool\"]` or `[\"operation\"]`), so the policy never refuses it and `{}` is never reached",
+                op.tool.tool_name(),
+                op.tenant,
+                fault.at
+            ))
+        }
+        _ => None,
     }
 }
 

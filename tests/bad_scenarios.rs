@@ -1,0 +1,149 @@
+//! Every way a scenario file can be wrong gets a message naming the file, line and column, what
+//! was expected and (for a misspelt word) the closest valid one — never a panic. The messages are
+//! what a user reads, so they are pinned by snapshots.
+
+use killpoint::Scenario;
+use std::path::Path;
+
+const GOOD: &str = r#"description = "one charge, killed after dispatch"
+
+[[operation]]
+id = "charge"
+tool = "charge_card"
+destinations = ["ledger"]
+expect = "succeeded"
+
+[[fault]]
+at = "after_dispatch"
+operation = "charge"
+"#;
+
+fn error(text: &str) -> String {
+    match Scenario::parse(Path::new("scenarios/bad.toml"), text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// `GOOD` with `from` replaced by `to` (which must occur).
+fn with(from: &str, to: &str) -> String {
+    assert!(GOOD.contains(from), "{from:?} is not in the good scenario");
+    GOOD.replacen(from, to, 1)
+}
+
+#[test]
+fn the_good_scenario_parses() {
+    Scenario::parse(Path::new("scenarios/bad.toml"), GOOD).unwrap();
+}
+
+#[test]
+fn malformed_toml() {
+    insta::assert_snapshot!(error(&with("id = \"charge\"", "id = \"charge")));
+}
+
+#[test]
+fn unknown_key() {
+    insta::assert_snapshot!(error(&with("destinations", "destination")));
+}
+
+#[test]
+fn unknown_top_level_key() {
+    insta::assert_snapshot!(error(&format!("deadline = 5\n{GOOD}")));
+}
+
+#[test]
+fn unknown_boundary_suggests_the_closest() {
+    insta::assert_snapshot!(error(&with("\"after_dispatch\"", "\"after_dispach\"")));
+}
+
+#[test]
+fn unknown_tool_suggests_the_closest() {
+    insta::assert_snapshot!(error(&with("\"charge_card\"", "\"charge_cards\"")));
+}
+
+#[test]
+fn fault_on_an_operation_that_is_not_in_the_workload() {
+    insta::assert_snapshot!(error(&with("operation = \"charge\"", "operation = \"refund\"")));
+}
+
+#[test]
+fn missing_expectation() {
+    insta::assert_snapshot!(error(&with("expect = \"succeeded\"\n", "")));
+}
+
+#[test]
+fn unknown_expectation() {
+    insta::assert_snapshot!(error(&with("\"succeeded\"", "\"success\"")));
+}
+
+#[test]
+fn missing_description() {
+    insta::assert_snapshot!(error(&with("description = \"one charge, killed after dispatch\"\n", "")));
+}
+
+#[test]
+fn empty_workload() {
+    insta::assert_snapshot!(error("description = \"nothing\"\n"));
+}
+
+#[test]
+fn duplicate_operation_id() {
+    let text = format!("{GOOD}\n[[operation]]\nid = \"charge\"\ntool = \"send_sms\"\nexpect = \"succeeded\"\n");
+    insta::assert_snapshot!(error(&text));
+}
+
+#[test]
+fn bad_operation_id() {
+    insta::assert_snapshot!(error(&with("id = \"charge\"", "id = \"charge card\"")));
+}
+
+#[test]
+fn occurrence_zero() {
+    insta::assert_snapshot!(error(&format!("{GOOD}occurrence = 0\n")));
+}
+
+#[test]
+fn delivery_fault_without_destination() {
+    insta::assert_snapshot!(error(&with("\"after_dispatch\"", "\"after_delivery_send\"")));
+}
+
+#[test]
+fn delivery_fault_on_an_unknown_destination() {
+    insta::assert_snapshot!(error(&format!(
+        "{}destination = \"ledgr\"\n",
+        with("\"after_dispatch\"", "\"after_delivery_send\"")
+    )));
+}
+
+#[test]
+fn provider_only_action_at_a_probe_boundary() {
+    insta::assert_snapshot!(error(&format!("{}action = \"fail\"\n", with("\"after_dispatch\"", "\"before_dispatch\""))));
+}
+
+#[test]
+fn bad_revocation() {
+    insta::assert_snapshot!(error(&format!("{GOOD}revoke = [\"destination:mailer\"]\n")));
+}
+
+#[test]
+fn impossible_delivery_kill_for_an_operation_that_never_succeeds() {
+    let text = with("expect = \"succeeded\"", "expect = \"paused\"").replace("\"after_dispatch\"", "\"after_result_write\"");
+    insta::assert_snapshot!(error(&text));
+}
+
+#[test]
+fn impossible_second_call_of_a_tool_without_lookup() {
+    let text = with("\"charge_card\"", "\"send_sms\"");
+    insta::assert_snapshot!(error(&format!("{text}occurrence = 2\n")));
+}
+
+#[test]
+fn impossible_refusal_without_a_revocation() {
+    insta::assert_snapshot!(error(&with("\"after_dispatch\"", "\"after_policy_revocation\"")));
+}
+
+#[test]
+fn unreadable_file() {
+    let err = Scenario::load(Path::new("scenarios/does-not-exist.toml")).unwrap_err().to_string();
+    assert!(err.starts_with("scenarios/does-not-exist.toml: cannot read the scenario file:"), "{err}");
+}
