@@ -131,6 +131,11 @@ fn validate(submission: &Submission) -> Result<(), ApiError> {
             "expected operation_id to be 1 to 128 characters from [A-Za-z0-9._:-], found {id:?}"
         )));
     }
+    for (field, value) in [("tenant", &submission.tenant), ("actor", &submission.actor)] {
+        if value.is_empty() || value.chars().count() > 128 {
+            return Err(ApiError::bad_request(format!("expected {field} to be 1 to 128 characters, found {value:?}")));
+        }
+    }
     let tool = &submission.tool.name;
     if tool.is_empty() || tool.chars().count() > 128 {
         return Err(ApiError::bad_request(format!("expected tool.name to be 1 to 128 characters, found {tool:?}")));
