@@ -117,7 +117,10 @@ fn delivery_fault_on_an_unknown_destination() {
 
 #[test]
 fn provider_only_action_at_a_probe_boundary() {
-    insta::assert_snapshot!(error(&format!("{}action = \"fail\"\n", with("\"after_dispatch\"", "\"before_dispatch\""))));
+    insta::assert_snapshot!(error(&format!(
+        "{}action = \"fail\"\n",
+        with("\"after_dispatch\"", "\"before_dispatch\"")
+    )));
 }
 
 #[test]
@@ -127,7 +130,8 @@ fn bad_revocation() {
 
 #[test]
 fn impossible_delivery_kill_for_an_operation_that_never_succeeds() {
-    let text = with("expect = \"succeeded\"", "expect = \"paused\"").replace("\"after_dispatch\"", "\"after_result_write\"");
+    let text =
+        with("expect = \"succeeded\"", "expect = \"paused\"").replace("\"after_dispatch\"", "\"after_result_write\"");
     insta::assert_snapshot!(error(&text));
 }
 

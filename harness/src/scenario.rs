@@ -303,10 +303,7 @@ impl Scenario {
                 (Some(d), true) => {
                     if !op.destinations.contains(d.get_ref()) {
                         let valid: Vec<&str> = op.destinations.iter().map(String::as_str).collect();
-                        return Err(at(
-                            Some(d.span()),
-                            unknown_word("destination", d.get_ref(), &valid),
-                        ));
+                        return Err(at(Some(d.span()), unknown_word("destination", d.get_ref(), &valid)));
                     }
                     Some(d.get_ref().clone())
                 }
