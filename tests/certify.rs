@@ -120,3 +120,23 @@ fn the_junit_report_keeps_its_shape() {
         insta::assert_snapshot!("certificate_junit", xml);
     });
 }
+
+#[test]
+fn artifacts_are_private_removed_on_success_and_kept_on_failure() {
+    use std::os::unix::fs::PermissionsExt;
+    let (verdict, run) = run_scenario(&scenario("after_result_write"), &reference(), &RunOptions::default()).unwrap();
+    assert!(verdict.passed(), "{:?}", verdict.violations);
+    let path = run.artifacts_path().to_owned();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the data dir holds the runtime's state: owner only");
+    assert!(path.join("data/runtime.sqlite3").is_file() && path.join("logs/stderr.log").is_file());
+    drop(run);
+    assert!(!path.exists(), "a passing run leaves nothing behind");
+
+    let mut broken = reference();
+    broken.args = vec!["--broken".into(), "fresh-delivery-key".into()];
+    let outcomes = certify(&[scenario("after_delivery_send")], &broken, &RunOptions::default(), false);
+    let kept = outcomes[0].artifacts.clone().expect("a failure keeps its artifacts");
+    assert!(kept.join("logs/stderr.log").is_file(), "kept at {}", kept.display());
+    std::fs::remove_dir_all(&kept).unwrap();
+}

@@ -198,8 +198,13 @@ impl Driver<'_> {
 /// Runs `scenario` against `target`. Never panics on a misbehaving runtime: whatever happens is
 /// in the returned [`Run`] (`aborted`, `unsettled`, …) for the checker to report.
 pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<Run> {
-    // tempfile creates the directory with mode 0700: the runtime's data is the harness user's alone.
-    let artifacts = tempfile::Builder::new().prefix(&format!("killpoint-{}-", scenario.name)).tempdir()?;
+    // Owner only: the runtime's data and logs are the harness user's alone. (tempfile's own
+    // default follows the umask, typically 0755.)
+    use std::os::unix::fs::PermissionsExt;
+    let artifacts = tempfile::Builder::new()
+        .prefix(&format!("killpoint-{}-", scenario.name))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()?;
     let data = artifacts.path().join("data");
     let logs = artifacts.path().join("logs");
     std::fs::create_dir(&data)?;
