@@ -336,12 +336,32 @@ async fn drive(
     for op in &scenario.operations {
         // Marked before the request: the runtime may start work before its answer arrives.
         driver.mark(Happening::Submitted { operation: op.id.clone() });
-        driver.client.submit(op).await?;
+        if let Err(e) = driver.client.submit(op).await {
+            // A failed submission is most often a runtime that died on it, and the connection
+            // breaks a moment before the exit can be seen: give the exit half a second to show,
+            // so that the message says which it was and shows the runtime's last words.
+            let number = driver.incarnation.number;
+            let what = match tokio::time::timeout(Duration::from_millis(500), driver.incarnation.child.wait()).await {
+                Ok(status) => {
+                    let status = describe_status(status.ok());
+                    driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
+                    format!("incarnation {number} exited on its own ({status}) while `{}` was being submitted", op.id)
+                }
+                Err(_) => format!("incarnation {number} is running but did not accept `{}`", op.id),
+            };
+            return Err(format!("{what}: {e}\n{}", tail_of_logs(launch.logs, 15)));
+        }
         let mut deadline = tokio::time::Instant::now() + scenario.deadline;
         let mut poll = tokio::time::interval(Duration::from_millis(5));
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_seen = String::from("never read");
         loop {
+            // Checked here as well as in the last branch: `biased` polls that branch only when no
+            // other is ready, and a runtime that floods the probe keeps the first one ready.
+            if tokio::time::Instant::now() >= deadline {
+                unsettled.push((op.id.clone(), last_seen));
+                break;
+            }
             let incarnation = &mut driver.incarnation;
             tokio::select! {
                 biased;
@@ -366,10 +386,18 @@ async fn drive(
                             deadline = tokio::time::Instant::now() + scenario.deadline;
                         }
                         None => {
+                            let announced = format!("`{}` of `{}`", message.boundary, message.operation_id);
                             driver.mark(Happening::Boundary { message, killed: false });
                             if let Some(probe) = driver.incarnation.probe.as_mut() {
                                 // A failed write means the runtime died; the wait branch reports it.
-                                let _ = probe.resume().await;
+                                // A write that never ends means it stopped reading the answers (and
+                                // would block the harness for ever): the deadline bounds it.
+                                if tokio::time::timeout_at(deadline, probe.resume()).await.is_err() {
+                                    return Err(format!(
+                                        "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before `{}`'s deadline ({:?}) (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
+                                        driver.incarnation.number, op.id, scenario.deadline, tail_of_logs(launch.logs, 15)
+                                    ));
+                                }
                             }
                         }
                     }

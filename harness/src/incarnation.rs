@@ -43,8 +43,46 @@ pub struct Incarnation {
     pub child: Child,
     pub probe: Option<ProbeConnection>,
     pgid: Pid,
+    /// This incarnation's `KILLPOINT_INCARNATION_TOKEN`, to find its processes outside its group.
+    token: String,
     killed: bool,
 }
+
+/// The variable every process of an incarnation inherits (CONTRACT.md section 2).
+const TOKEN_VARIABLE: &str = "KILLPOINT_INCARNATION_TOKEN";
+
+/// Starts, once per harness process, the watchdog that outlives it: PDEATHSIG kills the runtime
+/// when the harness dies (even by SIGKILL), but not what the runtime started. The watchdog is a
+/// shell reading a pipe only the harness holds; the kernel closes it when the harness dies, and
+/// the watchdog then kills every process carrying one of this harness's incarnation tokens, and
+/// exits. On a normal exit it finds nothing left and exits too. Its own process group, so a
+/// Ctrl-C at the terminal does not take it before it has swept.
+fn watchdog() {
+    use std::os::unix::process::CommandExt;
+    use std::sync::{Mutex, OnceLock};
+    static PIPE: OnceLock<Mutex<Option<std::process::ChildStdin>>> = OnceLock::new();
+    PIPE.get_or_init(|| {
+        const SWEEP: &str = r#"cat >/dev/null
+for p in /proc/[0-9]*; do
+  if tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -q "^KILLPOINT_INCARNATION_TOKEN=$1\."; then
+    kill -9 "${p#/proc/}" 2>/dev/null
+  fi
+done"#;
+        let spawned = std::process::Command::new("/bin/sh")
+            .args(["-c", SWEEP, "killpoint-watchdog", &std::process::id().to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .env_remove(TOKEN_VARIABLE)
+            .process_group(0)
+            .spawn();
+        // Without /bin/sh there is no watchdog; the process group and PDEATHSIG still apply.
+        Mutex::new(spawned.ok().and_then(|mut child| child.stdin.take()))
+    });
+}
+
+/// Numbers incarnations within this harness process, for unique tokens.
+static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The runtime could not be started or did not become ready.
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +100,6 @@ impl Incarnation {
         let fail =
             |message: String| StartError { number, program: launch.target.program.display().to_string(), message };
         let stderr_path = launch.logs.join("stderr.log");
-        let stdout_path = launch.logs.join("stdout.log");
         let mut stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -72,11 +109,15 @@ impl Incarnation {
         use std::io::Write as _;
         let _ = writeln!(stderr, "--- killpoint: incarnation {number} ---");
 
+        watchdog();
+        let token = format!("{}.{}", std::process::id(), NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let mut command = Command::new(&launch.target.program);
         command
             .args(&launch.target.args)
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .env("KILLPOINT_INCARNATION", number.to_string())
+            // Inherited by everything the runtime starts, even what leaves its process group.
+            .env(TOKEN_VARIABLE, &token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
@@ -96,10 +137,29 @@ impl Incarnation {
                 Ok(())
             });
         }
-        let child = command.spawn().map_err(|e| fail(format!("cannot start: {e}")))?;
+        let child = command.spawn().map_err(|e| fail(cannot_start(&launch.target.program, &e)))?;
         let pid = child.id().ok_or_else(|| fail("exited before it could be watched".into()))?;
         let pgid = Pid::from_raw(pid as i32);
-        let mut incarnation = Incarnation { number, api: String::new(), child, probe: None, pgid, killed: false };
+        let mut incarnation =
+            Incarnation { number, api: String::new(), child, probe: None, pgid, token, killed: false };
+        match incarnation.become_ready(launch).await {
+            Ok(()) => Ok(incarnation),
+            Err(message) => {
+                // Kill the group and reap the runtime before saying it failed: dropping the
+                // incarnation would only signal it, and a caller checking that nothing is left
+                // running would race the kill.
+                incarnation.kill().await;
+                Err(fail(message))
+            }
+        }
+    }
+
+    /// Waits for the ready line (and the probe connection it promises); the error says what was
+    /// expected and what was seen.
+    async fn become_ready(&mut self, launch: &Launch<'_>) -> Result<(), String> {
+        let number = self.number;
+        let incarnation = self;
+        let stdout_path = launch.logs.join("stdout.log");
 
         let (ready_tx, mut ready_rx) = oneshot::channel::<String>();
         let stdout = incarnation.child.stdout.take().expect("stdout is piped");
@@ -122,38 +182,41 @@ impl Incarnation {
                         ),
                         Err(_) => "closed its stdout without printing `KILLPOINT_READY {…}`".to_owned(),
                     };
-                    return Err(fail(last_words(&what)));
+                    return Err(last_words(&what));
                 }
             },
             status = incarnation.child.wait() => {
-                return Err(fail(last_words(&format!(
-                    "exited ({}) before printing `KILLPOINT_READY {{…}}` on stdout",
-                    describe_status(status.ok())
-                ))));
+                // It may have printed its ready line just before exiting, and the copy of stdout
+                // not have passed it on yet: the copy knows once stdout ends. The incarnation has
+                // failed either way, so kill what is left of the group (children holding stdout)
+                // to end it now; the deadline covers any holder the group kill cannot reach.
+                let status = describe_status(status.ok());
+                let _ = killpg(incarnation.pgid, Signal::SIGKILL);
+                let what = match tokio::time::timeout_at(deadline, &mut ready_rx).await {
+                    Ok(Ok(_)) => format!("exited ({status}) right after printing its ready line"),
+                    _ => format!("exited ({status}) before printing `KILLPOINT_READY {{…}}` on stdout"),
+                };
+                return Err(last_words(&what));
             }
             _ = tokio::time::sleep_until(deadline) => {
-                return Err(fail(last_words(&format!(
+                return Err(last_words(&format!(
                     "did not print `KILLPOINT_READY {{…}}` on stdout within {:?}", launch.ready_timeout
-                ))));
+                )));
             }
         };
         let ready: serde_json::Value = serde_json::from_str(&line)
-            .map_err(|e| fail(format!("expected `KILLPOINT_READY <json>`, found `KILLPOINT_READY {line}`: {e}")))?;
+            .map_err(|e| format!("expected `KILLPOINT_READY <json>`, found `KILLPOINT_READY {line}`: {e}"))?;
         match ready.get("contract").and_then(|c| c.as_str()) {
             Some(CONTRACT) => {}
             other => {
-                return Err(fail(format!(
-                    "speaks contract {other:?}; this harness speaks `{CONTRACT}` (see CONTRACT.md)"
-                )));
+                return Err(format!("speaks contract {other:?}; this harness speaks `{CONTRACT}` (see CONTRACT.md)"));
             }
         }
         incarnation.api = ready
             .get("api")
             .and_then(|a| a.as_str())
             .filter(|a| a.starts_with("http://127.0.0.1:"))
-            .ok_or_else(|| {
-                fail(format!("expected \"api\": \"http://127.0.0.1:PORT\" in the ready line, found {line}"))
-            })?
+            .ok_or_else(|| format!("expected \"api\": \"http://127.0.0.1:PORT\" in the ready line, found {line}"))?
             .trim_end_matches('/')
             .to_owned();
         // The ready line says whether the runtime implements the probe; one that does has
@@ -165,31 +228,47 @@ impl Incarnation {
                 tokio::select! {
                     accepted = listener.accept() => match accepted {
                         Ok((stream, _)) => incarnation.probe = Some(ProbeConnection::new(stream)),
-                        Err(e) => return Err(fail(format!("probe socket accept failed: {e}"))),
+                        Err(e) => return Err(format!("probe socket accept failed: {e}")),
                     },
                     _ = tokio::time::sleep_until(deadline) => {
-                        return Err(fail(last_words(
+                        return Err(last_words(
                             "declared \"probe\": true in its ready line but never connected to KILLPOINT_PROBE_SOCKET (CONTRACT.md section 2: connect before printing the ready line)"
-                        )));
+                        ));
                     }
                 }
             }
             (None, true) => {
-                return Err(fail(format!(
-                    "declared \"probe\": true although no KILLPOINT_PROBE_SOCKET was given: {line}"
-                )));
+                return Err(format!("declared \"probe\": true although no KILLPOINT_PROBE_SOCKET was given: {line}"));
             }
             (_, false) => {}
         }
-        Ok(incarnation)
+        Ok(())
     }
 
     /// SIGKILLs the whole process group and reaps the runtime.
     pub async fn kill(&mut self) -> Option<ExitStatus> {
         self.killed = true;
+        self.kill_everything();
+        self.child.wait().await.ok()
+    }
+
+    /// SIGKILLs the process group, then every process that still carries this incarnation's
+    /// token: a descendant that called `setsid` has left the group, not the environment it
+    /// inherited. (Deliberately clearing the environment as well escapes this; a PID namespace
+    /// would not be escapable, but needs privileges the harness may not have.)
+    fn kill_everything(&self) {
         // ESRCH (already gone) is fine: the group is dead either way.
         let _ = killpg(self.pgid, Signal::SIGKILL);
-        self.child.wait().await.ok()
+        let wanted = format!("{TOKEN_VARIABLE}={}", self.token);
+        let Ok(processes) = std::fs::read_dir("/proc") else { return };
+        for entry in processes.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            // Unreadable (gone, a zombie, another user's): not ours to kill anyway.
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+            if environ.split(|&b| b == 0).any(|variable| variable == wanted.as_bytes()) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
     }
 }
 
@@ -197,11 +276,18 @@ impl Drop for Incarnation {
     fn drop(&mut self) {
         // On every path out (error, panic) the group dies; tokio reaps the child in the background.
         if !self.killed {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            self.kill_everything();
         }
     }
 }
 
+/// Longest stdout line looked at for `KILLPOINT_READY`; longer lines are copied to the log but not
+/// kept in memory, so a runtime writing without newlines cannot grow the harness.
+const MAX_READY_LINE: usize = 64 * 1024;
+
+/// Copies the runtime's stdout to the log byte for byte and passes on the ready line. Bytes, not
+/// text: a runtime may print anything, and a reader that stopped at the first byte that is not
+/// UTF-8 would close the pipe on it (it then dies of EPIPE and is reported as having exited).
 async fn copy_stdout(stdout: tokio::process::ChildStdout, path: PathBuf, number: u32, ready: oneshot::Sender<String>) {
     let mut ready = Some(ready);
     let mut file = match tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await {
@@ -209,16 +295,72 @@ async fn copy_stdout(stdout: tokio::process::ChildStdout, path: PathBuf, number:
         Err(_) => return,
     };
     let _ = file.write_all(format!("--- killpoint: incarnation {number} ---\n").as_bytes()).await;
-    let mut lines = BufReader::new(stdout).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if let Some(json) = line.strip_prefix("KILLPOINT_READY ")
-            && let Some(tx) = ready.take()
-        {
-            let _ = tx.send(json.trim().to_owned());
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    // The current line, up to MAX_READY_LINE bytes; `too_long` once it went past.
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok(chunk) if !chunk.is_empty() => chunk,
+            _ => break,
+        };
+        let _ = file.write_all(chunk).await;
+        for (i, piece) in chunk.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                // A newline ended the line before this piece.
+                if !too_long
+                    && let Some(json) = String::from_utf8_lossy(&line).strip_prefix("KILLPOINT_READY ")
+                    && let Some(tx) = ready.take()
+                {
+                    let _ = tx.send(json.trim().to_owned());
+                }
+                line.clear();
+                too_long = false;
+            }
+            if line.len() + piece.len() <= MAX_READY_LINE {
+                line.extend_from_slice(piece);
+            } else {
+                too_long = true;
+            }
         }
-        let _ = file.write_all(line.as_bytes()).await;
+        let n = chunk.len();
+        reader.consume(n);
+    }
+    // End the last line, so the next incarnation's marker starts a line of its own.
+    if !line.is_empty() || too_long {
         let _ = file.write_all(b"\n").await;
     }
+}
+
+/// Why the runtime could not be started, in words that point at the fix: exec's bare errno is
+/// misleading for a script whose `#!` interpreter is missing (ENOENT, as if the script were).
+fn cannot_start(program: &Path, error: &std::io::Error) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let metadata = std::fs::metadata(program).ok();
+    let what = match (error.kind(), &metadata) {
+        (std::io::ErrorKind::NotFound, None) => format!("`{}` does not exist", program.display()),
+        (std::io::ErrorKind::NotFound, Some(_)) => {
+            let first = std::fs::read(program).unwrap_or_default();
+            let first = String::from_utf8_lossy(first.split(|&b| b == b'\n').next().unwrap_or_default()).into_owned();
+            if first.starts_with("#!") {
+                format!("its interpreter was not found: the first line of `{}` is `{first}`", program.display())
+            } else {
+                format!("`{}` exists, but exec found no program to run", program.display())
+            }
+        }
+        (std::io::ErrorKind::PermissionDenied, Some(m)) if m.is_dir() => {
+            format!("`{}` is a directory", program.display())
+        }
+        (std::io::ErrorKind::PermissionDenied, Some(m)) if m.permissions().mode() & 0o111 == 0 => {
+            format!(
+                "`{}` is not executable (mode {:o}): chmod +x it",
+                program.display(),
+                m.permissions().mode() & 0o7777
+            )
+        }
+        _ => return format!("cannot start: {error}"),
+    };
+    format!("cannot start: {what} ({error})")
 }
 
 pub fn describe_status(status: Option<ExitStatus>) -> String {
@@ -230,12 +372,20 @@ pub fn describe_status(status: Option<ExitStatus>) -> String {
     }
 }
 
-/// The last lines of the runtime's stderr and stdout, for error messages and reports.
+/// The last lines of the runtime's stderr and stdout, for error messages and reports. Reads only
+/// the end of each log (a runtime may have written gigabytes), shows bytes that are not UTF-8 as
+/// U+FFFD rather than hiding the whole log, and shortens each line to its end.
 pub fn tail_of_logs(logs: &Path, lines: usize) -> String {
+    const READ: u64 = 64 * 1024;
+    const SHOWN: usize = 300;
     let mut out = String::new();
     for name in ["stderr.log", "stdout.log"] {
-        let text = std::fs::read_to_string(logs.join(name)).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
+        let (bytes, cut) = read_end(&logs.join(name), READ);
+        let text = String::from_utf8_lossy(&bytes);
+        let mut all: Vec<&str> = text.lines().collect();
+        if cut && all.len() > 1 {
+            all.remove(0); // only the end of a line
+        }
         let start = all.len().saturating_sub(lines);
         out.push_str(&format!("  last lines of the runtime's {name}:\n"));
         if all.is_empty() {
@@ -243,9 +393,29 @@ pub fn tail_of_logs(logs: &Path, lines: usize) -> String {
         }
         for line in &all[start..] {
             out.push_str("    ");
-            out.push_str(line);
+            let chars = line.chars().count();
+            if chars > SHOWN {
+                let end: String = line.chars().skip(chars - SHOWN).collect();
+                out.push_str(&format!("[… {} characters] {end}", chars - SHOWN));
+            } else {
+                out.push_str(line);
+            }
             out.push('\n');
         }
     }
     out
+}
+
+/// The last `n` bytes of a file (all of it if shorter), and whether anything was cut off.
+fn read_end(path: &Path, n: u64) -> (Vec<u8>, bool) {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else { return (Vec::new(), false) };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let cut = len > n;
+    if cut && file.seek(SeekFrom::Start(len - n)).is_err() {
+        return (Vec::new(), false);
+    }
+    let mut bytes = Vec::new();
+    let _ = file.take(n).read_to_end(&mut bytes);
+    (bytes, cut)
 }

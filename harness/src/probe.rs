@@ -57,7 +57,12 @@ impl ProbeConnection {
                 return parse(line.trim_end_matches('\r')).map(Some);
             }
             if self.buffer.len() > MAX_LINE {
-                return Err(format!("probe line longer than {MAX_LINE} bytes"));
+                // Say what was seen, not only the limit: how much, and how it starts.
+                let shown: String = String::from_utf8_lossy(&self.buffer[..80]).into_owned();
+                return Err(format!(
+                    "probe line longer than {MAX_LINE} bytes: expected one JSON message per line, found {} bytes without a newline, starting `{shown}…`",
+                    self.buffer.len()
+                ));
             }
             let available = self.reader.fill_buf().await.map_err(|e| format!("probe read failed: {e}"))?;
             if available.is_empty() {

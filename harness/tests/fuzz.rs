@@ -16,10 +16,10 @@ proptest! {
     #[test]
     fn scenario_parser_survives_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
         let text = String::from_utf8_lossy(&bytes);
-        if let Err(e) = Scenario::parse(Path::new("fuzz.toml"), &text) {
-            if let Some((line, _)) = e.line_col {
-                prop_assert!(line >= 1 && line <= text.lines().count().max(1) + 1, "{e}");
-            }
+        if let Err(e) = Scenario::parse(Path::new("fuzz.toml"), &text)
+            && let Some((line, _)) = e.line_col
+        {
+            prop_assert!(line >= 1 && line <= text.lines().count().max(1) + 1, "{e}");
         }
     }
 
@@ -73,12 +73,7 @@ proptest! {
             let mut connection = ProbeConnection::new(ours);
             // Read until the stream ends or errors; each read must finish (the writer closes).
             let outcome = tokio::time::timeout(Duration::from_secs(10), async {
-                loop {
-                    match connection.next().await {
-                        Ok(Some(_)) => continue,
-                        Ok(None) | Err(_) => break,
-                    }
-                }
+                while let Ok(Some(_)) = connection.next().await {}
             })
             .await;
             drop(connection);

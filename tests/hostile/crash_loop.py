@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Crash-loops: every incarnation becomes ready, then exits on its own (code 3) at its first
+boundary once the harness lets it past. It remembers the submission in KILLPOINT_DATA_DIR, so a
+restarted incarnation goes straight back to the boundary, and out."""
+
+import os
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from hostile import Runtime, block_forever, log
+
+MEMORY = os.path.join(os.environ["KILLPOINT_DATA_DIR"], "submitted")
+
+
+def first_boundary(op):
+    with open(MEMORY, "w") as f:
+        f.write(op)
+    answer = runtime.announce("before_dispatch", op, 1)
+    log(f"harness answered {answer!r} at before_dispatch; exiting with code 3")
+    os._exit(3)
+
+
+runtime = Runtime(on_submit=first_boundary)
+runtime.ready()
+if os.path.exists(MEMORY):
+    with open(MEMORY) as f:
+        first_boundary(f.read())
+block_forever()
