@@ -12,6 +12,7 @@
 //! environments) finds all of them, grandchildren included.
 
 use killpoint::{Run, RunOptions, Scenario, Target, Verdict, run_scenario};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -404,7 +405,8 @@ fn a_runtime_that_dies_on_a_submission_is_reported_as_dead() {
 #[test]
 fn a_sigkilled_harness_takes_its_runtime_with_it() {
     let marker = marker("cli-killed");
-    sigkill_the_cli_mid_run(&marker, &[]);
+    let (status, _, _scratch) = signal_the_cli_mid_run(&marker, &[], nix::sys::signal::Signal::SIGKILL);
+    assert_eq!(status.signal(), Some(9), "the CLI died of our SIGKILL, not of its own accord: {status}");
     // The runtime is in a group of its own, which the kill did not reach: PDEATHSIG is what ends it.
     assert_all_gone_within(Duration::from_secs(5), &marker);
 }
@@ -414,14 +416,19 @@ fn a_sigkilled_harness_takes_its_runtime_with_it() {
 #[test]
 fn a_sigkilled_harness_takes_the_runtimes_children_with_it() {
     let marker = marker("cli-killed-child");
-    sigkill_the_cli_mid_run(&marker, &["--child"]);
+    let (status, _, _scratch) = signal_the_cli_mid_run(&marker, &["--child"], nix::sys::signal::Signal::SIGKILL);
+    assert_eq!(status.signal(), Some(9), "the CLI died of our SIGKILL, not of its own accord: {status}");
     assert_all_gone_within(Duration::from_secs(5), &marker);
 }
 
-/// Runs `killpoint run` against `blocks.py MARKER FILE EXTRA…`, SIGKILLs the CLI once the runtime
-/// blocks, and checks that the CLI died of that kill.
-fn sigkill_the_cli_mid_run(marker: &str, extra: &[&str]) {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
+/// Runs `killpoint run` against `blocks.py MARKER FILE EXTRA…`, sends `signal` to the CLI once the
+/// runtime blocks, and returns how the CLI ended and what it printed.
+fn signal_the_cli_mid_run(
+    marker: &str,
+    extra: &[&str],
+    signal: nix::sys::signal::Signal,
+) -> (std::process::ExitStatus, String, tempfile::TempDir) {
+    use std::os::unix::process::CommandExt;
     // Test binaries are in target/<profile>/deps/; the CLI is in target/<profile>/.
     let exe = std::env::current_exe().unwrap();
     let cli = exe.parent().and_then(Path::parent).unwrap().join("killpoint");
@@ -469,10 +476,26 @@ fn sigkill_the_cli_mid_run(marker: &str, extra: &[&str]) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(!running_with(marker).is_empty(), "the runtime is running before the kill");
-    harness.kill().unwrap(); // SIGKILL
+    assert!(!running_with(marker).is_empty(), "the runtime is running before the signal");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(harness.id() as i32), signal).unwrap();
     let status = harness.wait().unwrap();
-    assert_eq!(status.signal(), Some(9), "the CLI died of our SIGKILL, not of its own accord: {status}");
+    // The scratch dir (and the CLI's temp dir inside it) lives as long as the caller holds it.
+    (status, std::fs::read_to_string(&output).unwrap_or_default(), scratch)
+}
+
+// 14c. Ctrl-C: the CLI says where the unfinished run's data dir and logs are kept, exits 130, and
+// takes the runtime and its children with it.
+#[test]
+fn an_interrupted_cli_names_the_kept_artifacts_and_leaves_nothing_running() {
+    let marker = marker("cli-interrupted");
+    let (status, output, _scratch) = signal_the_cli_mid_run(&marker, &["--child"], nix::sys::signal::Signal::SIGINT);
+    assert_eq!(status.code(), Some(130), "{status}\n{output}");
+    let kept = output
+        .lines()
+        .find_map(|l| l.split_once("are kept at ").map(|(_, path)| PathBuf::from(path.trim())))
+        .unwrap_or_else(|| panic!("no kept path in the CLI's output:\n{output}"));
+    assert!(kept.join("logs/stderr.log").is_file(), "{}", kept.display());
+    assert_all_gone_within(Duration::from_secs(5), &marker);
 }
 
 // 15. A panic in the harness mid-run: the unwinding drops the run, and with it the incarnation,

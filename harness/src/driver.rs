@@ -7,6 +7,7 @@
 //! deadline that says what it was waiting for. The one poll is reading an operation's state,
 //! which the contract offers no event for.
 
+use crate::artifacts::Artifacts;
 use crate::boundary::Boundary;
 use crate::client::{Client, OperationReport};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
@@ -107,7 +108,7 @@ pub struct Run {
     pub restarts: Vec<Duration>,
     /// Kill → restarted → the operation being waited for settled, one per settle after a kill.
     pub recoveries: Vec<Duration>,
-    pub artifacts: tempfile::TempDir,
+    pub artifacts: Artifacts,
 }
 
 impl Run {
@@ -198,13 +199,7 @@ impl Driver<'_> {
 /// Runs `scenario` against `target`. Never panics on a misbehaving runtime: whatever happens is
 /// in the returned [`Run`] (`aborted`, `unsettled`, …) for the checker to report.
 pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<Run> {
-    // Owner only: the runtime's data and logs are the harness user's alone. (tempfile's own
-    // default follows the umask, typically 0755.)
-    use std::os::unix::fs::PermissionsExt;
-    let artifacts = tempfile::Builder::new()
-        .prefix(&format!("killpoint-{}-", scenario.name))
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()?;
+    let artifacts = Artifacts::create(&scenario.name)?;
     let data = artifacts.path().join("data");
     let logs = artifacts.path().join("logs");
     std::fs::create_dir(&data)?;

@@ -6,6 +6,7 @@
 //! - [`trials`]: turns a scenario directory into `cargo test` trials (libtest-mimic).
 //! - The runtime contract is `CONTRACT.md` at the repository root.
 
+pub mod artifacts;
 pub mod boundary;
 pub mod certificate;
 pub mod checker;

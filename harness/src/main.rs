@@ -108,7 +108,31 @@ fn positive(flag: &str, value: String) -> Result<u32, String> {
     value.parse().ok().filter(|n| *n > 0).ok_or(format!("{flag} expects a positive number, found `{value}`"))
 }
 
+/// Ctrl-C (or SIGTERM) mid-run: say where the unfinished run's data dir and logs are, then exit.
+/// The runtime dies with this process (PDEATHSIG), and the watchdog sweeps what it started.
+/// The signals are blocked before any other thread exists, so only this thread receives them.
+fn on_interrupt() {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    if pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&signals), None).is_err() {
+        return; // default handling: the process dies, the runtime with it
+    }
+    std::thread::spawn(move || {
+        let signal = signals.wait().unwrap_or(Signal::SIGINT);
+        for path in killpoint::artifacts::live() {
+            eprintln!(
+                "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}",
+                path.display()
+            );
+        }
+        std::process::exit(130);
+    });
+}
+
 fn main() -> ExitCode {
+    on_interrupt();
     let args = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) if e.is_empty() => {
