@@ -51,17 +51,7 @@ async fn bad_requests_are_refused_and_nothing_accepted_is_lost() {
     std::fs::create_dir(&data).unwrap();
     std::fs::create_dir(&logs).unwrap();
     let (world, _points) = World::start(Clock::default()).await.unwrap();
-    let env: Vec<(String, String)> = [
-        ("KILLPOINT_CONTRACT", killpoint::incarnation::CONTRACT.to_owned()),
-        ("KILLPOINT_DATA_DIR", data.display().to_string()),
-        ("KILLPOINT_LISTEN", "127.0.0.1:0".to_owned()),
-        ("KILLPOINT_PROVIDER_URL", world.provider_url()),
-        ("KILLPOINT_CONSUMERS_URL", world.consumers_url()),
-        ("KILLPOINT_POLICY_URL", world.policy_url()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let env = killpoint::driver::environment(&world, &data, &Default::default());
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
     let launch = Launch { target: &target, env, logs: &logs, probe: None, ready_timeout: Duration::from_secs(10) };
     let mut runtime = Incarnation::start(&launch, 1).await.unwrap();

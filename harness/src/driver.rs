@@ -12,7 +12,7 @@ use crate::boundary::Boundary;
 use crate::client::{Client, OperationReport};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
 use crate::probe::ProbeMessage;
-use crate::scenario::{Action, Revoke, Scenario};
+use crate::scenario::{Action, Revoke, RuntimeSettings, Scenario};
 use fake_tool::{Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, ProviderFault, Revocation, Subject, World};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -218,16 +218,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         });
     }
 
-    let mut env = vec![
-        ("KILLPOINT_CONTRACT".to_owned(), crate::incarnation::CONTRACT.to_owned()),
-        ("KILLPOINT_DATA_DIR".to_owned(), data.display().to_string()),
-        ("KILLPOINT_LISTEN".to_owned(), "127.0.0.1:0".to_owned()),
-        ("KILLPOINT_PROVIDER_URL".to_owned(), world.provider_url()),
-        ("KILLPOINT_CONSUMERS_URL".to_owned(), world.consumers_url()),
-        ("KILLPOINT_POLICY_URL".to_owned(), world.policy_url()),
-        ("KILLPOINT_DELIVERY_MAX_ATTEMPTS".to_owned(), scenario.runtime.delivery_max_attempts.to_string()),
-        ("KILLPOINT_RETRY_BASE_MS".to_owned(), scenario.runtime.retry_base_ms.to_string()),
-    ];
+    let mut env = environment(&world, &data, &scenario.runtime);
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), probe_path.display().to_string()));
     }
@@ -317,6 +308,24 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         recoveries,
         artifacts,
     })
+}
+
+/// The contract's environment for a runtime in `world` keeping its state in `data`
+/// (CONTRACT.md section 2), without the probe socket and the per-incarnation variables.
+pub fn environment(world: &World, data: &Path, settings: &RuntimeSettings) -> Vec<(String, String)> {
+    [
+        ("KILLPOINT_CONTRACT", crate::incarnation::CONTRACT.to_owned()),
+        ("KILLPOINT_DATA_DIR", data.display().to_string()),
+        ("KILLPOINT_LISTEN", "127.0.0.1:0".to_owned()),
+        ("KILLPOINT_PROVIDER_URL", world.provider_url()),
+        ("KILLPOINT_CONSUMERS_URL", world.consumers_url()),
+        ("KILLPOINT_POLICY_URL", world.policy_url()),
+        ("KILLPOINT_DELIVERY_MAX_ATTEMPTS", settings.delivery_max_attempts.to_string()),
+        ("KILLPOINT_RETRY_BASE_MS", settings.retry_base_ms.to_string()),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect()
 }
 
 /// Submits each operation and waits for it to settle, firing faults on the way.
