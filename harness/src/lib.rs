@@ -3,7 +3,12 @@
 //!
 //! - [`boundary`]: the boundaries (where kills land). [`invariant`]: what is proven.
 //! - [`scenario`]: scenario files. [`driver`]: runs one against a runtime. [`checker`]: judges.
-//! - [`trials`]: turns a scenario directory into `cargo test` trials (libtest-mimic).
+//! - [`incarnation`]: one life of the runtime process (process group, PDEATHSIG, kill sweep).
+//!   [`probe`]: the harness end of the boundary probe. [`client`]: the runtime's API.
+//! - [`report`]: tables and failure stories. [`certificate`]: JSON and JUnit certificates.
+//!   [`trace`]: the merged timeline. [`artifacts`]: where a run keeps its data dir and logs.
+//! - [`trials`]: turns a scenario directory into `cargo test` trials (libtest-mimic), and
+//!   [`trials::certify_main`] is a third party's whole test target.
 //! - The runtime contract is `CONTRACT.md` at the repository root.
 
 pub mod artifacts;
