@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
 
 /// One logical clock for the whole scenario: the fake world and the harness both tick it.
 #[derive(Debug, Clone, Default)]
@@ -184,21 +183,16 @@ pub struct Entry {
     pub event: Event,
 }
 
-/// The shared, append-only list of entries, with a watch channel so waiters wake on each append.
+/// The shared, append-only list of entries.
 #[derive(Debug)]
 pub struct Ledger {
     clock: Clock,
     entries: Mutex<Vec<Entry>>,
-    appended: watch::Sender<u64>,
 }
 
 impl Ledger {
     pub fn new(clock: Clock) -> Self {
-        Ledger { clock, entries: Mutex::new(Vec::new()), appended: watch::channel(0).0 }
-    }
-
-    pub fn clock(&self) -> &Clock {
-        &self.clock
+        Ledger { clock, entries: Mutex::new(Vec::new()) }
     }
 
     /// Appends `event`, stamping it with the next tick, and returns the stamp.
@@ -207,18 +201,11 @@ impl Ledger {
         // Tick under the lock so entries are in sequence order in the vector.
         let seq = self.clock.tick();
         entries.push(Entry { seq, event });
-        drop(entries);
-        self.appended.send_replace(seq);
         seq
     }
 
     /// A copy of every entry so far, in sequence order.
     pub fn entries(&self) -> Vec<Entry> {
         self.entries.lock().expect("ledger lock poisoned").clone()
-    }
-
-    /// A receiver that changes on every append (for waiting on ledger entries).
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
     }
 }

@@ -31,6 +31,9 @@ struct Effects {
     all: Vec<StoredEffect>,
     /// Calls seen per planted operation, to number them.
     calls: HashMap<String, u32>,
+    /// The operation that last used each (tool, key), effect or not: a lookup that finds nothing
+    /// is still attributed to it.
+    keys: HashMap<(String, String), String>,
 }
 
 #[derive(Clone)]
@@ -86,6 +89,9 @@ pub(crate) async fn call(
             }
             None => 0,
         };
+        if let (Some(op), Some(k)) = (&operation, &key) {
+            effects.keys.insert((tool.clone(), k.clone()), op.clone());
+        }
         let fault = operation.as_deref().and_then(|op| provider.faults.take_provider(op, call));
         let apply = fault.as_ref().is_none_or(|f| f.effect);
 
@@ -217,16 +223,10 @@ fn lookup(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Optio
             .cloned();
         // Attribute a miss to the operation that used this key, when one did, so the checker
         // can see "looked up before retrying" even when the effect never happened.
-        let operation = found.as_ref().and_then(|e| e.operation.clone()).or_else(|| {
-            provider.ledger.entries().iter().rev().find_map(|entry| match &entry.event {
-                Event::ProviderCall { tool: t, idempotency_key, operation, .. }
-                    if t == tool && by_key.is_some() && *idempotency_key == by_key =>
-                {
-                    operation.clone()
-                }
-                _ => None,
-            })
-        });
+        let operation = found
+            .as_ref()
+            .and_then(|e| e.operation.clone())
+            .or_else(|| by_key.as_ref().and_then(|k| effects.keys.get(&(tool.to_owned(), k.clone())).cloned()));
         (found, operation)
     } else {
         (None, None)

@@ -94,9 +94,6 @@ impl World {
         format!("{}/policy", self.base_url())
     }
 
-    pub fn ledger(&self) -> &Arc<Ledger> {
-        &self.ledger
-    }
     pub fn entries(&self) -> Vec<Entry> {
         self.ledger.entries()
     }

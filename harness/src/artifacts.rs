@@ -50,6 +50,11 @@ fn forget(path: &Path) {
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| p != path);
 }
 
+/// How every report points at kept artifacts.
+pub fn kept_at(path: &Path) -> String {
+    format!("artifacts kept at {} (data/ is the runtime's data dir, logs/ its output)", path.display())
+}
+
 /// The artifact directories of runs still in progress (for an interrupt handler to report).
 pub fn live() -> Vec<PathBuf> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).clone()

@@ -200,9 +200,10 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
         }
         if let Some(path) = &o.artifacts {
             eprintln!(
-                "{}: artifacts kept at {} (data/ is the runtime's data dir, logs/ its output)\n",
+                "{}: {}
+",
                 o.name,
-                path.display()
+                killpoint::artifacts::kept_at(path)
             );
         }
     }

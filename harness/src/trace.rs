@@ -9,8 +9,6 @@ use fake_tool::{Effect, Entry, Event, Response};
 pub struct Line {
     pub seq: u64,
     pub text: String,
-    /// The operation the line concerns, if any.
-    pub operation: Option<String>,
 }
 
 /// Every event of the run, in clock order.
@@ -18,8 +16,8 @@ pub fn lines(run: &Run) -> Vec<Line> {
     let mut lines: Vec<Line> = run
         .ledger
         .iter()
-        .map(|e| Line { seq: e.seq, text: describe_entry(e), operation: e.event.operation().map(str::to_owned) })
-        .chain(run.timeline.iter().map(|m| Line { seq: m.seq, text: describe_mark(m), operation: mark_operation(m) }))
+        .map(|e| Line { seq: e.seq, text: describe_entry(e) })
+        .chain(run.timeline.iter().map(|m| Line { seq: m.seq, text: describe_mark(m) }))
         .collect();
     lines.sort_by_key(|l| l.seq);
     lines
@@ -33,14 +31,6 @@ pub fn lines(run: &Run) -> Vec<Line> {
 pub fn normalised(run: &Run) -> Vec<String> {
     let submitted = |l: &Line| l.text.starts_with("harness   submit ");
     lines(run).into_iter().filter(|l| !submitted(l)).map(|l| l.text).collect()
-}
-
-fn mark_operation(mark: &Mark) -> Option<String> {
-    match &mark.happening {
-        Happening::Submitted { operation } | Happening::KillPoint { operation, .. } => Some(operation.clone()),
-        Happening::Boundary { message, .. } => Some(message.operation_id.clone()),
-        _ => None,
-    }
 }
 
 pub fn describe_mark(mark: &Mark) -> String {

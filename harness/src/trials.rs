@@ -110,11 +110,7 @@ fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
     if !verdict.passed() {
         let story = report::story(scenario, &verdict, &run);
         let kept = run.keep_artifacts();
-        return Err(format!(
-            "{story}  artifacts kept: {} (data/ is the runtime's data dir, logs/ its output)",
-            kept.display()
-        )
-        .into());
+        return Err(format!("{story}  {}", crate::artifacts::kept_at(&kept)).into());
     }
     match &suite.on_pass {
         Some(on_pass) => on_pass(scenario, &run),
