@@ -118,6 +118,19 @@ impl std::fmt::Display for Subject {
     }
 }
 
+/// What the policy service answered one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyAnswer {
+    /// `200 {"allowed": true}`: the only answer that permits anything.
+    Allowed,
+    /// `200 {"allowed": false, …}`.
+    Refused,
+    /// No decision: an injected fault made the service fail, answer garbage or drop the
+    /// connection. The contract says a runtime MUST NOT go ahead on it.
+    NoDecision,
+}
+
 /// One thing that happened in the fake world.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -158,7 +171,14 @@ pub enum Event {
         payload: serde_json::Value,
     },
     /// The runtime asked the policy service.
-    PolicyCheck { tenant: String, actor: String, subject: Subject, allowed: bool },
+    PolicyCheck {
+        tenant: String,
+        actor: String,
+        /// The `operation_id` the runtime named in its check, if any.
+        operation: Option<String>,
+        subject: Subject,
+        answer: PolicyAnswer,
+    },
     /// The harness withdrew a permission.
     Revocation { tenant: String, actor: Option<String>, subject: Subject },
 }
@@ -169,8 +189,9 @@ impl Event {
         match self {
             Event::ProviderCall { operation, .. }
             | Event::ProviderLookup { operation, .. }
-            | Event::ConsumerReceipt { operation, .. } => operation.as_deref(),
-            Event::PolicyCheck { .. } | Event::Revocation { .. } => None,
+            | Event::ConsumerReceipt { operation, .. }
+            | Event::PolicyCheck { operation, .. } => operation.as_deref(),
+            Event::Revocation { .. } => None,
         }
     }
 }

@@ -13,6 +13,6 @@ pub(crate) mod provider;
 pub mod world;
 
 pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, ProviderFault};
-pub use ledger::{Clock, Effect, Entry, Event, Ledger, Response, Subject, ToolKind};
+pub use ledger::{Clock, Effect, Entry, Event, Ledger, PolicyAnswer, Response, Subject, ToolKind};
 pub use policy::Revocation;
 pub use world::{KillPoint, World};

@@ -4,7 +4,7 @@
 //! a destination, or one operation (a cancellation: its tool checks are refused). It stays in
 //! force for the rest of the scenario.
 
-use crate::ledger::{Event, Ledger, Subject};
+use crate::ledger::{Event, Ledger, PolicyAnswer, Subject};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -88,8 +88,9 @@ pub(crate) async fn check(
     policy.ledger.record(Event::PolicyCheck {
         tenant: request.tenant.clone(),
         actor: request.actor.clone(),
+        operation: request.operation_id.clone(),
         subject: subject.clone(),
-        allowed: refused.is_none(),
+        answer: if refused.is_none() { PolicyAnswer::Allowed } else { PolicyAnswer::Refused },
     });
     drop(revocations);
     if let Some(revocation) = refused {

@@ -2,7 +2,7 @@
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
 use crate::driver::{Happening, Mark, Run};
-use fake_tool::{Effect, Entry, Event, Response};
+use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response};
 
 /// One line of the trace, with its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,8 +99,14 @@ pub fn describe_entry(entry: &Entry) -> String {
             key(idempotency_key),
             if *applied { "applied" } else { "duplicate, not applied" }
         ),
-        Event::PolicyCheck { tenant, actor, subject, allowed } => {
-            format!("policy    {tenant}/{actor} {subject}: {}", if *allowed { "allowed" } else { "refused" })
+        Event::PolicyCheck { tenant, actor, operation, subject, answer } => {
+            let answer = match answer {
+                PolicyAnswer::Allowed => "allowed",
+                PolicyAnswer::Refused => "refused",
+                PolicyAnswer::NoDecision => "no decision (injected fault)",
+            };
+            let operation = operation.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
+            format!("policy    {tenant}/{actor} {subject}{operation}: {answer}")
         }
         Event::Revocation { tenant, actor, subject } => {
             format!("harness   revoke {subject} for {tenant}/{}", actor.as_deref().unwrap_or("*"))
