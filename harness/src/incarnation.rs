@@ -208,8 +208,13 @@ impl Incarnation {
             .map_err(|e| format!("expected `KILLPOINT_READY <json>`, found `KILLPOINT_READY {line}`: {e}"))?;
         match ready.get("contract").and_then(|c| c.as_str()) {
             Some(CONTRACT) => {}
-            other => {
-                return Err(format!("speaks contract {other:?}; this harness speaks `{CONTRACT}` (see CONTRACT.md)"));
+            Some(other) => {
+                return Err(format!("speaks contract `{other}`; this harness speaks `{CONTRACT}` (see CONTRACT.md)"));
+            }
+            None => {
+                return Err(format!(
+                    "expected \"contract\": \"{CONTRACT}\" in the ready line, found no contract: {line}"
+                ));
             }
         }
         incarnation.api = ready
