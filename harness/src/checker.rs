@@ -545,14 +545,14 @@ fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run, found: &m
     }
 }
 
-/// The least wait the contract allows after the n-th failed send, in microseconds, tolerance
-/// included. The tolerance is 10% and 1 ms: a runtime keeps its due times in its own clock (the
-/// reference: wall-clock milliseconds in its store, so a retry may fire up to 1 ms before the exact
-/// instant), which may run a little differently from the harness's monotonic clock, and the gap is
-/// measured between two receipts, i.e. from the moment the consumer took the failed send — before
-/// the runtime even had the answer it waits from. The tolerance only forgives that slack: a
-/// runtime that does not wait at all, or waits the base where the doubling is due, still fails
-/// once the base is a few milliseconds.
+/// The least wait the contract allows after the n-th failed send, in microseconds: the exact
+/// backoff and the bound judged, with a tolerance of 10% and 1 ms. The ledger's gap is measured
+/// from the consumer taking the failed send (before the runtime had the answer it waits from) to
+/// the consumer taking the next, so it can only be longer than the runtime's own wait; what the
+/// tolerance forgives is the runtime's clock. A runtime keeps due times in its own units (the
+/// reference: whole wall-clock milliseconds in its store, so a retry may fire up to 1 ms before
+/// the exact instant) and on its own clock, which NTP may slew against the harness's monotonic
+/// one. A runtime that does not wait, or waits the base where the doubling is due, still fails.
 fn least_backoff_micros(base_ms: u64, failed_sends: u32) -> (u64, u64) {
     let exact = base_ms.saturating_mul(1000).saturating_mul(1 << failed_sends.saturating_sub(1).min(20));
     let tolerated = exact.saturating_sub(exact / 10).saturating_sub(1000);
