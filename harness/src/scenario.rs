@@ -474,10 +474,6 @@ fn never_reached(fault: &Fault, operations: &[Operation], faults: &[Fault]) -> O
     let op = operations.iter().find(|o| o.id == fault.operation)?;
     let id = &op.id;
     match fault.at {
-        Boundary::AfterResultWrite | Boundary::AfterDeliverySend if op.expect != Outcome::Succeeded => Some(format!(
-            "`{id}` is expected to end `{}`, so it never reaches `{}` (only a success is written and delivered)",
-            op.expect, fault.at
-        )),
         Boundary::AfterProviderSuccess | Boundary::AfterResultWrite | Boundary::AfterDeliverySend
             if op.expect == Outcome::SucceededOrGaveUp =>
         {
@@ -486,6 +482,10 @@ fn never_reached(fault: &Fault, operations: &[Operation], faults: &[Fault]) -> O
                 op.expect, fault.at
             ))
         }
+        Boundary::AfterResultWrite | Boundary::AfterDeliverySend if op.expect != Outcome::Succeeded => Some(format!(
+            "`{id}` is expected to end `{}`, so it never reaches `{}` (only a success is written and delivered)",
+            op.expect, fault.at
+        )),
         Boundary::AfterProviderSuccess if matches!(op.expect, Outcome::Refused | Outcome::Failed) => Some(format!(
             "`{id}` is expected to end `{}`, so the provider never confirms a success for it (`{}`)",
             op.expect, fault.at
