@@ -826,9 +826,18 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
         expect => actual == Some(expect),
     };
     if !as_expected {
+        let meaning = match op.expect {
+            Outcome::SucceededOrGaveUp => format!(
+                " (SUCCEEDED, or {} at the attempt bound: {} {})",
+                if gave_up == Outcome::Failed { "FAILED" } else { "paused" },
+                op.tool.tool_name(),
+                if op.tool.supports_lookup() { "has a lookup" } else { "has no lookup" }
+            ),
+            _ => String::new(),
+        };
         found(
             Invariant::ExpectedOutcome,
-            format!("`{}` was expected to end {}, but ended {}", op.id, op.expect, report.summary()),
+            format!("`{}` was expected to end {}{meaning}, but ended {}", op.id, op.expect, report.summary()),
             Vec::new(),
         );
     }
