@@ -25,10 +25,24 @@ pub enum Broken {
     /// The first time the policy allows the tool for an operation, that decision is kept and reused
     /// for every later attempt, reconciliation and restart.
     NoPolicyRecheck,
+    /// An `Allowed` answer is kept in memory per (operation, tool or destination) and reused for
+    /// every later attempt and send in the same incarnation. A kill empties it, which is why a
+    /// revocation (always followed by a kill in today's scenarios) does not show it.
+    PolicyCache,
+    /// A failed delivery is sent again at once, without the contract's backoff.
+    NoBackoff,
+    /// A delivery is dead-lettered after `DELIVERY_MAX_ATTEMPTS − 1` failed sends: one too few.
+    DeadLetterEarly,
+    /// An attempt refused by policy is counted as made (`attempts` goes up), though the provider
+    /// never saw it.
+    CountRefusedAttempt,
+    /// At the attempt bound, a `safely_repeatable` operation whose outcome is still unknown is
+    /// `FAILED` instead of paused — a claim that nothing happened, which nobody can know.
+    FailAtBound,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 7] = [
+    pub const ALL: [Broken; 12] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -36,6 +50,11 @@ impl Broken {
         Self::RerunOnDelivery,
         Self::FreshDeliveryKey,
         Self::NoPolicyRecheck,
+        Self::PolicyCache,
+        Self::NoBackoff,
+        Self::DeadLetterEarly,
+        Self::CountRefusedAttempt,
+        Self::FailAtBound,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +66,11 @@ impl Broken {
             Self::RerunOnDelivery => "rerun-on-delivery",
             Self::FreshDeliveryKey => "fresh-delivery-key",
             Self::NoPolicyRecheck => "no-policy-recheck",
+            Self::PolicyCache => "policy-cache",
+            Self::NoBackoff => "no-backoff",
+            Self::DeadLetterEarly => "dead-letter-early",
+            Self::CountRefusedAttempt => "count-refused-attempt",
+            Self::FailAtBound => "fail-at-bound",
         }
     }
 
@@ -60,6 +84,11 @@ impl Broken {
             Self::RerunOnDelivery => "calls the tool again before retrying a delivery",
             Self::FreshDeliveryKey => "sends a new delivery idempotency key on every send",
             Self::NoPolicyRecheck => "reuses the first policy approval instead of asking again",
+            Self::PolicyCache => "keeps policy approvals in memory and reuses them until a restart",
+            Self::NoBackoff => "retries a failed delivery at once, without backoff",
+            Self::DeadLetterEarly => "dead-letters a delivery one send too early",
+            Self::CountRefusedAttempt => "counts an attempt refused by policy as made",
+            Self::FailAtBound => "fails a safely repeatable operation at the attempt bound instead of pausing it",
         }
     }
 

@@ -347,6 +347,15 @@ impl Store {
         self.write(|tx| write_deliveries(tx, operation, now))
     }
 
+    /// Overwrites the attempt count alone. For the deliberately broken `count-refused-attempt`
+    /// variant, and nothing else: the reference counts an attempt only in `record_dispatch`.
+    pub fn set_attempts(&self, id: &str, attempts: u32) -> Result<()> {
+        self.write(|tx| {
+            tx.execute("UPDATE agent_operations SET attempts = ?2 WHERE operation_id = ?1", params![id, attempts])?;
+            Ok(())
+        })
+    }
+
     /// `FAILED` for good. `event` says who decided: the provider, the policy, or lookups that kept
     /// finding no effect.
     pub fn record_failure(&self, id: &str, event: AuditEvent, reason: &str) -> Result<()> {

@@ -14,6 +14,7 @@
 //!
 //! The places where a `--broken` variant deviates are marked `BROKEN:`.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -57,6 +58,8 @@ pub struct Worker {
     delivery_max_attempts: u32,
     retry_base: Duration,
     broken: Option<Broken>,
+    /// Only for the broken `policy-cache` variant: the answers it wrongly reuses.
+    policy_cache: HashSet<(String, String)>,
 }
 
 impl Worker {
@@ -73,6 +76,7 @@ impl Worker {
             delivery_max_attempts: config.delivery_max_attempts,
             retry_base: config.retry_base,
             broken,
+            policy_cache: HashSet::new(),
         }
     }
 
@@ -152,6 +156,10 @@ impl Worker {
                 // The refusal ends the operation; nothing is deleted, and the audit trail keeps
                 // everything that happened before it.
                 let reason = format!("policy: {reason}");
+                if self.broken == Some(Broken::CountRefusedAttempt) {
+                    // BROKEN: the refused attempt is counted as made; the provider never saw it.
+                    self.store.set_attempts(&id, attempt)?;
+                }
                 if operation.execution == ExecutionState::Unknown && operation.tool.kind.recovery() == Recovery::Repeat
                 {
                     // The last attempt of a tool without lookup may have taken effect: FAILED
@@ -228,10 +236,7 @@ impl Worker {
             // BROKEN: an approval on record is taken as still valid; a revocation since is missed.
             return Ok(Decision::Allowed);
         }
-        let decision = self
-            .policy
-            .check(&operation.tenant, &operation.actor, &operation.id, Subject::Tool(&operation.tool.name))
-            .await;
+        let decision = self.ask_policy(operation, Subject::Tool(&operation.tool.name)).await;
         if decision == Decision::Allowed {
             self.backoff.succeeded(&Task::Operation(operation.id.clone()));
             self.store.record_audit(
@@ -241,6 +246,27 @@ impl Worker {
             )?;
         }
         Ok(decision)
+    }
+
+    /// One question to the policy service, asked afresh every time: an answer is about *now*, and
+    /// a permission can be withdrawn between two attempts or two sends without any crash.
+    async fn ask_policy(&mut self, operation: &Operation, subject: Subject<'_>) -> Decision {
+        let asked = match subject {
+            Subject::Tool(tool) => (operation.id.clone(), format!("tool {tool}")),
+            Subject::Destination(destination) => (operation.id.clone(), format!("destination {destination}")),
+        };
+        if self.broken == Some(Broken::PolicyCache) {
+            // BROKEN: an earlier approval, kept in memory, stands in for asking again.
+            if self.policy_cache.contains(&asked) {
+                return Decision::Allowed;
+            }
+            let decision = self.policy.check(&operation.tenant, &operation.actor, &operation.id, subject).await;
+            if decision == Decision::Allowed {
+                self.policy_cache.insert(asked);
+            }
+            return decision;
+        }
+        self.policy.check(&operation.tenant, &operation.actor, &operation.id, subject).await
     }
 
     /// An attempt went unanswered: recover by the tool's kind (CONTRACT.md §4 step 9, §5).
@@ -258,6 +284,15 @@ impl Worker {
                 let reason = "paused: outcome unknown and the tool has no lookup; needs an operator";
                 self.store.pause(&id, reason)?;
                 eprintln!("{id} {reason}");
+                Ok(Next::Stop)
+            }
+            Recovery::Repeat
+                if operation.attempts >= MAX_PROVIDER_ATTEMPTS && self.broken == Some(Broken::FailAtBound) =>
+            {
+                // BROKEN: "no success after so many tries" is taken to mean "nothing happened".
+                let reason = format!("no success after {MAX_PROVIDER_ATTEMPTS} attempts");
+                self.store.record_failure(&id, AuditEvent::Failed, &reason)?;
+                eprintln!("{id} failed: {reason}");
                 Ok(Next::Stop)
             }
             Recovery::Repeat if operation.attempts >= MAX_PROVIDER_ATTEMPTS => {
@@ -342,12 +377,13 @@ impl Worker {
             .store
             .operation(&id)?
             .with_context(|| format!("delivery of {id} to {destination} has no operation"))?;
-        let (Some(mut provider_ref), Some(mut result)) = (operation.provider_ref, operation.result) else {
+        let (Some(mut provider_ref), Some(mut result)) = (operation.provider_ref.clone(), operation.result.clone())
+        else {
             anyhow::bail!("delivery of {id} to {destination} exists but the result is not recorded");
         };
 
         let task = Task::Delivery { operation_id: id.clone(), destination: destination.clone() };
-        match self.policy.check(&operation.tenant, &operation.actor, &id, Subject::Destination(&destination)).await {
+        match self.ask_policy(&operation, Subject::Destination(&destination)).await {
             Decision::Allowed => self.backoff.succeeded(&task),
             Decision::Refused(reason) => {
                 let reason = format!("policy: {reason}");
@@ -385,19 +421,28 @@ impl Worker {
         self.store.record_delivery_sent(&delivery, send, &key)?;
         let event =
             Event { operation_id: &id, destination: &destination, provider_ref: &provider_ref, result: &result };
+        let give_up_after = match self.broken {
+            // BROKEN: the delivery is given up one send too early.
+            Some(Broken::DeadLetterEarly) => self.delivery_max_attempts.saturating_sub(1),
+            _ => self.delivery_max_attempts,
+        };
         match self.consumers.send(&key, &event).await {
             Ok(()) => {
                 self.probe.at(Boundary::AfterDeliverySend, &id, send, Some(&destination)).await;
                 self.store.record_delivery_acked(&delivery)?;
                 eprintln!("{id} -> {destination} send {send} acked");
             }
-            Err(error) if send >= self.delivery_max_attempts => {
+            Err(error) if send >= give_up_after => {
                 let reason = format!("{error} (send {send} of {})", self.delivery_max_attempts);
                 self.store.dead_letter(&delivery, &reason)?;
                 eprintln!("{id} -> {destination} dead-lettered: {reason}");
             }
             Err(error) => {
-                let delay = delivery_retry_delay(self.retry_base, send);
+                let delay = match self.broken {
+                    // BROKEN: the consumer is asked again at once, however often it failed.
+                    Some(Broken::NoBackoff) => Duration::ZERO,
+                    _ => delivery_retry_delay(self.retry_base, send),
+                };
                 self.store.schedule_delivery_retry(&delivery, SystemTime::now() + delay, &error)?;
                 eprintln!("{id} -> {destination} send {send} failed: {error}; again in {delay:?}");
             }

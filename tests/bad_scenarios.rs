@@ -136,6 +136,13 @@ fn impossible_delivery_kill_for_an_operation_that_never_succeeds() {
 }
 
 #[test]
+fn impossible_success_kill_for_an_operation_that_may_give_up() {
+    let text = with("expect = \"succeeded\"", "expect = \"succeeded_or_gave_up\"")
+        .replace("\"after_dispatch\"", "\"after_delivery_send\"\ndestination = \"ledger\"");
+    insta::assert_snapshot!(error(&text));
+}
+
+#[test]
 fn impossible_second_call_of_a_tool_without_lookup() {
     let text = with("\"charge_card\"", "\"send_sms\"");
     insta::assert_snapshot!(error(&format!("{text}occurrence = 2\n")));

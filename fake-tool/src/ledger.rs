@@ -3,19 +3,38 @@
 //! The ledger is the ground truth the checker reads. Every entry carries a sequence number from
 //! one clock shared by the provider, the consumers, the policy service and the harness (which
 //! stamps its own kills and restarts with [`Clock::tick`]), so one timeline orders them all.
+//! Entries also carry the time they were recorded, for the invariants about how long a runtime
+//! waits (delivery backoff); the trace never shows it, so snapshots stay free of times.
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-/// One logical clock for the whole scenario: the fake world and the harness both tick it.
-#[derive(Debug, Clone, Default)]
-pub struct Clock(Arc<AtomicU64>);
+/// One logical clock for the whole scenario: the fake world and the harness both tick it. It also
+/// keeps the instant the scenario's world started, so every clone measures time from the same
+/// origin.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    ticks: Arc<AtomicU64>,
+    started: Instant,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock { ticks: Arc::default(), started: Instant::now() }
+    }
+}
 
 impl Clock {
     /// The next sequence number; strictly increasing, starting at 1.
     pub fn tick(&self) -> u64 {
-        self.0.fetch_add(1, Ordering::SeqCst) + 1
+        self.ticks.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Microseconds since the clock was made (monotonic: never goes back).
+    pub fn micros(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 }
 
@@ -200,6 +219,8 @@ impl Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub seq: u64,
+    /// When it was recorded: microseconds since the scenario's world started ([`Clock::micros`]).
+    pub at_micros: u64,
     #[serde(flatten)]
     pub event: Event,
 }
@@ -221,7 +242,7 @@ impl Ledger {
         let mut entries = self.entries.lock().expect("ledger lock poisoned");
         // Tick under the lock so entries are in sequence order in the vector.
         let seq = self.clock.tick();
-        entries.push(Entry { seq, event });
+        entries.push(Entry { seq, at_micros: self.clock.micros(), event });
         seq
     }
 

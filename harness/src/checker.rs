@@ -9,7 +9,7 @@ use crate::driver::{Happening, Hit, Run};
 use crate::invariant::Invariant;
 use crate::scenario::{Operation, Outcome, Scenario};
 use crate::trace::describe_entry;
-use fake_tool::{Effect, Entry, Event, Subject, ToolKind};
+use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response, Subject, ToolKind};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
@@ -175,6 +175,9 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         no_execution_for_delivery(op, &ledger, run, &mut found);
         delivered_once(scenario, op, &ledger, run, report, &mut found);
         policy_respected(op, &ledger, run, report, &mut found);
+        policy_checked(op, &ledger, run, &mut found);
+        delivery_backoff(scenario, op, &ledger, run, &mut found);
+        dead_letter_bound(scenario, op, &ledger, report, &mut found);
         if run.aborted.is_none() {
             truthful_status(op, &ledger, report, &mut found);
             // An expectation assumes every fault of the operation landed where the file says. One
@@ -469,6 +472,174 @@ fn policy_respected(
     }
 }
 
+/// The operation's receipts at one destination, in ledger order.
+fn receipts_at<'a>(ledger: &OperationLedger<'a>, destination: &str) -> Vec<&'a Entry> {
+    ledger
+        .receipts
+        .iter()
+        .copied()
+        .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, .. } if d == destination))
+        .collect()
+}
+
+/// Every use of the provider or of a consumer must follow a fresh `Allowed` answer. Reading the
+/// ledger this way catches a runtime that reuses an earlier answer (a cache, a flag on the
+/// operation): today's revocations always come with a kill, which empties any in-memory cache,
+/// so `policy_respected` alone would not see it.
+fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run, found: &mut Found) {
+    // A check counts for this operation only if it names it, for the operation's own tenant and
+    // actor: permission asked for someone else permits nothing here.
+    let checks = |subject: &Subject, after: u64, before: u64| -> Vec<&Entry> {
+        run.ledger
+            .iter()
+            .filter(|e| {
+                e.seq > after
+                    && e.seq < before
+                    && matches!(&e.event, Event::PolicyCheck { tenant, actor, operation: Some(o), subject: s, .. }
+                        if *o == op.id && *tenant == op.tenant && *actor == op.actor && s == subject)
+            })
+            .collect()
+    };
+    let allowed = |checks: &[&Entry]| {
+        checks.iter().any(|e| matches!(&e.event, Event::PolicyCheck { answer: PolicyAnswer::Allowed, .. }))
+    };
+
+    let mut uses: Vec<(Subject, &str, Vec<&Entry>)> =
+        vec![(Subject::Tool(op.tool.tool_name().to_owned()), "reached the provider", ledger.calls.clone())];
+    for destination in &op.destinations {
+        uses.push((Subject::Destination(destination.clone()), "was sent to", receipts_at(ledger, destination)));
+    }
+    for (subject, verb, entries) in uses {
+        let mut unchecked = Vec::new();
+        let mut proof = Vec::new();
+        let mut previous: Option<&Entry> = None;
+        for entry in entries {
+            let window = checks(&subject, previous.map_or(0, |p| p.seq), entry.seq);
+            if !allowed(&window) {
+                unchecked.push(entry.seq);
+                proof.extend(previous);
+                proof.extend(window);
+                proof.push(entry);
+            }
+            previous = Some(entry);
+        }
+        if unchecked.is_empty() {
+            continue;
+        }
+        proof.dedup_by_key(|e| e.seq);
+        let whom = match &subject {
+            Subject::Destination(d) => format!(" `{d}`"),
+            Subject::Tool(_) | Subject::Operation(_) => String::new(),
+        };
+        let seqs: Vec<String> = unchecked.iter().map(|s| format!("#{s}")).collect();
+        found(
+            Invariant::PolicyChecked,
+            format!(
+                "`{}` {verb}{whom} {} time(s) ({}) without an allowed policy check of {subject} for it since the previous one; the policy must be asked before every attempt and every send (CONTRACT.md section 8)",
+                op.id,
+                unchecked.len(),
+                seqs.join(", ")
+            ),
+            evidence(proof),
+        );
+    }
+}
+
+/// The least wait the contract allows after the n-th failed send, in microseconds: the exact
+/// backoff and the bound judged, with a tolerance of 10% and 1 ms. The ledger's gap is measured
+/// from the consumer taking the failed send (before the runtime had the answer it waits from) to
+/// the consumer taking the next, so it can only be longer than the runtime's own wait; what the
+/// tolerance forgives is the runtime's clock. A runtime keeps due times in its own units (the
+/// reference: whole wall-clock milliseconds in its store, so a retry may fire up to 1 ms before
+/// the exact instant) and on its own clock, which NTP may slew against the harness's monotonic
+/// one. A runtime that does not wait, or waits the base where the doubling is due, still fails.
+fn least_backoff_micros(base_ms: u64, failed_sends: u32) -> (u64, u64) {
+    let exact = base_ms.saturating_mul(1000).saturating_mul(1 << failed_sends.saturating_sub(1).min(20));
+    let tolerated = exact.saturating_sub(exact / 10).saturating_sub(1000);
+    (exact, tolerated)
+}
+
+fn delivery_backoff(scenario: &Scenario, op: &Operation, ledger: &OperationLedger, run: &Run, found: &mut Found) {
+    // A restart between two sends resets nothing the contract promises about spacing (a new
+    // incarnation sends a SENT delivery again at once), so such pairs are not judged.
+    let kills: Vec<u64> =
+        run.timeline.iter().filter(|m| matches!(m.happening, Happening::Killed { .. })).map(|m| m.seq).collect();
+    let timed = |e: &Entry| format!("#{} {} (at {:.1} ms)", e.seq, describe_entry(e), e.at_micros as f64 / 1000.0);
+    for destination in &op.destinations {
+        let receipts = receipts_at(ledger, destination);
+        for (i, pair) in receipts.windows(2).enumerate() {
+            let (earlier, later) = (pair[0], pair[1]);
+            let Event::ConsumerReceipt { status, .. } = &earlier.event else { continue };
+            if (200..300).contains(status) || kills.iter().any(|&k| k > earlier.seq && k < later.seq) {
+                continue;
+            }
+            // Every send the runtime counts reaches the consumer and every receipt is a counted
+            // send (`truthful_status` holds the runtime to that), so the earlier receipt is the
+            // runtime's send number i + 1, restarts before it included (their resends count).
+            let send = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let (exact, tolerated) = least_backoff_micros(scenario.runtime.retry_base_ms, send);
+            let gap = later.at_micros.saturating_sub(earlier.at_micros);
+            if gap < tolerated {
+                found(
+                    Invariant::DeliveryBackoff,
+                    format!(
+                        "`{}` was sent to `{destination}` again {:.1} ms after send {send} was answered {status}; the contract's backoff after send {send} is RETRY_BASE_MS {} × 2^{} = {:.1} ms (at least {:.1} ms with the tolerance)",
+                        op.id,
+                        gap as f64 / 1000.0,
+                        scenario.runtime.retry_base_ms,
+                        send - 1,
+                        exact as f64 / 1000.0,
+                        tolerated as f64 / 1000.0
+                    ),
+                    vec![timed(earlier), timed(later)],
+                );
+            }
+        }
+    }
+}
+
+fn dead_letter_bound(
+    scenario: &Scenario,
+    op: &Operation,
+    ledger: &OperationLedger,
+    report: Option<&OperationReport>,
+    found: &mut Found,
+) {
+    let max = scenario.runtime.delivery_max_attempts;
+    for destination in &op.destinations {
+        let receipts = receipts_at(ledger, destination);
+        let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
+        if received > max {
+            found(
+                Invariant::DeadLetterBound,
+                format!(
+                    "`{destination}` received `{}` {received} times; DELIVERY_MAX_ATTEMPTS is {max}, and a delivery is never sent more often",
+                    op.id
+                ),
+                evidence(receipts.iter().copied()),
+            );
+            continue;
+        }
+        let Some(delivery) = report.and_then(|r| r.deliveries.iter().find(|d| d.destination == *destination)) else {
+            continue;
+        };
+        let by_policy = delivery.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"));
+        // Exact, not "at least": every counted send reaches the consumer at today's kill points
+        // (see `truthful_status`), so a delivery given up after fewer sends was given up early.
+        if delivery.state == DeliveryState::DeadLettered && !by_policy && received != max {
+            found(
+                Invariant::DeadLetterBound,
+                format!(
+                    "`{}` -> `{destination}` is reported DEAD_LETTERED ({}) after the consumer received it {received} time(s); DELIVERY_MAX_ATTEMPTS is {max}: it must be sent {max} times before it is given up",
+                    op.id,
+                    delivery.last_error.as_deref().unwrap_or("no last_error")
+                ),
+                evidence(receipts.iter().copied()),
+            );
+        }
+    }
+}
+
 fn truthful_status(op: &Operation, ledger: &OperationLedger, report: Option<&OperationReport>, found: &mut Found) {
     let Some(report) = report else {
         found(
@@ -478,16 +649,39 @@ fn truthful_status(op: &Operation, ledger: &OperationLedger, report: Option<&Ope
         );
         return;
     };
-    let calls = ledger.calls.len() as u32;
-    if report.attempts < calls {
+    // Counts are exact, on one assumption: no kill lands between a runtime's write-ahead of an
+    // attempt (or a send) and the request reaching the provider (or the consumer). None of
+    // today's kill points can: the probe's boundaries all lie outside that window
+    // (`before_dispatch` comes before DISPATCHED is written, every other one after the answer),
+    // and without the probe the harness kills only at a provider's or consumer's hold, after the
+    // request arrived. So a request counted but never received, or received but not counted, is
+    // a miscount.
+    let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
+    if report.attempts != calls {
+        let why = if report.attempts < calls {
+            "an attempt was made that the runtime did not record"
+        } else {
+            "the runtime counts attempts that never reached the provider"
+        };
         found(
             Invariant::TruthfulStatus,
-            format!(
-                "`{}` reports {} attempt(s) but the provider saw {calls} call(s): an attempt was made that the runtime did not record",
-                op.id, report.attempts
-            ),
+            format!("`{}` reports {} attempt(s) but the provider saw {calls} call(s): {why}", op.id, report.attempts),
             evidence(ledger.calls.iter().copied()),
         );
+    }
+    for delivery in &report.deliveries {
+        let receipts = receipts_at(ledger, &delivery.destination);
+        let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
+        if delivery.attempts != received {
+            found(
+                Invariant::TruthfulStatus,
+                format!(
+                    "`{}` reports {} send(s) to `{}` but that consumer received {received}",
+                    op.id, delivery.attempts, delivery.destination
+                ),
+                evidence(receipts),
+            );
+        }
     }
     let effects = ledger.effects();
     match report.execution {
@@ -544,10 +738,76 @@ fn truthful_status(op: &Operation, ledger: &OperationLedger, report: Option<&Ope
                     format!("`{}` reports FAILED but the provider applied its effect", op.id),
                     evidence(applied),
                 );
+            } else {
+                failed_with_reason(op, ledger, report, found);
             }
         }
         ExecutionState::IntentRecorded | ExecutionState::Dispatched | ExecutionState::Unknown => {}
     }
+}
+
+/// `FAILED` says "nothing happened", so the runtime must have known it (CONTRACT.md section 4,
+/// steps 6 and 11): the provider refused the last call (4xx), or a lookup after the last call
+/// found nothing. A kind without lookup whose last call went unanswered can never know it: such an
+/// operation is paused, never FAILED — not even by a policy refusal (section 4, step 2).
+fn failed_with_reason(op: &Operation, ledger: &OperationLedger, report: &OperationReport, found: &mut Found) {
+    let last = ledger.calls.last().copied();
+    let refused_by_provider = last.is_some_and(|c| {
+        matches!(&c.event, Event::ProviderCall { response: Response::Sent(status), .. } if (400..500).contains(status))
+    });
+    let looked_up_nothing = last.is_some_and(|c| {
+        ledger
+            .lookups
+            .iter()
+            .any(|l| l.seq > c.seq && matches!(&l.event, Event::ProviderLookup { found: false, status: 404, .. }))
+    });
+    let by_policy = report.failure.as_ref().is_some_and(|f| f.reason.starts_with("policy:"));
+    let proof = || evidence(ledger.calls.iter().chain(&ledger.lookups).copied());
+    if by_policy {
+        // Before any call, or after a definitive answer, a refusal may end the operation.
+        if let Some(last) = last
+            && !op.tool.supports_lookup()
+            && !refused_by_provider
+        {
+            found(
+                Invariant::TruthfulStatus,
+                format!(
+                    "`{}` reports FAILED by policy, but its last call (#{}) went unanswered and {} ({}) has no lookup: it may have taken effect, so the operation must be paused, not FAILED",
+                    op.id,
+                    last.seq,
+                    op.tool.tool_name(),
+                    op.tool.as_str()
+                ),
+                proof(),
+            );
+        }
+        return;
+    }
+    if refused_by_provider || looked_up_nothing {
+        return;
+    }
+    let what = match (last, op.tool.supports_lookup()) {
+        (None, _) => "but never called the provider".to_owned(),
+        (Some(c), true) => format!(
+            "but the provider did not refuse its last call (#{}) and no lookup after it found nothing: the runtime could not know that nothing happened",
+            c.seq
+        ),
+        (Some(c), false) => format!(
+            "but its last call (#{}) went unanswered and {} ({}) has no lookup: the outcome is unknown, so the operation must be paused, not FAILED",
+            c.seq,
+            op.tool.tool_name(),
+            op.tool.as_str()
+        ),
+    };
+    found(
+        Invariant::TruthfulStatus,
+        format!(
+            "`{}` reports FAILED ({}) {what}",
+            op.id,
+            report.failure.as_ref().map_or("no reason", |f| f.reason.as_str())
+        ),
+        proof(),
+    );
 }
 
 fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mut Found) {
@@ -559,10 +819,25 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
         (ExecutionState::Unknown, _) if report.paused => Some(Outcome::Paused),
         _ => None,
     };
-    if actual != Some(op.expect) {
+    // Giving up is judged by kind: only a kind with lookup can know that nothing happened.
+    let gave_up = if op.tool.supports_lookup() { Outcome::Failed } else { Outcome::Paused };
+    let as_expected = match op.expect {
+        Outcome::SucceededOrGaveUp => actual == Some(Outcome::Succeeded) || actual == Some(gave_up),
+        expect => actual == Some(expect),
+    };
+    if !as_expected {
+        let meaning = match op.expect {
+            Outcome::SucceededOrGaveUp => format!(
+                " (SUCCEEDED, or {} at the attempt bound: {} {})",
+                if gave_up == Outcome::Failed { "FAILED" } else { "paused" },
+                op.tool.tool_name(),
+                if op.tool.supports_lookup() { "has a lookup" } else { "has no lookup" }
+            ),
+            _ => String::new(),
+        };
         found(
             Invariant::ExpectedOutcome,
-            format!("`{}` was expected to end {}, but ended {}", op.id, op.expect, report.summary()),
+            format!("`{}` was expected to end {}{meaning}, but ended {}", op.id, op.expect, report.summary()),
             Vec::new(),
         );
     }

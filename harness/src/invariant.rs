@@ -35,9 +35,29 @@ pub enum Invariant {
     /// `FAILED` with a `policy:` reason and keeps its audit trail. Seed: "refuse new execution;
     /// preserve the audit trail".
     PolicyRespected,
+    /// Every provider call of an operation follows an `Allowed` check of its tool for that
+    /// operation, made since its previous call; every consumer receipt follows an `Allowed` check
+    /// of that destination for that operation, made since the previous receipt there. An answer
+    /// is never reused: a permission can be withdrawn between two attempts or two sends without a
+    /// crash to empty a cache. Lookups need no check. Seed: "policy re-check on every new
+    /// execution attempt"; CONTRACT.md section 8.
+    PolicyChecked,
+    /// A delivery retried after a non-2xx answer waits at least `RETRY_BASE_MS × 2^(n−1)` after
+    /// its n-th send (judged only where no restart came between the two sends). CONTRACT.md
+    /// section 6: a consumer in trouble is not hammered.
+    DeliveryBackoff,
+    /// A delivery dead-lettered for failed sends (not by policy) was received by its consumer
+    /// exactly `DELIVERY_MAX_ATTEMPTS` times, and no delivery is received more often. CONTRACT.md
+    /// section 6: "after DELIVERY_MAX_ATTEMPTS sends it is DEAD_LETTERED".
+    DeadLetterBound,
     /// After the last restart every operation settles within the deadline.
     Settled,
-    /// What the runtime reports agrees with the ledgers.
+    /// What the runtime reports agrees with the ledgers: a success names one of the provider's
+    /// effects and its result; an operation's `attempts` equals the provider calls the ledger
+    /// shows for it, a delivery's `attempts` the receipts at its destination; `FAILED` (not by
+    /// policy) only when the runtime could know nothing happened (the last call was answered
+    /// 4xx, or a lookup after it found nothing) and never while a call's outcome is unknown to a
+    /// kind without lookup; `ACKED` only if the consumer accepted a send.
     TruthfulStatus,
     /// Each operation ends as its scenario expects (`expect = …`).
     ExpectedOutcome,
@@ -46,7 +66,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 11] = [
+    pub const ALL: [Invariant; 14] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -54,6 +74,9 @@ impl Invariant {
         Invariant::NoExecutionForDelivery,
         Invariant::DeliveredOnce,
         Invariant::PolicyRespected,
+        Invariant::PolicyChecked,
+        Invariant::DeliveryBackoff,
+        Invariant::DeadLetterBound,
         Invariant::Settled,
         Invariant::TruthfulStatus,
         Invariant::ExpectedOutcome,
@@ -69,6 +92,9 @@ impl Invariant {
             Invariant::NoExecutionForDelivery => "no_execution_for_delivery",
             Invariant::DeliveredOnce => "delivered_once",
             Invariant::PolicyRespected => "policy_respected",
+            Invariant::PolicyChecked => "policy_checked",
+            Invariant::DeliveryBackoff => "delivery_backoff",
+            Invariant::DeadLetterBound => "dead_letter_bound",
             Invariant::Settled => "settled",
             Invariant::TruthfulStatus => "truthful_status",
             Invariant::ExpectedOutcome => "expected_outcome",

@@ -60,6 +60,12 @@ pub enum Outcome {
     Refused,
     /// `UNKNOWN`, paused for an operator.
     Paused,
+    /// Either `SUCCEEDED`, or given up the way the tool's kind requires when the runtime's attempt
+    /// bound is reached (CONTRACT.md section 4, step 11): `FAILED` (not by policy) for a kind with
+    /// lookup, paused for one without. For workloads that fail every attempt up to some count: a
+    /// runtime with a bound at or below it gives up, one with a higher bound (or none) succeeds
+    /// on the next attempt, and both are right.
+    SucceededOrGaveUp,
 }
 
 impl fmt::Display for Outcome {
@@ -69,6 +75,7 @@ impl fmt::Display for Outcome {
             Outcome::Failed => "failed",
             Outcome::Refused => "refused",
             Outcome::Paused => "paused",
+            Outcome::SucceededOrGaveUp => "succeeded_or_gave_up",
         })
     }
 }
@@ -467,6 +474,14 @@ fn never_reached(fault: &Fault, operations: &[Operation], faults: &[Fault]) -> O
     let op = operations.iter().find(|o| o.id == fault.operation)?;
     let id = &op.id;
     match fault.at {
+        Boundary::AfterProviderSuccess | Boundary::AfterResultWrite | Boundary::AfterDeliverySend
+            if op.expect == Outcome::SucceededOrGaveUp =>
+        {
+            Some(format!(
+                "`{id}` is expected to end `{}`: a runtime that gives up at its attempt bound never reaches `{}` (only a success does)",
+                op.expect, fault.at
+            ))
+        }
         Boundary::AfterResultWrite | Boundary::AfterDeliverySend if op.expect != Outcome::Succeeded => Some(format!(
             "`{id}` is expected to end `{}`, so it never reaches `{}` (only a success is written and delivered)",
             op.expect, fault.at
