@@ -145,7 +145,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         });
     }
     for (i, (f, hit)) in scenario.faults.iter().zip(&run.hits).enumerate() {
-        if *hit != Hit::NotReached {
+        if *hit != Hit::NotReached || gave_up_before(scenario, f, run) {
             continue;
         }
         let destination = f.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
@@ -177,7 +177,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         policy_respected(op, &ledger, run, report, &mut found);
         policy_checked(op, &ledger, run, &mut found);
         delivery_backoff(scenario, op, &ledger, run, &mut found);
-        dead_letter_bound(scenario, op, &ledger, report, &mut found);
+        dead_letter_bound(scenario, op, &ledger, run, report, &mut found);
         if run.aborted.is_none() {
             truthful_status(op, &ledger, report, &mut found);
             // An expectation assumes every fault of the operation landed where the file says. One
@@ -209,6 +209,28 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         })
         .collect();
     Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage }
+}
+
+/// A provider fault on a call the runtime never made because it gave up first, as an operation
+/// expected `succeeded_or_gave_up` may: a runtime's attempt bound is its own choice (CONTRACT.md
+/// §4 step 11), so a lower one than the scenario's faults assume leaves them unreached
+/// without any fault of the runtime's.
+fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run) -> bool {
+    let Some(op) = scenario.operation(&fault.operation) else { return false };
+    let calls = run
+        .ledger
+        .iter()
+        .filter(|e| e.event.operation() == Some(op.id.as_str()) && matches!(e.event, Event::ProviderCall { .. }))
+        .count();
+    let gave_up = run.reports.get(&op.id).is_some_and(|r| {
+        (r.execution == ExecutionState::Failed && r.failure.as_ref().is_some_and(|f| !f.reason.starts_with("policy:")))
+            || (r.execution == ExecutionState::Unknown && r.paused)
+    });
+    fault.at == Boundary::AfterDispatch
+        && fault.action != crate::scenario::Action::Kill
+        && op.expect == Outcome::SucceededOrGaveUp
+        && gave_up
+        && calls < fault.occurrence as usize
 }
 
 type Found<'f> = dyn FnMut(Invariant, String, Vec<String>) + 'f;
@@ -602,6 +624,7 @@ fn dead_letter_bound(
     scenario: &Scenario,
     op: &Operation,
     ledger: &OperationLedger,
+    run: &Run,
     report: Option<&OperationReport>,
     found: &mut Found,
 ) {
@@ -609,11 +632,31 @@ fn dead_letter_bound(
     for destination in &op.destinations {
         let receipts = receipts_at(ledger, destination);
         let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
-        if received > max {
+        // A kill after a consumer accepted a send, before the runtime recorded it, leaves the
+        // delivery SENT; the next incarnation sends it again even past the bound, since that
+        // send's answer was lost, not refused (CONTRACT.md §6-5).
+        let lost_answers = scenario
+            .faults
+            .iter()
+            .zip(&run.hits)
+            .filter(|(f, hit)| {
+                f.at == Boundary::AfterDeliverySend
+                    && f.operation == op.id
+                    && f.destination.as_ref() == Some(destination)
+                    && matches!(hit, Hit::Exact | Hit::Approximate)
+            })
+            .count();
+        let allowed = max.saturating_add(u32::try_from(lost_answers).unwrap_or(u32::MAX));
+        if received > allowed {
+            let resent = if lost_answers > 0 {
+                format!(" (plus {lost_answers} resend(s) of a send whose answer a kill lost)")
+            } else {
+                String::new()
+            };
             found(
                 Invariant::DeadLetterBound,
                 format!(
-                    "`{destination}` received `{}` {received} times; DELIVERY_MAX_ATTEMPTS is {max}, and a delivery is never sent more often",
+                    "`{destination}` received `{}` {received} times; DELIVERY_MAX_ATTEMPTS is {max}{resent}, and a delivery is never sent more often",
                     op.id
                 ),
                 evidence(receipts.iter().copied()),
@@ -624,9 +667,9 @@ fn dead_letter_bound(
             continue;
         };
         let by_policy = delivery.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"));
-        // Exact, not "at least": every counted send reaches the consumer at today's kill points
-        // (see `truthful_status`), so a delivery given up after fewer sends was given up early.
-        if delivery.state == DeliveryState::DeadLettered && !by_policy && received != max {
+        // Never fewer: every counted send reaches the consumer at today's kill points (see
+        // `truthful_status`), so a delivery given up after fewer sends was given up early.
+        if delivery.state == DeliveryState::DeadLettered && !by_policy && received < max {
             found(
                 Invariant::DeadLetterBound,
                 format!(
