@@ -301,6 +301,14 @@ fn stable_keys(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
     }
 }
 
+/// "`charge_card-000001` with result {…}, …", or "none" when the provider applied nothing.
+fn show_effects(effects: &[(String, Value)]) -> String {
+    if effects.is_empty() {
+        return "none: the provider applied nothing for it".to_owned();
+    }
+    effects.iter().map(|(r, result)| format!("`{r}` with result {result}")).collect::<Vec<_>>().join(", ")
+}
+
 fn show_keys(keys: &BTreeSet<Option<&str>>) -> String {
     keys.iter().map(|k| k.map_or("<none>".to_owned(), |k| format!("`{k}`"))).collect::<Vec<_>>().join(", ")
 }
@@ -431,8 +439,9 @@ fn delivered_once(
                     found(
                         Invariant::DeliveredOnce,
                         format!(
-                            "`{destination}` applied `{}` with a payload that is not the provider's result (one of {effects:?}): {payload}",
-                            op.id
+                            "`{destination}` applied `{}` with a payload that is not the provider's result ({}): {payload}",
+                            op.id,
+                            show_effects(&effects)
                         ),
                         evidence(applied),
                     );
@@ -733,16 +742,20 @@ fn truthful_status(op: &Operation, ledger: &OperationLedger, report: Option<&Ope
                 None => found(
                     Invariant::TruthfulStatus,
                     format!(
-                        "`{}` reports SUCCEEDED with provider_ref {:?}; the provider's effects for it are {:?}",
+                        "`{}` reports SUCCEEDED with provider_ref {}; the provider's effects for it: {}",
                         op.id,
-                        report.provider_ref,
-                        effects.iter().map(|(r, _)| r).collect::<Vec<_>>()
+                        report.provider_ref.as_deref().map_or("null".to_owned(), |r| format!("`{r}`")),
+                        show_effects(&effects)
                     ),
                     evidence(ledger.calls.iter().copied()),
                 ),
                 Some((_, result)) if report.result.as_ref() != Some(result) => found(
                     Invariant::TruthfulStatus,
-                    format!("`{}` reports result {:?}; the provider returned {result}", op.id, report.result),
+                    format!(
+                        "`{}` reports result {}; the provider returned {result}",
+                        op.id,
+                        report.result.as_ref().map_or("null".to_owned(), Value::to_string)
+                    ),
                     evidence(ledger.calls.iter().copied()),
                 ),
                 Some(_) => {}

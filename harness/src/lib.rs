@@ -16,6 +16,7 @@ pub mod boundary;
 pub mod certificate;
 pub mod checker;
 pub mod client;
+pub mod coverage;
 pub mod driver;
 pub mod incarnation;
 pub mod invariant;
