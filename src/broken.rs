@@ -2,7 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs`, marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs` (the API's two in `api.rs`),
+//! marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -25,10 +26,16 @@ pub enum Broken {
     /// The first time the policy allows the tool for an operation, that decision is kept and reused
     /// for every later attempt, reconciliation and restart.
     NoPolicyRecheck,
+    /// The API answers `202` while the intent is only queued in memory, and writes the queue every
+    /// 100 ms (group commit): a crash right after the answer loses the operation.
+    AckBeforeDurable,
+    /// A repeated submission replaces the stored operation and starts it again (`INSERT OR
+    /// REPLACE`), answering `202`, whatever the body.
+    SubmitUpsert,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 7] = [
+    pub const ALL: [Broken; 9] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -36,6 +43,8 @@ impl Broken {
         Self::RerunOnDelivery,
         Self::FreshDeliveryKey,
         Self::NoPolicyRecheck,
+        Self::AckBeforeDurable,
+        Self::SubmitUpsert,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +56,8 @@ impl Broken {
             Self::RerunOnDelivery => "rerun-on-delivery",
             Self::FreshDeliveryKey => "fresh-delivery-key",
             Self::NoPolicyRecheck => "no-policy-recheck",
+            Self::AckBeforeDurable => "ack-before-durable",
+            Self::SubmitUpsert => "submit-upsert",
         }
     }
 
@@ -60,6 +71,8 @@ impl Broken {
             Self::RerunOnDelivery => "calls the tool again before retrying a delivery",
             Self::FreshDeliveryKey => "sends a new delivery idempotency key on every send",
             Self::NoPolicyRecheck => "reuses the first policy approval instead of asking again",
+            Self::AckBeforeDurable => "answers 202 before the intent is written (group commit every 100 ms)",
+            Self::SubmitUpsert => "a repeated submission replaces the operation and starts it again",
         }
     }
 
