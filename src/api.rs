@@ -109,7 +109,9 @@ async fn submit(State(state): State<AppState>, body: Result<Bytes, BytesRejectio
             unwritten.push((submission.clone(), hash));
             StatusCode::ACCEPTED
         };
-        return Ok((status, Json(Accepted { operation_id: id, execution: ExecutionState::IntentRecorded })).into_response());
+        return Ok(
+            (status, Json(Accepted { operation_id: id, execution: ExecutionState::IntentRecorded })).into_response()
+        );
     }
     // `submit` returns once the intent is committed: a crash right after the answer below cannot
     // lose the operation.
