@@ -43,10 +43,11 @@ pub fn normalised(run: &Run) -> Vec<String> {
             after_submit_kill = true;
         } else if line.text.starts_with("runtime ") {
             after_submit_kill = false;
-        } else if after_submit_kill && line.text.starts_with("policy ") {
-            if let Some(earlier) = out.iter().rposition(|l| *l == line.text) {
-                out.remove(earlier);
-            }
+        } else if after_submit_kill
+            && line.text.starts_with("policy ")
+            && let Some(earlier) = out.iter().rposition(|l| *l == line.text)
+        {
+            out.remove(earlier);
         }
         out.push(line.text);
     }
