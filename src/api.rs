@@ -4,7 +4,8 @@
 //! worker. Every error is `{"error": "…"}` saying what was expected and what was found.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use crate::broken::Broken;
 use crate::config::CONTRACT;
 use crate::model::{AuditEntry, DeliveryState, ExecutionState, Submission, Tool};
 use crate::request_hash::request_hash;
@@ -25,14 +27,25 @@ use crate::store::{Snapshot, Store, Submitted};
 /// Submissions are small; anything bigger is a mistake, refused before it is buffered.
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// How often the broken `ack-before-durable` variant writes the intents it has acknowledged.
+const GROUP_COMMIT_EVERY: Duration = Duration::from_millis(100);
+
 #[derive(Clone)]
 struct AppState {
     store: Arc<Store>,
     /// Wakes the worker when there is new work.
     wake: Arc<Notify>,
+    broken: Option<Broken>,
+    /// `ack-before-durable` only: intents acknowledged but not yet written.
+    unwritten: Arc<Mutex<Vec<(Submission, String)>>>,
 }
 
-pub fn router(store: Arc<Store>, wake: Arc<Notify>) -> Router {
+/// The API; `broken` only for a deliberately broken variant of the API's own.
+pub fn router(store: Arc<Store>, wake: Arc<Notify>, broken: Option<Broken>) -> Router {
+    let state = AppState { store, wake, broken, unwritten: Arc::default() };
+    if broken == Some(Broken::AckBeforeDurable) {
+        tokio::spawn(group_commit(state.clone()));
+    }
     Router::new()
         .route("/health", get(health))
         .route("/operations", post(submit))
@@ -40,7 +53,24 @@ pub fn router(store: Arc<Store>, wake: Arc<Notify>) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(AppState { store, wake })
+        .with_state(state)
+}
+
+/// `ack-before-durable`: writes the acknowledged intents in one batch per tick, the throughput
+/// "optimisation" that loses every intent acknowledged since the last tick when the process dies.
+async fn group_commit(state: AppState) {
+    loop {
+        tokio::time::sleep(GROUP_COMMIT_EVERY).await;
+        let batch: Vec<_> = std::mem::take(&mut *state.unwritten.lock().unwrap_or_else(|p| p.into_inner()));
+        for (submission, hash) in &batch {
+            if let Err(error) = state.store.submit(submission, hash) {
+                eprintln!("api: group commit of {} failed: {error:#}", submission.operation_id);
+            }
+        }
+        if !batch.is_empty() {
+            state.wake.notify_one();
+        }
+    }
 }
 
 // ---- handlers -------------------------------------------------------------------------------
@@ -68,9 +98,31 @@ async fn submit(State(state): State<AppState>, body: Result<Bytes, BytesRejectio
     validate(&submission)?;
 
     let id = &submission.operation_id;
+    let hash = request_hash(&as_set(&submission));
+    if state.broken == Some(Broken::AckBeforeDurable) && state.store.operation(id)?.is_none() {
+        let mut unwritten = state.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+        let status = if unwritten.iter().any(|(queued, _)| queued.operation_id == *id) {
+            StatusCode::OK
+        } else {
+            // BROKEN: ack-before-durable — the intent is only queued for the next group commit,
+            // yet the answer says it is recorded.
+            unwritten.push((submission.clone(), hash));
+            StatusCode::ACCEPTED
+        };
+        return Ok(
+            (status, Json(Accepted { operation_id: id, execution: ExecutionState::IntentRecorded })).into_response()
+        );
+    }
     // `submit` returns once the intent is committed: a crash right after the answer below cannot
     // lose the operation.
-    let (status, execution) = match state.store.submit(&submission, &request_hash(&submission))? {
+    let (status, execution) = match state.store.submit(&submission, &hash)? {
+        // BROKEN: submit-upsert — a repeated submission replaces the stored operation and starts
+        // it again, as `INSERT OR REPLACE` would.
+        Submitted::AlreadyKnown(_) | Submitted::Conflict if state.broken == Some(Broken::SubmitUpsert) => {
+            state.store.replace(&submission, &hash)?;
+            state.wake.notify_one();
+            (StatusCode::ACCEPTED, ExecutionState::IntentRecorded)
+        }
         Submitted::Created => {
             eprintln!("{id} intent recorded ({} {})", submission.tool.name, submission.tool.kind.as_str());
             state.wake.notify_one();
@@ -94,8 +146,13 @@ async fn read(
     State(state): State<AppState>,
     Path(operation_id): Path<String>,
 ) -> Result<Json<OperationView>, ApiError> {
-    match state.store.snapshot(&operation_id)? {
-        Some(snapshot) => Ok(Json(OperationView::from(snapshot))),
+    if let Some(snapshot) = state.store.snapshot(&operation_id)? {
+        return Ok(Json(OperationView::from(snapshot)));
+    }
+    // `ack-before-durable` reads its own unwritten intents, as a group-committing store would.
+    let unwritten = state.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+    match unwritten.iter().find(|(queued, _)| queued.operation_id == operation_id) {
+        Some((queued, _)) => Ok(Json(OperationView::unwritten(queued))),
         None => Err(ApiError {
             status: StatusCode::NOT_FOUND,
             message: format!("expected the id of a submitted operation, found {operation_id:?}"),
@@ -120,6 +177,14 @@ fn off_the_map(status: StatusCode, method: &Method, uri: &Uri) -> ApiError {
             uri.path()
         ),
     }
+}
+
+/// The submission as the contract compares it: `destinations` is a set, so its order is not part
+/// of "the same body".
+fn as_set(submission: &Submission) -> Submission {
+    let mut canonical = submission.clone();
+    canonical.destinations.sort();
+    canonical
 }
 
 // ---- validation -----------------------------------------------------------------------------
@@ -195,6 +260,27 @@ struct DeliveryView {
     attempts: u32,
     idempotency_key: String,
     last_error: Option<String>,
+}
+
+impl OperationView {
+    /// An intent acknowledged but not yet written (`ack-before-durable` only).
+    fn unwritten(submission: &Submission) -> OperationView {
+        OperationView {
+            operation_id: submission.operation_id.clone(),
+            tenant: submission.tenant.clone(),
+            actor: submission.actor.clone(),
+            tool: submission.tool.clone(),
+            execution: ExecutionState::IntentRecorded,
+            paused: false,
+            attempts: 0,
+            idempotency_key: submission.idempotency_key().to_owned(),
+            provider_ref: None,
+            result: None,
+            failure: None,
+            deliveries: Vec::new(),
+            audit: vec![AuditEntry { event: "intent_recorded".to_owned(), detail: "queued".to_owned() }],
+        }
+    }
 }
 
 impl From<Snapshot> for OperationView {

@@ -2,7 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs`, marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs` (the API's two in `api.rs`),
+//! marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -39,10 +40,16 @@ pub enum Broken {
     /// At the attempt bound, a `safely_repeatable` operation whose outcome is still unknown is
     /// `FAILED` instead of paused — a claim that nothing happened, which nobody can know.
     FailAtBound,
+    /// The API answers `202` while the intent is only queued in memory, and writes the queue every
+    /// 100 ms (group commit): a crash right after the answer loses the operation.
+    AckBeforeDurable,
+    /// A repeated submission replaces the stored operation and starts it again (`INSERT OR
+    /// REPLACE`), answering `202`, whatever the body.
+    SubmitUpsert,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 12] = [
+    pub const ALL: [Broken; 14] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -55,6 +62,8 @@ impl Broken {
         Self::DeadLetterEarly,
         Self::CountRefusedAttempt,
         Self::FailAtBound,
+        Self::AckBeforeDurable,
+        Self::SubmitUpsert,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +80,8 @@ impl Broken {
             Self::DeadLetterEarly => "dead-letter-early",
             Self::CountRefusedAttempt => "count-refused-attempt",
             Self::FailAtBound => "fail-at-bound",
+            Self::AckBeforeDurable => "ack-before-durable",
+            Self::SubmitUpsert => "submit-upsert",
         }
     }
 
@@ -89,6 +100,8 @@ impl Broken {
             Self::DeadLetterEarly => "dead-letters a delivery one send too early",
             Self::CountRefusedAttempt => "counts an attempt refused by policy as made",
             Self::FailAtBound => "fails a safely repeatable operation at the attempt bound instead of pausing it",
+            Self::AckBeforeDurable => "answers 202 before the intent is written (group commit every 100 ms)",
+            Self::SubmitUpsert => "a repeated submission replaces the operation and starts it again",
         }
     }
 

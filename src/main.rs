@@ -138,7 +138,7 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     let address = listener.local_addr()?;
 
     let wake = Arc::new(Notify::new());
-    let api = api::router(Arc::clone(&store), Arc::clone(&wake));
+    let api = api::router(Arc::clone(&store), Arc::clone(&wake), broken);
     let worker = Worker::new(&config, store, probe, wake, broken);
 
     // The listener is bound, so connections are accepted (queued by the kernel) from now on.

@@ -335,6 +335,36 @@ impl Store {
         })
     }
 
+    /// Replaces an operation with a new submission and starts it again from `INTENT_RECORDED`,
+    /// its deliveries gone. For the deliberately broken `submit-upsert` variant, and nothing else:
+    /// a submission must never change an operation that exists.
+    pub fn replace(&self, submission: &Submission, request_hash: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.execute("DELETE FROM deliveries WHERE operation_id = ?1", [&submission.operation_id])?;
+            tx.execute(
+                &format!(
+                    "UPDATE agent_operations SET tenant = ?2, actor = ?3, tool_name = ?4, tool_kind = ?5,
+                         arguments_json = ?6, destinations_json = ?7, request_hash = ?8,
+                         execution_state = ?9, paused = 0, attempts = 0, provider_ref = NULL,
+                         result_json = NULL, failure_reason = NULL, updated_at = {NOW}
+                     WHERE operation_id = ?1"
+                ),
+                params![
+                    submission.operation_id,
+                    submission.tenant,
+                    submission.actor,
+                    submission.tool.name,
+                    submission.tool.kind,
+                    serde_json::to_string(&submission.arguments)?,
+                    serde_json::to_string(&submission.destinations)?,
+                    request_hash,
+                    ExecutionState::IntentRecorded,
+                ],
+            )?;
+            append_audit(tx, &submission.operation_id, AuditEvent::IntentRecorded, "replaced by a resubmission")
+        })
+    }
+
     /// Only the first half of `record_success`. For the deliberately broken `split-outbox`
     /// variant, and nothing else.
     pub fn record_success_without_deliveries(&self, id: &str, effect: &Effect) -> Result<()> {

@@ -158,3 +158,26 @@ fn unreadable_file() {
     let err = Scenario::load(Path::new("scenarios/does-not-exist.toml")).unwrap_err().to_string();
     assert!(err.starts_with("scenarios/does-not-exist.toml: cannot read the scenario file:"), "{err}");
 }
+
+#[test]
+fn after_submit_with_a_second_occurrence() {
+    insta::assert_snapshot!(error(&format!("{}occurrence = 2\n", with("\"after_dispatch\"", "\"after_submit\""))));
+}
+
+#[test]
+fn after_submit_with_an_attempt() {
+    insta::assert_snapshot!(error(&format!("{}attempt = 1\n", with("\"after_dispatch\"", "\"after_submit\""))));
+}
+
+#[test]
+fn after_submit_with_a_destination() {
+    insta::assert_snapshot!(error(&format!(
+        "{}destination = \"ledger\"\n",
+        with("\"after_dispatch\"", "\"after_submit\"")
+    )));
+}
+
+#[test]
+fn after_submit_without_a_kill() {
+    insta::assert_snapshot!(error(&format!("{}action = \"drop\"\n", with("\"after_dispatch\"", "\"after_submit\""))));
+}

@@ -623,7 +623,9 @@ class Api(BaseHTTPRequestHandler):
         if error:
             return self.reply(400, {"error": error})
         op_id = sub["operation_id"]
-        canonical = json.dumps(sub, sort_keys=True, separators=(",", ":"))
+        # Destinations are a set: their order is not part of "the same body".
+        canonical = json.dumps(dict(sub, destinations=sorted(sub["destinations"])),
+                               sort_keys=True, separators=(",", ":"))
         with self.store.tx() as db:  # check and insert atomically: concurrent twins are safe
             row = db.execute("SELECT request, execution FROM operations WHERE id = ?",
                              (op_id,)).fetchone()

@@ -18,10 +18,18 @@ impl Artifacts {
     /// A new `killpoint-<name>-XXXXXX` directory in the temp dir, owner only: the runtime's data and
     /// logs are the harness user's alone (tempfile's own default follows the umask, often 0755).
     pub fn create(name: &str) -> std::io::Result<Artifacts> {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("killpoint-{name}-"))
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()?;
+        Artifacts::create_in(None, name)
+    }
+
+    /// The same, in `root` (`None`: the system's temp dir).
+    pub fn create_in(root: Option<&Path>, name: &str) -> std::io::Result<Artifacts> {
+        let prefix = format!("killpoint-{name}-");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).permissions(std::fs::Permissions::from_mode(0o700));
+        let dir = match root {
+            Some(root) => builder.tempdir_in(root)?,
+            None => builder.tempdir()?,
+        };
         LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.path().to_owned());
         Ok(Artifacts { dir: Some(dir) })
     }

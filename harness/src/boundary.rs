@@ -10,6 +10,9 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Boundary {
+    /// The runtime has answered `202` to an operation's first submission: the intent must be
+    /// durable. Recovery: the operation is still known (and settles) after the restart.
+    AfterSubmit,
     /// Intent durable, policy allowed the attempt, `DISPATCHED` not yet written, provider not
     /// called. Recovery: no provider call happened; execute once.
     BeforeDispatch,
@@ -38,10 +41,14 @@ pub enum Site {
     Probe,
     /// The fake provider sees it from outside and holds its answer.
     Provider,
+    /// The harness itself, as the runtime's client: it kills the instant an answer arrives, so
+    /// the point is exact with and without the probe.
+    Client,
 }
 
 impl Boundary {
-    pub const ALL: [Boundary; 6] = [
+    pub const ALL: [Boundary; 7] = [
+        Boundary::AfterSubmit,
         Boundary::BeforeDispatch,
         Boundary::AfterDispatch,
         Boundary::AfterProviderSuccess,
@@ -52,6 +59,7 @@ impl Boundary {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Boundary::AfterSubmit => "after_submit",
             Boundary::BeforeDispatch => "before_dispatch",
             Boundary::AfterDispatch => "after_dispatch",
             Boundary::AfterProviderSuccess => "after_provider_success",
@@ -63,6 +71,7 @@ impl Boundary {
 
     pub fn site(self) -> Site {
         match self {
+            Boundary::AfterSubmit => Site::Client,
             Boundary::AfterDispatch => Site::Provider,
             _ => Site::Probe,
         }

@@ -87,7 +87,7 @@ pub enum ScenarioStatus {
     /// Passed, but some faults need the probe the runtime lacks.
     Partial,
     Fail,
-    /// The scenario could not run at all.
+    /// The scenario could not run at all, or the harness failed during it: not judged.
     Error,
 }
 
@@ -107,11 +107,14 @@ pub fn sha256_file(path: &Path) -> Option<String> {
 impl Certificate {
     pub fn new(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
         let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
+        // A run the harness failed judged nothing: it certifies no boundary either.
+        let judged: Vec<&Verdict> = verdicts.iter().copied().filter(|v| v.error.is_none()).collect();
         let status_of = |o: &ScenarioOutcome| match &o.verdict {
             Ok(v) => match v.status() {
                 Status::Pass => ScenarioStatus::Pass,
                 Status::Partial => ScenarioStatus::Partial,
                 Status::Fail => ScenarioStatus::Fail,
+                Status::Error => ScenarioStatus::Error,
             },
             Err(_) => ScenarioStatus::Error,
         };
@@ -140,7 +143,10 @@ impl Certificate {
                     file: o.file.display().to_string(),
                     sha256: sha256_file(&o.file),
                     status: status_of(o),
-                    error: o.verdict.as_ref().err().cloned(),
+                    error: match &o.verdict {
+                        Ok(v) => v.error.clone(),
+                        Err(e) => Some(e.clone()),
+                    },
                     duration_ms: o.duration.as_millis() as u64,
                     violations: o.verdict.as_ref().map(|v| v.violations.clone()).unwrap_or_default(),
                     faults: o.verdict.as_ref().map(|v| v.coverage.clone()).unwrap_or_default(),
@@ -148,7 +154,7 @@ impl Certificate {
                     story: o.story.clone(),
                 })
                 .collect(),
-            matrix: matrix(&verdicts)
+            matrix: matrix(&judged)
                 .into_iter()
                 .map(|(boundary, tool_kind, cell)| MatrixCell { boundary, tool_kind, cell })
                 .collect(),

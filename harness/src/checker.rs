@@ -4,11 +4,12 @@
 //! violation names the invariant, the operation and the ledger lines that prove it.
 
 use crate::boundary::Boundary;
+use crate::client::Resubmission;
 use crate::client::{DeliveryState, ExecutionState, OperationReport};
 use crate::driver::{Happening, Hit, Run};
 use crate::invariant::Invariant;
 use crate::scenario::{Operation, Outcome, Scenario};
-use crate::trace::describe_entry;
+use crate::trace::{describe_entry, describe_mark};
 use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response, Subject, ToolKind};
 use serde::Serialize;
 use serde_json::Value;
@@ -42,6 +43,8 @@ pub struct Verdict {
     pub violations: Vec<Violation>,
     /// One entry per fault of the scenario, in file order.
     pub coverage: Vec<Coverage>,
+    /// The harness failed during the run (what failed): nothing was judged.
+    pub error: Option<String>,
 }
 
 /// A scenario's outcome in one word.
@@ -54,15 +57,20 @@ pub enum Status {
     /// are not certified.
     Partial,
     Fail,
+    /// The harness itself failed (its run directory vanished, a log could not be written…): the
+    /// runtime was not judged, neither passed nor failed.
+    Error,
 }
 
 impl Verdict {
     pub fn passed(&self) -> bool {
-        self.violations.is_empty()
+        self.violations.is_empty() && self.error.is_none()
     }
 
     pub fn status(&self) -> Status {
-        if !self.violations.is_empty() {
+        if self.error.is_some() {
+            Status::Error
+        } else if !self.violations.is_empty() {
             Status::Fail
         } else if self.coverage.iter().any(|c| c.hit == Hit::NeedsProbe) {
             Status::Partial
@@ -125,6 +133,13 @@ impl<'a> OperationLedger<'a> {
 /// Judges `run` of `scenario`.
 pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     let mut violations = Vec::new();
+    let coverage = coverage(scenario, run);
+    if let Some(failure) = &run.harness_failure {
+        // The record is incomplete for a reason that is not the runtime's: blaming it for an
+        // abort or an unsettled operation would be a lie, and so would a pass.
+        let error = Some(failure.clone());
+        return Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error };
+    }
     if let Some(reason) = &run.aborted {
         violations.push(Violation {
             invariant: Invariant::Settled,
@@ -193,8 +208,14 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             }
         }
     }
+    intent_durable(run, &mut violations);
+    idempotent_submission(run, &mut violations);
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
-    let coverage = scenario
+    Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error: None }
+}
+
+fn coverage(scenario: &Scenario, run: &Run) -> Vec<Coverage> {
+    scenario
         .faults
         .iter()
         .zip(&run.hits)
@@ -207,8 +228,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
                 .tool,
             hit: *hit,
         })
-        .collect();
-    Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage }
+        .collect()
 }
 
 /// A provider fault on a call the runtime never made because it gave up first, as an operation
@@ -896,5 +916,103 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
             format!("`{}` was expected to end {}{meaning}, but ended {}", op.id, op.expect, report.summary()),
             Vec::new(),
         );
+    }
+}
+
+fn marked(mark: &crate::driver::Mark) -> String {
+    format!("#{} {}", mark.seq, describe_mark(mark))
+}
+
+/// `intent_durable`: every `404` for an operation the runtime had accepted, one violation per
+/// operation, with the acceptance and each time it was not known as evidence.
+fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
+    let mut reported: BTreeSet<&str> = BTreeSet::new();
+    for mark in &run.timeline {
+        let Happening::Forgotten { operation, incarnation, .. } = &mark.happening else { continue };
+        if !reported.insert(operation.as_str()) {
+            continue;
+        }
+        let proof = run.timeline.iter().filter(|m| match &m.happening {
+            Happening::Answered { operation: o, .. } | Happening::Forgotten { operation: o, .. } => o == operation,
+            Happening::KillPoint { operation: o, .. } => o == operation,
+            Happening::Killed { .. } | Happening::Started { .. } => true,
+            _ => false,
+        });
+        violations.push(Violation {
+            invariant: Invariant::IntentDurable,
+            operation: Some(operation.clone()),
+            message: format!(
+                "`{operation}` was accepted, but incarnation {incarnation} answered 404 for it: an accepted intent must be durable before the answer (CONTRACT.md section 3)"
+            ),
+            evidence: proof.map(marked).collect(),
+        });
+    }
+}
+
+/// `idempotent_submission`: each resubmission and malformed submission got the answer the
+/// contract requires.
+fn idempotent_submission(run: &Run, violations: &mut Vec<Violation>) {
+    for mark in &run.timeline {
+        let Happening::Resubmitted { operation, submission, answer, read_after, .. } = &mark.happening else {
+            continue;
+        };
+        // A runtime that died meanwhile is reported by the abort; its silence proves nothing more.
+        if answer.status.is_none() && run.aborted.is_some() {
+            continue;
+        }
+        let id = operation.as_deref().or(submission.malformed_id());
+        let named = id.map(|id| format!("`{id}`")).unwrap_or_else(|| "a submission".to_owned());
+        let expected = submission.expected_status();
+        let problem = match answer.status {
+            None => Some(format!("expected {expected}, got {}", answer.body)),
+            Some(status) if status != expected => Some(format!("expected {expected}, got {}", answer.describe())),
+            Some(_) => match (expected, serde_json::from_str::<Value>(&answer.body)) {
+                (200, Ok(body))
+                    if body.get("operation_id").and_then(Value::as_str) == id
+                        && body
+                            .get("execution")
+                            .is_some_and(|e| serde_json::from_value::<ExecutionState>(e.clone()).is_ok()) =>
+                {
+                    None
+                }
+                (200, _) => Some(format!(
+                    "expected 200 with {{\"operation_id\": \"{}\", \"execution\": <state>}}, got {}",
+                    id.unwrap_or_default(),
+                    answer.describe()
+                )),
+                (_, Ok(body)) if body.get("error").is_some_and(Value::is_string) => None,
+                _ => Some(format!("expected {expected} with {{\"error\": \"…\"}}, got {}", answer.describe())),
+            },
+        };
+        let created = read_after.as_ref().filter(|r| r.status != Some(404)).map(|r| {
+            format!(
+                "; afterwards `{}` reads as {} instead of 404: the refused submission created it",
+                id.unwrap_or_default(),
+                r.describe()
+            )
+        });
+        if problem.is_none() && created.is_none() {
+            continue;
+        }
+        let why = match submission {
+            Resubmission::Same | Resubmission::Equivalent => {
+                "a submission is idempotent by operation id: the same body (destinations are a set, unknown fields ignored) gets 200 and changes nothing"
+            }
+            Resubmission::Different => {
+                "the same operation_id with a different body is a conflict, 409, and changes nothing"
+            }
+            _ => "a malformed submission is refused with 400 and creates nothing",
+        };
+        violations.push(Violation {
+            invariant: Invariant::IdempotentSubmission,
+            operation: operation.clone(),
+            message: format!(
+                "{named} submitted with {}: {}{} ({why}; CONTRACT.md section 3)",
+                submission.describe(),
+                problem.unwrap_or_else(|| "answered as expected".to_owned()),
+                created.unwrap_or_default()
+            ),
+            evidence: vec![marked(mark)],
+        });
     }
 }

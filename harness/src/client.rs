@@ -127,7 +127,8 @@ impl Client {
         })
     }
 
-    pub async fn submit(&self, op: &Operation) -> Result<(), String> {
+    /// Submits `op`; returns the status of a `202` or `200` answer.
+    pub async fn submit(&self, op: &Operation) -> Result<u16, String> {
         let url = format!("{}/operations", self.base);
         let response = self
             .http
@@ -138,22 +139,206 @@ impl Client {
             .map_err(|e| format!("POST {url} for `{}` failed: {e}", op.id))?;
         let status = response.status();
         if status.as_u16() == 202 || status.as_u16() == 200 {
-            Ok(())
+            Ok(status.as_u16())
         } else {
             let body = response.text().await.unwrap_or_default();
             Err(format!("POST {url} for `{}`: expected 202 Accepted, got {status}: {body}", op.id))
         }
     }
 
-    pub async fn read(&self, id: &str) -> Result<OperationReport, String> {
-        let url = format!("{}/operations/{id}", self.base);
-        let response = self.http.get(&url).send().await.map_err(|e| format!("GET {url} failed: {e}"))?;
-        let status = response.status();
-        let body = response.text().await.map_err(|e| format!("GET {url}: reading the body failed: {e}"))?;
-        if !status.is_success() {
-            return Err(format!("GET {url}: expected 200, got {status}: {body}"));
-        }
-        serde_json::from_str(&body)
-            .map_err(|e| format!("GET {url}: the body does not match CONTRACT.md section 3 ({e}): {body}"))
+    /// Sends one of the submissions that test the contract's submission rules; never fails: what
+    /// came back (or that nothing did) is the answer, for the checker to judge.
+    pub async fn resubmit(&self, op: &Operation, kind: Resubmission) -> Answer {
+        let url = format!("{}/operations", self.base);
+        let body = kind.body(op);
+        let answer = self.http.post(&url).header("content-type", "application/json").body(body).send().await;
+        Answer::of(answer).await
     }
+
+    /// `GET /operations/{id}`, as a raw answer (for "this id must not exist").
+    pub async fn read_answer(&self, id: &str) -> Answer {
+        Answer::of(self.http.get(format!("{}/operations/{}", self.base, path_segment(id))).send().await).await
+    }
+
+    pub async fn read(&self, id: &str) -> Result<OperationReport, ReadError> {
+        let url = format!("{}/operations/{id}", self.base);
+        let response =
+            self.http.get(&url).send().await.map_err(|e| ReadError::Other(format!("GET {url} failed: {e}")))?;
+        let status = response.status();
+        let body =
+            response.text().await.map_err(|e| ReadError::Other(format!("GET {url}: reading the body failed: {e}")))?;
+        if status.as_u16() == 404 {
+            return Err(ReadError::Unknown(format!("GET {url}: expected 200, got {status}: {}", bounded(&body, 200))));
+        }
+        if !status.is_success() {
+            return Err(ReadError::Other(format!("GET {url}: expected 200, got {status}: {body}")));
+        }
+        serde_json::from_str(&body).map_err(|e| {
+            ReadError::Other(format!("GET {url}: the body does not match CONTRACT.md section 3 ({e}): {body}"))
+        })
+    }
+}
+
+/// Why an operation could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// `404`: the runtime says it does not know the id.
+    Unknown(String),
+    /// Anything else: no answer, another status, a body off the contract.
+    Other(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Unknown(m) | ReadError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A submission the harness sends to test the contract's submission rules (CONTRACT.md
+/// section 3), as a client retrying after a timeout would, or a careless one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resubmission {
+    /// The body first submitted, again.
+    Same,
+    /// The same body as the contract compares it: destinations in another order (they are a set),
+    /// an unknown field, `destinations` left out when it is empty.
+    Equivalent,
+    /// The same id with another body (a changed argument).
+    Different,
+    /// A malformed operation id.
+    BadId,
+    /// A tool kind the contract does not have.
+    UnknownToolKind,
+    /// No `tenant`.
+    MissingField,
+    /// A body that is not JSON.
+    NotJson,
+}
+
+impl Resubmission {
+    /// Sent for every submitted operation after every restart.
+    pub const AGAIN: [Resubmission; 3] = [Resubmission::Same, Resubmission::Equivalent, Resubmission::Different];
+    /// Sent once per run.
+    pub const MALFORMED: [Resubmission; 4] =
+        [Resubmission::BadId, Resubmission::UnknownToolKind, Resubmission::MissingField, Resubmission::NotJson];
+
+    /// The status the contract requires.
+    pub fn expected_status(self) -> u16 {
+        match self {
+            Resubmission::Same | Resubmission::Equivalent => 200,
+            Resubmission::Different => 409,
+            Resubmission::BadId
+            | Resubmission::UnknownToolKind
+            | Resubmission::MissingField
+            | Resubmission::NotJson => 400,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Resubmission::Same => "the same body",
+            Resubmission::Equivalent => "the same body with its destinations in another order and an unknown field",
+            Resubmission::Different => "another body under the same id",
+            Resubmission::BadId => "a malformed operation_id",
+            Resubmission::UnknownToolKind => "an unknown tool kind",
+            Resubmission::MissingField => "a body without `tenant`",
+            Resubmission::NotJson => "a body that is not JSON",
+        }
+    }
+
+    /// The id a malformed submission names: it must not exist afterwards. `None` when the body
+    /// names no id (not JSON).
+    pub fn malformed_id(self) -> Option<&'static str> {
+        match self {
+            Resubmission::BadId => Some("killpoint bad id"),
+            Resubmission::UnknownToolKind => Some("killpoint.malformed.kind"),
+            Resubmission::MissingField => Some("killpoint.malformed.tenant"),
+            Resubmission::Same | Resubmission::Equivalent | Resubmission::Different | Resubmission::NotJson => None,
+        }
+    }
+
+    fn body(self, op: &Operation) -> String {
+        let mut body = Client::submission(op);
+        match self {
+            Resubmission::Same => {}
+            Resubmission::Equivalent => {
+                let destinations: Vec<&String> = op.destinations.iter().rev().collect();
+                body["destinations"] = json!(destinations);
+                if op.destinations.is_empty() {
+                    body.as_object_mut().expect("an object").remove("destinations");
+                }
+                body["killpoint_unknown_field"] = json!({ "ignore": "me" });
+            }
+            Resubmission::Different => {
+                body["arguments"]["note"] = json!(format!("killpoint workload {}, changed", op.id));
+            }
+            Resubmission::BadId | Resubmission::UnknownToolKind | Resubmission::MissingField => {
+                body["operation_id"] = json!(self.malformed_id());
+                match self {
+                    Resubmission::UnknownToolKind => body["tool"]["kind"] = json!("teleport"),
+                    Resubmission::MissingField => {
+                        body.as_object_mut().expect("an object").remove("tenant");
+                    }
+                    _ => {}
+                }
+            }
+            Resubmission::NotJson => return "operation_id=killpoint.malformed.json".to_owned(),
+        }
+        body.to_string()
+    }
+}
+
+/// What the runtime answered to a request: the status and the body (bounded), or no status and
+/// why no answer came.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Answer {
+    pub status: Option<u16>,
+    pub body: String,
+}
+
+impl Answer {
+    async fn of(response: reqwest::Result<reqwest::Response>) -> Answer {
+        match response {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let body = r.text().await.unwrap_or_else(|e| format!("<body unreadable: {e}>"));
+                Answer { status: Some(status), body: bounded(&body, 4096) }
+            }
+            Err(e) => Answer { status: None, body: format!("no answer: {e}") },
+        }
+    }
+
+    /// `202`, `409 {"error":"…"}`, or `no answer: …`, for the trace: the body cut at 200
+    /// characters.
+    pub fn describe(&self) -> String {
+        match self.status {
+            Some(s) => format!("{s} {}", bounded(&self.body, 200)),
+            None => self.body.clone(),
+        }
+    }
+}
+
+/// A body as kept: at most `limit` characters (a runtime's answer is not trusted to be small).
+fn bounded(body: &str, limit: usize) -> String {
+    let body = body.trim();
+    match body.char_indices().nth(limit) {
+        Some((end, _)) => format!("{}…", &body[..end]),
+        None => body.to_owned(),
+    }
+}
+
+/// An id as one URL path segment (the malformed id has a space in it).
+fn path_segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"._:-".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }

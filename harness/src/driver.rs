@@ -8,14 +8,14 @@
 //! which the contract offers no event for.
 
 use crate::artifacts::Artifacts;
-use crate::boundary::Boundary;
-use crate::client::{Client, OperationReport};
+use crate::boundary::{Boundary, Site};
+use crate::client::{Answer, Client, OperationReport, ReadError, Resubmission};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
 use crate::probe::ProbeMessage;
 use crate::scenario::{Action, Revoke, RuntimeSettings, Scenario};
 use fake_tool::{Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, ProviderFault, Revocation, Subject, World};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,28 @@ pub enum Happening {
     },
     Submitted {
         operation: String,
+    },
+    /// The runtime accepted a submission (`202`, or `200` for one it already had).
+    Answered {
+        operation: String,
+        status: u16,
+    },
+    /// A submission that tests the contract's submission rules, and what came back: after every
+    /// restart, each submitted operation again (`operation` names it); once per run, malformed
+    /// ones (`operation` is absent; `read_after` is the read of the id they name, which must not
+    /// exist).
+    Resubmitted {
+        operation: Option<String>,
+        incarnation: u32,
+        submission: Resubmission,
+        answer: Answer,
+        read_after: Option<Answer>,
+    },
+    /// The runtime answered `404` for an operation it had accepted.
+    Forgotten {
+        operation: String,
+        incarnation: u32,
+        answer: String,
     },
     /// The runtime announced a boundary on the probe; `killed` when a fault fired there.
     Boundary {
@@ -80,11 +102,13 @@ pub struct RunOptions {
     pub probe: bool,
     /// How long the runtime has to become ready after each start.
     pub ready_timeout: Duration,
+    /// Where run directories are created; `None`: the system's temp dir.
+    pub artifacts_root: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { probe: true, ready_timeout: Duration::from_secs(10) }
+        RunOptions { probe: true, ready_timeout: Duration::from_secs(10), artifacts_root: None }
     }
 }
 
@@ -103,6 +127,9 @@ pub struct Run {
     pub hits: Vec<Hit>,
     /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
     pub aborted: Option<String>,
+    /// The harness itself failed (its run directory vanished, …): the evidence is incomplete and
+    /// nothing in it is held against the runtime.
+    pub harness_failure: Option<String>,
     pub incarnations: u32,
     /// Kill → the next incarnation ready, one per kill.
     pub restarts: Vec<Duration>,
@@ -162,6 +189,7 @@ impl Driver<'_> {
                 Some(_) => return false,
             };
             self.hits[i] == Hit::NotReached
+                && f.at.site() == Site::Probe
                 && f.at == message.boundary
                 && f.operation == message.operation_id
                 && f.destination == message.destination
@@ -199,7 +227,7 @@ impl Driver<'_> {
 /// Runs `scenario` against `target`. Never panics on a misbehaving runtime: whatever happens is
 /// in the returned [`Run`] (`aborted`, `unsettled`, …) for the checker to report.
 pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<Run> {
-    let artifacts = Artifacts::create(&scenario.name)?;
+    let artifacts = Artifacts::create_in(options.artifacts_root.as_deref(), &scenario.name)?;
     let data = artifacts.path().join("data");
     let logs = artifacts.path().join("logs");
     std::fs::create_dir(&data)?;
@@ -236,6 +264,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 unsettled: Vec::new(),
                 probe: false,
                 hits: vec![Hit::NotReached; scenario.faults.len()],
+                harness_failure: intact(&artifacts).err(),
                 aborted: Some(e.to_string()),
                 incarnations: 1,
                 restarts: Vec::new(),
@@ -272,11 +301,20 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let mut reports = BTreeMap::new();
     if aborted.is_none() {
         for op in &scenario.operations {
-            if let Ok(report) = driver.client.read(&op.id).await {
-                reports.insert(op.id.clone(), report);
+            match driver.client.read(&op.id).await {
+                Ok(report) => {
+                    reports.insert(op.id.clone(), report);
+                }
+                Err(ReadError::Unknown(answer)) => {
+                    let incarnation = driver.incarnation.number;
+                    driver.mark(Happening::Forgotten { operation: op.id.clone(), incarnation, answer });
+                }
+                Err(ReadError::Other(_)) => {}
             }
         }
     }
+    // Before anything is held against the runtime: was the harness's own ground intact?
+    let harness_failure = intact(&artifacts).err();
     driver.incarnation.kill().await;
     let incarnations = driver.incarnation.number;
     // Provider faults without a kill count as reached when the provider saw their call.
@@ -303,11 +341,31 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         probe,
         hits,
         aborted,
+        harness_failure,
         incarnations,
         restarts,
         recoveries,
         artifacts,
     })
+}
+
+/// Whether the run directory the harness made is still there and usable: a data dir or log
+/// directory removed under the harness is the harness's failure, not the runtime's.
+fn intact(artifacts: &Artifacts) -> Result<(), String> {
+    let root = artifacts.path();
+    for dir in [root.to_owned(), root.join("data"), root.join("logs")] {
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(format!("the harness's run directory {} is no longer a directory", dir.display())),
+            Err(e) => {
+                return Err(format!(
+                    "the harness's run directory {} vanished or became unusable during the run ({e}); the runtime is not judged on an incomplete record",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The contract's environment for a runtime in `world` keeping its state in `data`
@@ -337,10 +395,30 @@ async fn drive(
 ) -> Result<(), String> {
     let scenario = driver.scenario;
     let probe = driver.incarnation.probe.is_some();
+    // Operations the runtime accepted, in order, and those it has since said it does not know.
+    let mut accepted: Vec<String> = Vec::new();
+    let mut forgotten: BTreeSet<String> = BTreeSet::new();
     for op in &scenario.operations {
         // Marked before the request: the runtime may start work before its answer arrives.
         driver.mark(Happening::Submitted { operation: op.id.clone() });
-        if let Err(e) = driver.client.submit(op).await {
+        let submitted = driver.client.submit(op).await;
+        if let Ok(status) = submitted {
+            driver.mark(Happening::Answered { operation: op.id.clone(), status });
+            accepted.push(op.id.clone());
+            // `after_submit`: killed the instant the runtime said it has the operation.
+            let fault = scenario.faults.iter().enumerate().position(|(i, f)| {
+                f.at == Boundary::AfterSubmit && f.operation == op.id && driver.hits[i] == Hit::NotReached
+            });
+            if let Some(i) = fault.filter(|_| status == 202) {
+                driver.hits[i] = Hit::Exact;
+                let what = format!("client received 202 Accepted for {}", op.id);
+                driver.mark(Happening::KillPoint { operation: op.id.clone(), what });
+                driver.revoke(i);
+                driver.kill_and_restart(launch).await?;
+                after_restart(driver, &accepted, &mut forgotten).await;
+            }
+        }
+        if let Err(e) = submitted {
             // A failed submission is most often a runtime that died on it, and the connection
             // breaks a moment before the exit can be seen: give the exit half a second to show,
             // so that the message says which it was and shows the runtime's last words.
@@ -360,6 +438,11 @@ async fn drive(
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_seen = String::from("never read");
         loop {
+            // A runtime that says it does not know an operation it accepted will not settle it:
+            // reported as soon as seen, not at the deadline.
+            if forgotten.contains(&op.id) {
+                break;
+            }
             // Checked here as well as in the last branch: `biased` polls that branch only when no
             // other is ready, and a runtime that floods the probe keeps the first one ready.
             if tokio::time::Instant::now() >= deadline {
@@ -387,6 +470,7 @@ async fn drive(
                             driver.mark(Happening::Boundary { message, killed: true });
                             driver.revoke(i);
                             driver.kill_and_restart(launch).await?;
+                            after_restart(driver, &accepted, &mut forgotten).await;
                             deadline = tokio::time::Instant::now() + scenario.deadline;
                         }
                         None => {
@@ -420,6 +504,7 @@ async fn drive(
                         driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
                         driver.revoke(i);
                         driver.kill_and_restart(launch).await?;
+                        after_restart(driver, &accepted, &mut forgotten).await;
                         deadline = tokio::time::Instant::now() + scenario.deadline;
                     }
                 }
@@ -441,6 +526,11 @@ async fn drive(
                             break;
                         }
                         Ok(report) => last_seen = report.summary(),
+                        Err(ReadError::Unknown(answer)) => {
+                            let incarnation = driver.incarnation.number;
+                            driver.mark(Happening::Forgotten { operation: op.id.clone(), incarnation, answer });
+                            forgotten.insert(op.id.clone());
+                        }
                         Err(e) => last_seen = format!("unreadable: {e}"),
                     }
                 }
@@ -451,7 +541,47 @@ async fn drive(
             }
         }
     }
+    // Once per run, when the runtime has settled everything (a stuck one would make each request
+    // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
+    if unsettled.is_empty() && forgotten.is_empty() {
+        malformed_submissions(driver).await;
+    }
     Ok(())
+}
+
+/// After every restart: is every accepted operation still known (`intent_durable`), and does
+/// the runtime answer its resubmission as the contract says (`idempotent_submission`)?
+async fn after_restart(driver: &mut Driver<'_>, accepted: &[String], forgotten: &mut BTreeSet<String>) {
+    let incarnation = driver.incarnation.number;
+    for id in accepted {
+        if forgotten.contains(id) {
+            continue;
+        }
+        if let Err(ReadError::Unknown(answer)) = driver.client.read(id).await {
+            driver.mark(Happening::Forgotten { operation: id.clone(), incarnation, answer });
+            forgotten.insert(id.clone());
+            continue;
+        }
+        let op = driver.scenario.operation(id).expect("accepted operations are the scenario's");
+        for submission in Resubmission::AGAIN {
+            let answer = driver.client.resubmit(op, submission).await;
+            let operation = Some(id.clone());
+            driver.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
+        }
+    }
+}
+
+async fn malformed_submissions(driver: &mut Driver<'_>) {
+    let incarnation = driver.incarnation.number;
+    let op = &driver.scenario.operations[0];
+    for submission in Resubmission::MALFORMED {
+        let answer = driver.client.resubmit(op, submission).await;
+        let read_after = match submission.malformed_id() {
+            Some(id) => Some(driver.client.read_answer(id).await),
+            None => None,
+        };
+        driver.mark(Happening::Resubmitted { operation: None, incarnation, submission, answer, read_after });
+    }
 }
 
 async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result<Option<ProbeMessage>, String> {
@@ -464,7 +594,8 @@ async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result
 /// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
 fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
     match fault.at {
-        Boundary::AfterDispatch => true,
+        // The harness is the client: it sees the answer whether or not the runtime has a probe.
+        Boundary::AfterSubmit | Boundary::AfterDispatch => true,
         Boundary::AfterProviderSuccess | Boundary::AfterDeliverySend => probe || fault.attempt.is_none(),
         Boundary::BeforeDispatch | Boundary::AfterResultWrite | Boundary::AfterPolicyRevocation => probe,
     }

@@ -63,10 +63,18 @@ pub enum Invariant {
     ExpectedOutcome,
     /// Every fault of the scenario was reached: a boundary not exercised is not passed.
     FaultsReached,
+    /// An operation the runtime accepted (`202` or `200`) is never unknown to it afterwards (a
+    /// `404` on any later read, in any incarnation). Contract §3: "the intent MUST be durable
+    /// before this answer is sent".
+    IntentDurable,
+    /// Submission is idempotent by operation id: the same body again (destinations in any order,
+    /// unknown fields ignored) is `200` with the operation's id and state, another body `409`, a
+    /// malformed one `400` and creates nothing. Contract §3, `POST /operations`.
+    IdempotentSubmission,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 14] = [
+    pub const ALL: [Invariant; 16] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -81,6 +89,8 @@ impl Invariant {
         Invariant::TruthfulStatus,
         Invariant::ExpectedOutcome,
         Invariant::FaultsReached,
+        Invariant::IntentDurable,
+        Invariant::IdempotentSubmission,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -99,6 +109,8 @@ impl Invariant {
             Invariant::TruthfulStatus => "truthful_status",
             Invariant::ExpectedOutcome => "expected_outcome",
             Invariant::FaultsReached => "faults_reached",
+            Invariant::IntentDurable => "intent_durable",
+            Invariant::IdempotentSubmission => "idempotent_submission",
         }
     }
 

@@ -29,6 +29,10 @@ pub fn table(rows: &[(String, Result<Verdict, String>)]) -> String {
                         .collect();
                     ("partial", format!("all hold; not exercised without the probe: {}", missing.join(", ")))
                 }
+                Status::Error => (
+                    "ERROR",
+                    format!("not judged: {}", v.error.as_deref().and_then(|e| e.lines().next()).unwrap_or_default()),
+                ),
                 Status::Fail => (
                     "FAIL",
                     format!(
@@ -42,12 +46,16 @@ pub fn table(rows: &[(String, Result<Verdict, String>)]) -> String {
         let _ = writeln!(out, "{name:<width$}  {word:<7}  {detail}");
     }
     let count = |s: Status| rows.iter().filter(|(_, v)| v.as_ref().is_ok_and(|v| v.status() == s)).count();
-    let errors = rows.iter().filter(|(_, v)| v.is_err()).count();
+    let errors = rows.iter().filter(|(_, v)| v.is_err()).count() + count(Status::Error);
     let _ = writeln!(
         out,
-        "\n{} passed, {} failed{}",
+        "\n{} passed, {} failed{}{}",
         count(Status::Pass) + count(Status::Partial),
-        count(Status::Fail) + errors,
+        count(Status::Fail),
+        match errors {
+            0 => String::new(),
+            n => format!(", {n} not judged (error)"),
+        },
         match count(Status::Partial) {
             0 => String::new(),
             n => format!(" ({n} only partly exercised: the runtime has no probe)"),
@@ -147,7 +155,15 @@ fn short(kind: ToolKind) -> &'static str {
 /// and the runtime's last words. The caller says where the artifacts were kept.
 pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "scenario `{}` ({}) failed:", scenario.name, scenario.path.display());
+    match &verdict.error {
+        Some(error) => {
+            let _ = writeln!(out, "scenario `{}` ({}) could not be judged:", scenario.name, scenario.path.display());
+            let _ = writeln!(out, "  harness error (not the runtime's): {error}");
+        }
+        None => {
+            let _ = writeln!(out, "scenario `{}` ({}) failed:", scenario.name, scenario.path.display());
+        }
+    }
     for line in scenario.description.lines() {
         let _ = writeln!(out, "  | {line}");
     }

@@ -346,6 +346,24 @@ impl Scenario {
                     ),
                 ));
             }
+            if f.at.site() == Site::Client && f.attempt.is_some() {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "`attempt` does not apply at `{}`: it is the answer to the submission, before any attempt",
+                        f.at
+                    ),
+                ));
+            }
+            if f.at.site() == Site::Client && f.occurrence != 1 {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "`{}` happens once per operation (the harness's first submission of it), so `occurrence` can only be 1, found {}",
+                        f.at, f.occurrence
+                    ),
+                ));
+            }
             if f.attempt == Some(0) {
                 return Err(at(Some(span), "attempt counts from 1".into()));
             }

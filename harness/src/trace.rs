@@ -28,15 +28,49 @@ pub fn lines(run: &Run) -> Vec<Line> {
 /// settled, and a runtime may still announce a boundary after that (`after_policy_revocation`
 /// follows the refusal's commit), so where a submit falls among those lines is a race; everything
 /// else in the trace is ordered by the runtime's own single loop.
+///
+/// Resubmissions after a restart (`harness   submit … again`) are left out for the same reason:
+/// the new incarnation works while they are answered. And after an `after_submit` kill, the killed
+/// incarnation may or may not have asked the policy service before the SIGKILL landed (its worker
+/// starts as soon as the intent is recorded), and that request may reach the fake world after the
+/// restart: a policy line repeated before the new incarnation's first announcement is kept once.
 pub fn normalised(run: &Run) -> Vec<String> {
     let submitted = |l: &Line| l.text.starts_with("harness   submit ");
-    lines(run).into_iter().filter(|l| !submitted(l)).map(|l| l.text).collect()
+    let mut out: Vec<String> = Vec::new();
+    let mut after_submit_kill = false;
+    for line in lines(run).into_iter().filter(|l| !submitted(l)) {
+        if line.text.starts_with("client ") {
+            after_submit_kill = true;
+        } else if line.text.starts_with("runtime ") {
+            after_submit_kill = false;
+        } else if after_submit_kill
+            && line.text.starts_with("policy ")
+            && let Some(earlier) = out.iter().rposition(|l| *l == line.text)
+        {
+            out.remove(earlier);
+        }
+        out.push(line.text);
+    }
+    out
 }
 
 pub fn describe_mark(mark: &Mark) -> String {
     match &mark.happening {
         Happening::Started { incarnation } => format!("harness   start incarnation {incarnation}"),
         Happening::Submitted { operation } => format!("harness   submit {operation}"),
+        Happening::Answered { operation, status } => format!("harness   submit {operation}: answered {status}"),
+        Happening::Resubmitted { operation, incarnation, submission, answer, read_after } => {
+            let id = operation.as_deref().or(submission.malformed_id()).unwrap_or("(no id)");
+            let read = read_after.as_ref().map(|r| format!("; then read: {}", r.describe())).unwrap_or_default();
+            format!(
+                "harness   submit {id} again to incarnation {incarnation}, {}: answered {}{read}",
+                submission.describe(),
+                answer.describe()
+            )
+        }
+        Happening::Forgotten { operation, incarnation, answer } => {
+            format!("runtime   incarnation {incarnation} does not know {operation}: {answer}")
+        }
         Happening::Boundary { message, killed } => {
             let destination = message.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
             format!(

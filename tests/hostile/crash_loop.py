@@ -24,5 +24,10 @@ runtime = Runtime(on_submit=first_boundary)
 runtime.ready()
 if os.path.exists(MEMORY):
     with open(MEMORY) as f:
-        first_boundary(f.read())
+        op = f.read()
+    # It keeps the operation it accepted (a runtime that forgot it would be reported for that,
+    # at once, and never get to crash again).
+    with runtime.lock:
+        runtime.states[op] = "INTENT_RECORDED"
+    first_boundary(op)
 block_forever()

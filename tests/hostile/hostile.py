@@ -31,7 +31,7 @@ def block_forever():
 
 class Runtime:
     """The API (POST/GET /operations), the probe and the ready line; `on_submit(id)` runs on its
-    own thread once a submission has been answered `202`."""
+    own thread once a new submission has been answered `202`."""
 
     def __init__(self, connect_probe=True, declare_probe=None, on_submit=None):
         self.states = {}
@@ -72,9 +72,11 @@ class Runtime:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 op = body["operation_id"]
                 with runtime.lock:
-                    runtime.states.setdefault(op, "INTENT_RECORDED")
-                self.answer(202, {"operation_id": op, "execution": "INTENT_RECORDED"})
-                if runtime.on_submit:
+                    new = op not in runtime.states
+                    state = runtime.states.setdefault(op, "INTENT_RECORDED")
+                # A resubmission (the harness sends them after restarts) is 200 and starts nothing.
+                self.answer(202 if new else 200, {"operation_id": op, "execution": state})
+                if new and runtime.on_submit:
                     threading.Thread(target=runtime.on_submit, args=(op,), daemon=True).start()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
