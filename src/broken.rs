@@ -2,7 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs`, marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs` or `policy.rs`,
+//! marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -25,10 +26,21 @@ pub enum Broken {
     /// The first time the policy allows the tool for an operation, that decision is kept and reused
     /// for every later attempt, reconciliation and restart.
     NoPolicyRecheck,
+    /// A provider's `4xx` is taken for an unknown outcome: looked up, then attempted again.
+    RetryOn4xx,
+    /// Any `2xx` is a success; what cannot be read from its body is filled in with defaults (an
+    /// empty `provider_ref`, a `null` result).
+    Trust2xx,
+    /// A lookup that did not answer `200` or `404` (an error, a dropped connection, an unreadable
+    /// body) is taken as "not found", so a new attempt follows.
+    LookupErrorAsMiss,
+    /// A policy service that cannot be reached or answers something unreadable is taken as
+    /// allowing everything.
+    PolicyFailOpen,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 7] = [
+    pub const ALL: [Broken; 11] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -36,6 +48,10 @@ impl Broken {
         Self::RerunOnDelivery,
         Self::FreshDeliveryKey,
         Self::NoPolicyRecheck,
+        Self::RetryOn4xx,
+        Self::Trust2xx,
+        Self::LookupErrorAsMiss,
+        Self::PolicyFailOpen,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +63,10 @@ impl Broken {
             Self::RerunOnDelivery => "rerun-on-delivery",
             Self::FreshDeliveryKey => "fresh-delivery-key",
             Self::NoPolicyRecheck => "no-policy-recheck",
+            Self::RetryOn4xx => "retry-on-4xx",
+            Self::Trust2xx => "trust-2xx",
+            Self::LookupErrorAsMiss => "lookup-error-as-miss",
+            Self::PolicyFailOpen => "policy-fail-open",
         }
     }
 
@@ -60,6 +80,10 @@ impl Broken {
             Self::RerunOnDelivery => "calls the tool again before retrying a delivery",
             Self::FreshDeliveryKey => "sends a new delivery idempotency key on every send",
             Self::NoPolicyRecheck => "reuses the first policy approval instead of asking again",
+            Self::RetryOn4xx => "takes a provider 4xx for an unknown outcome and attempts again",
+            Self::Trust2xx => "takes any 2xx for a success, filling an unreadable body with defaults",
+            Self::LookupErrorAsMiss => "takes a lookup that did not answer for \"not found\"",
+            Self::PolicyFailOpen => "takes an unreachable or unreadable policy service for permission",
         }
     }
 
