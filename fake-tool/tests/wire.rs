@@ -105,3 +105,33 @@ async fn a_dropped_lookup_sends_no_head_then_lookups_answer_truthfully() {
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
     world.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_provider_fault_puts_its_revocations_in_force_once_when_it_receives_the_call() {
+    use fake_tool::{Event, Revocation, Subject};
+    let (world, _points) = World::start(Clock::default()).await.expect("start the fake world");
+    let revocation = Revocation { tenant: "acme".into(), actor: None, subject: Subject::Operation("op-revoke".into()) };
+    world.arm_provider(ProviderFault {
+        operation: "op-revoke".into(),
+        call: 1,
+        effect: false,
+        response: FaultResponse::Status(503),
+        tag: 0,
+        revocations: vec![revocation],
+    });
+    let answer = exchange(&world, call("op-revoke")).await;
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 503"));
+    let _ = exchange(&world, call("op-revoke")).await;
+    let entries = world.entries();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| match &e.event {
+            Event::ProviderCall { call, .. } if *call == 1 => "call 1",
+            Event::ProviderCall { .. } => "call 2",
+            Event::Revocation { .. } => "revocation",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["call 1", "revocation", "call 2"]);
+    world.shutdown().await;
+}

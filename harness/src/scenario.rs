@@ -825,6 +825,19 @@ operation = "charge"
     }
 
     #[test]
+    fn copies_carry_their_own_lookup_and_policy_faults() {
+        let text = format!(
+            "{OK}action = \"fail\"\n[[lookup_fault]]\noperation = \"charge\"\ntimes = 1\naction = \"drop\"\n[[policy_fault]]\noperation = \"charge\"\ntimes = 1\naction = \"garbage\"\n[[policy_fault]]\naction = \"fail\"\ntimes = 1\n"
+        );
+        let copies = parse(&text).unwrap().with_copies(2);
+        let lookups: Vec<&str> = copies.lookup_faults.iter().map(|l| l.operation.as_str()).collect();
+        assert_eq!(lookups, ["charge.1", "charge.2"]);
+        let policies: Vec<Option<&str>> = copies.policy_faults.iter().map(|p| p.operation.as_deref()).collect();
+        assert_eq!(policies, [Some("charge.1"), None, Some("charge.2"), None]);
+        assert_eq!(copies.faults[0].status, Some(503));
+    }
+
+    #[test]
     fn delivery_faults_need_a_known_destination() {
         let text = OK.replace("at = \"after_dispatch\"", "at = \"after_delivery_send\"");
         let err = parse(&text).unwrap_err();
