@@ -3,6 +3,7 @@
 //! runtime never runs with any of them.
 //!
 //! Each variant is one small deviation at one spot in `worker.rs` (the API's two in `api.rs`),
+//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs` or `policy.rs`,
 //! marked `BROKEN:` there.
 
 use std::fmt;
@@ -46,10 +47,21 @@ pub enum Broken {
     /// A repeated submission replaces the stored operation and starts it again (`INSERT OR
     /// REPLACE`), answering `202`, whatever the body.
     SubmitUpsert,
+    /// A provider's `4xx` is taken for an unknown outcome: looked up, then attempted again.
+    RetryOn4xx,
+    /// Any `2xx` is a success; what cannot be read from its body is filled in with defaults (an
+    /// empty `provider_ref`, a `null` result).
+    Trust2xx,
+    /// A lookup that did not answer `200` or `404` (an error, a dropped connection, an unreadable
+    /// body) is taken as "not found", so a new attempt follows.
+    LookupErrorAsMiss,
+    /// A policy service that cannot be reached or answers something unreadable is taken as
+    /// allowing everything.
+    PolicyFailOpen,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 14] = [
+    pub const ALL: [Broken; 18] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -64,6 +76,10 @@ impl Broken {
         Self::FailAtBound,
         Self::AckBeforeDurable,
         Self::SubmitUpsert,
+        Self::RetryOn4xx,
+        Self::Trust2xx,
+        Self::LookupErrorAsMiss,
+        Self::PolicyFailOpen,
     ];
 
     pub fn name(self) -> &'static str {
@@ -82,6 +98,10 @@ impl Broken {
             Self::FailAtBound => "fail-at-bound",
             Self::AckBeforeDurable => "ack-before-durable",
             Self::SubmitUpsert => "submit-upsert",
+            Self::RetryOn4xx => "retry-on-4xx",
+            Self::Trust2xx => "trust-2xx",
+            Self::LookupErrorAsMiss => "lookup-error-as-miss",
+            Self::PolicyFailOpen => "policy-fail-open",
         }
     }
 
@@ -102,6 +122,10 @@ impl Broken {
             Self::FailAtBound => "fails a safely repeatable operation at the attempt bound instead of pausing it",
             Self::AckBeforeDurable => "answers 202 before the intent is written (group commit every 100 ms)",
             Self::SubmitUpsert => "a repeated submission replaces the operation and starts it again",
+            Self::RetryOn4xx => "takes a provider 4xx for an unknown outcome and attempts again",
+            Self::Trust2xx => "takes any 2xx for a success, filling an unreadable body with defaults",
+            Self::LookupErrorAsMiss => "takes a lookup that did not answer for \"not found\"",
+            Self::PolicyFailOpen => "takes an unreachable or unreadable policy service for permission",
         }
     }
 

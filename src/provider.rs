@@ -7,6 +7,7 @@
 use reqwest::{Client, StatusCode, Url};
 use serde_json::{Value, json};
 
+use crate::broken::Broken;
 use crate::http::{describe_error, describe_failure, endpoint};
 use crate::model::{Effect, Tool};
 
@@ -40,11 +41,17 @@ pub enum LookupBy<'a> {
 pub struct Provider {
     http: Client,
     base: Url,
+    broken: Option<Broken>,
 }
 
 impl Provider {
     pub fn new(http: Client, base: Url) -> Provider {
-        Provider { http, base }
+        Provider { http, base, broken: None }
+    }
+
+    /// The provider client of a `--broken` runtime.
+    pub fn with_broken(self, broken: Option<Broken>) -> Provider {
+        Provider { broken, ..self }
     }
 
     /// `POST …/tools/{name}` with the operation's arguments, unchanged.
@@ -62,6 +69,13 @@ impl Provider {
             Err(error) => return Invocation::Unknown(describe_error(&error)),
         };
         let status = response.status();
+        if status.is_success() && self.broken == Some(Broken::Trust2xx) {
+            // BROKEN: "2xx means it worked"; what the body does not say is made up.
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            let provider_ref = body.get("provider_ref").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let result = body.get("result").cloned().unwrap_or(Value::Null);
+            return Invocation::Succeeded(Effect { provider_ref, result });
+        }
         if status.is_success() {
             match response.json::<Effect>().await {
                 Ok(effect) => Invocation::Succeeded(effect),

@@ -67,9 +67,9 @@ impl Worker {
         let http = crate::http::client();
         Worker {
             store,
-            provider: Provider::new(http.clone(), config.provider_url.clone()),
+            provider: Provider::new(http.clone(), config.provider_url.clone()).with_broken(broken),
             consumers: Consumers::new(http.clone(), config.consumers_url.clone()),
-            policy: Policy::new(http, config.policy_url.clone()),
+            policy: Policy::new(http, config.policy_url.clone()).with_broken(broken),
             probe,
             wake,
             backoff: Backoff::default(),
@@ -205,6 +205,12 @@ impl Worker {
         operation.execution = ExecutionState::Dispatched;
         operation.attempts = attempt;
         operation.idempotency_key = key;
+        let invocation = match invocation {
+            // BROKEN: the provider's refusal is taken for "we do not know": looked up (nothing
+            // found, since a refusal acts on nothing), then attempted again.
+            Invocation::Rejected(reason) if self.broken == Some(Broken::RetryOn4xx) => Invocation::Unknown(reason),
+            invocation => invocation,
+        };
 
         match invocation {
             Invocation::Succeeded(effect) => {
@@ -315,7 +321,12 @@ impl Worker {
             Some(provider_ref) => LookupBy::ProviderRef(provider_ref),
             None => LookupBy::IdempotencyKey(&operation.idempotency_key),
         };
-        match self.provider.look_up(&operation.tool, by).await {
+        let lookup = match self.provider.look_up(&operation.tool, by).await {
+            // BROKEN: a lookup that could not answer is read as "no effect".
+            Lookup::Unknown(_) if self.broken == Some(Broken::LookupErrorAsMiss) => Lookup::NotFound,
+            lookup => lookup,
+        };
+        match lookup {
             Lookup::Found(effect) => {
                 eprintln!("{id} lookup found the effect: provider_ref {}", effect.provider_ref);
                 self.succeed(operation, effect).await?;

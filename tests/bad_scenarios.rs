@@ -154,6 +154,102 @@ fn impossible_refusal_without_a_revocation() {
 }
 
 #[test]
+fn the_new_fault_grammar_parses() {
+    let text = format!(
+        "{GOOD}action = \"reject\"\nstatus = 409\nrevoke = [\"tool\", \"operation\"]\n\n[[lookup_fault]]\noperation = \"charge\"\ntimes = 2\naction = \"drop\"\n\n[[policy_fault]]\nsubject = \"destination\"\ntimes = 1\naction = \"delay\"\ndelay_ms = 5\n"
+    );
+    let scenario = Scenario::parse(Path::new("scenarios/bad.toml"), &text).unwrap();
+    assert!(!scenario.faults[0].effect, "a reject never applies the effect");
+    assert_eq!(scenario.faults[0].status, Some(409));
+    assert_eq!(scenario.lookup_faults.len(), 1);
+    assert_eq!(scenario.policy_faults.len(), 1);
+}
+
+#[test]
+fn reject_with_effect() {
+    insta::assert_snapshot!(error(&format!("{GOOD}action = \"reject\"\neffect = true\n")));
+}
+
+#[test]
+fn fail_with_a_client_error_status() {
+    insta::assert_snapshot!(error(&format!("{GOOD}action = \"fail\"\nstatus = 422\n")));
+}
+
+#[test]
+fn status_with_an_action_that_sends_none() {
+    insta::assert_snapshot!(error(&format!("{GOOD}action = \"cut\"\nstatus = 200\n")));
+}
+
+#[test]
+fn unknown_provider_action() {
+    insta::assert_snapshot!(error(&format!("{GOOD}action = \"truncate\"\n")));
+}
+
+#[test]
+fn revoked_twice() {
+    insta::assert_snapshot!(error(&format!("{GOOD}action = \"fail\"\nrevoke = [\"tool\", \"tool\"]\n")));
+}
+
+const LOOKUP: &str = "\n[[lookup_fault]]\noperation = \"charge\"\ntimes = 1\naction = \"fail\"\n";
+
+#[test]
+fn lookup_fault_on_a_tool_without_lookup() {
+    insta::assert_snapshot!(error(&format!("{}{LOOKUP}", with("\"charge_card\"", "\"send_sms\""))));
+}
+
+#[test]
+fn lookup_fault_without_times() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{}", LOOKUP.replace("times = 1\n", ""))));
+}
+
+#[test]
+fn lookup_fault_times_zero() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{}", LOOKUP.replace("times = 1", "times = 0"))));
+}
+
+#[test]
+fn lookup_fault_that_would_lie() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{LOOKUP}status = 404\n")));
+}
+
+#[test]
+fn lookup_fault_that_kills() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{}", LOOKUP.replace("\"fail\"", "\"kill\""))));
+}
+
+#[test]
+fn lookup_fault_twice_for_one_operation() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{LOOKUP}{LOOKUP}")));
+}
+
+#[test]
+fn revocation_at_a_lookup_fault_is_refused() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{LOOKUP}revoke = [\"tool\"]\n")));
+}
+
+const POLICY: &str = "\n[[policy_fault]]\naction = \"fail\"\n";
+
+#[test]
+fn policy_fault_on_an_unknown_operation() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{POLICY}operation = \"charg\"\n")));
+}
+
+#[test]
+fn policy_fault_on_an_unknown_subject() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{POLICY}subject = \"operation\"\n")));
+}
+
+#[test]
+fn policy_fault_delay_without_delay_ms() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{}", POLICY.replace("\"fail\"", "\"delay\""))));
+}
+
+#[test]
+fn policy_fault_times_zero() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{POLICY}times = 0\n")));
+}
+
+#[test]
 fn unreadable_file() {
     let err = Scenario::load(Path::new("scenarios/does-not-exist.toml")).unwrap_err().to_string();
     assert!(err.starts_with("scenarios/does-not-exist.toml: cannot read the scenario file:"), "{err}");

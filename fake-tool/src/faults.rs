@@ -7,6 +7,12 @@
 //! Faults that are kill points carry the harness's `tag`, echoed in the [`crate::KillPoint`]
 //! the world sends when it reaches them.
 
+use crate::ledger::{Injected, Subject};
+use crate::policy::Revocation;
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,8 +25,18 @@ pub enum FaultResponse {
     Hold,
     /// Answer with this status code (e.g. 503) instead of the real answer.
     Status(u16),
-    /// Start a `200` answer and break the connection before its body: the runtime cannot read it.
+    /// Refuse the call with this `4xx` status and `{"error": …}`; never an effect, whatever the
+    /// fault's `effect` says (a refusal that acted would be a lie).
+    Reject(u16),
+    /// Break the connection before a complete answer head: the runtime reads no status at all.
     Drop,
+    /// A complete `200` head with the `Content-Length` of the full body, half of the body, then
+    /// the connection closes.
+    Cut,
+    /// A complete `200` whose body is not JSON.
+    Garbage,
+    /// A complete `200` whose JSON body has the `result` but no `provider_ref`.
+    NoRef,
     /// Answer normally, this many milliseconds late.
     Delay(u64),
     /// Answer normally and tell the harness at the same moment, so it kills the runtime as soon as
@@ -41,6 +57,50 @@ pub struct ProviderFault {
     pub response: FaultResponse,
     /// Echoed in the kill point signal (`Hold`, `AnswerAndSignal`).
     pub tag: u64,
+    /// Put in force when the provider receives the call, before it answers.
+    #[serde(default)]
+    pub revocations: Vec<Revocation>,
+}
+
+/// A fault on the first `times` lookups the provider attributes to one operation (by the key its
+/// calls used, or by the reference of its effect); later lookups answer truthfully.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookupFault {
+    pub operation: String,
+    pub times: u32,
+    pub response: Injected,
+}
+
+/// Which policy checks a policy fault spoils.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySubject {
+    /// Checks before an attempt.
+    Tool,
+    /// Checks before a delivery send.
+    Destination,
+}
+
+impl PolicySubject {
+    fn matches(self, subject: &Subject) -> bool {
+        match self {
+            PolicySubject::Tool => matches!(subject, Subject::Tool(_)),
+            PolicySubject::Destination => matches!(subject, Subject::Destination(_)),
+        }
+    }
+}
+
+/// A fault on the policy service: the next `times` checks it matches get `response` instead of
+/// a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyFault {
+    /// `None`: every matching check, for ever (a dead service).
+    pub times: Option<u32>,
+    /// Only checks naming this `operation_id`; `None`: any.
+    pub operation: Option<String>,
+    /// Only checks of this kind; `None`: both.
+    pub subject: Option<PolicySubject>,
+    pub response: Injected,
 }
 
 /// A kill point at a consumer: it applies the n-th receipt of one operation and holds its `202`.
@@ -71,6 +131,9 @@ pub struct Faults {
     provider: Mutex<HashMap<(String, u32), ProviderFault>>,
     consumer: Mutex<HashMap<String, ConsumerFault>>,
     holds: Mutex<HashMap<(String, String, u32), ConsumerHold>>,
+    /// Lookup faults by operation, with the lookups left to spoil.
+    lookup: Mutex<HashMap<String, LookupFault>>,
+    policy: Mutex<Vec<PolicyFault>>,
 }
 
 impl Faults {
@@ -86,6 +149,37 @@ impl Faults {
     pub fn arm_consumer_hold(&self, hold: ConsumerHold) {
         let key = (hold.operation.clone(), hold.destination.clone(), hold.receipt);
         self.holds.lock().expect("faults lock").insert(key, hold);
+    }
+
+    pub fn arm_lookup(&self, fault: LookupFault) {
+        self.lookup.lock().expect("faults lock").insert(fault.operation.clone(), fault);
+    }
+
+    pub fn arm_policy(&self, fault: PolicyFault) {
+        self.policy.lock().expect("faults lock").push(fault);
+    }
+
+    /// What to send instead of the truth to this lookup for `operation`, counting it down.
+    pub(crate) fn consume_lookup(&self, operation: &str) -> Option<Injected> {
+        let mut faults = self.lookup.lock().expect("faults lock");
+        let fault = faults.get_mut(operation).filter(|f| f.times > 0)?;
+        fault.times -= 1;
+        Some(fault.response)
+    }
+
+    /// What to send instead of a decision to this check, counting down the first fault (in the
+    /// order armed) that matches it and has checks left.
+    pub(crate) fn consume_policy(&self, operation: Option<&str>, subject: &Subject) -> Option<Injected> {
+        let mut faults = self.policy.lock().expect("faults lock");
+        let fault = faults.iter_mut().find(|f| {
+            f.times != Some(0)
+                && f.operation.as_deref().is_none_or(|o| Some(o) == operation)
+                && f.subject.is_none_or(|s| s.matches(subject))
+        })?;
+        if let Some(n) = &mut fault.times {
+            *n -= 1;
+        }
+        Some(fault.response)
     }
 
     /// Takes the hold armed for this receipt, if any.
@@ -110,5 +204,60 @@ impl Faults {
             }
             None => Some(fault.clone()),
         }
+    }
+}
+
+// ---- answers no well-behaved server sends ---------------------------------------------------
+//
+// hyper writes the head lazily, together with the first body bytes, and aborts the connection
+// without flushing when the body fails. So a body that fails at once means no head reaches the
+// runtime, and a body that fails later must first let hyper flush what it has.
+
+/// The connection breaks before a complete answer head: the runtime reads no status at all.
+pub(crate) fn dropped() -> Response {
+    let broken = futures_util::stream::once(async {
+        Err::<Bytes, _>(std::io::Error::other("connection dropped (injected fault)"))
+    });
+    (StatusCode::OK, Body::from_stream(broken)).into_response()
+}
+
+/// A complete `200` head announcing all of `body`, the first half of it, then the connection
+/// closes.
+pub(crate) fn cut(body: Vec<u8>) -> Response {
+    let length = body.len();
+    let half = Bytes::from(body[..length / 2].to_vec());
+    let stream = futures_util::stream::iter([Ok::<_, std::io::Error>(half)]).chain(futures_util::stream::once(async {
+        // Pending once: hyper's connection loop flushes the head and the half body before it
+        // polls the body again and aborts on the error.
+        tokio::task::yield_now().await;
+        Err(std::io::Error::other("connection cut in the middle of the body (injected fault)"))
+    }));
+    let mut response = (StatusCode::OK, Body::from_stream(stream)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    headers.insert(header::CONTENT_LENGTH, header::HeaderValue::from(length));
+    response
+}
+
+/// A complete `200` labelled JSON whose body is not JSON.
+pub(crate) fn garbage() -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], "<html>502 Bad Gateway (injected garbage)</html>")
+        .into_response()
+}
+
+/// The injected answer for a lookup or a policy check that does not answer truthfully
+/// (`Late` is the caller's: it answers truthfully after a while).
+pub(crate) fn injected(response: Injected) -> Option<Response> {
+    match response {
+        Injected::Failed(status) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            Some(
+                (status, axum::Json(serde_json::json!({ "error": "service unavailable (injected fault)" })))
+                    .into_response(),
+            )
+        }
+        Injected::Dropped => Some(dropped()),
+        Injected::Garbage => Some(garbage()),
+        Injected::Late(_) => None,
     }
 }

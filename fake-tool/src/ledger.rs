@@ -113,8 +113,38 @@ pub enum Response {
     Sent(u16),
     /// The answer is held so the harness can kill the runtime before it arrives.
     Held,
-    /// The connection was broken in the middle of the answer.
+    /// The connection was broken before a complete answer head: the runtime read no status.
     Dropped,
+    /// A complete `200` head with the `Content-Length` of the full body, then only part of the
+    /// body, then the connection closed: a success the runtime cannot read.
+    Cut,
+    /// A complete `200` whose body is not JSON.
+    Garbage,
+    /// A complete `200` with a JSON body that lacks `provider_ref`.
+    NoRef,
+}
+
+/// What the fake world sent, on purpose, instead of a service's truthful answer (a lookup or a
+/// policy check). None of these is an answer the runtime may act on, except `Late`, which is the
+/// truthful answer sent late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "sent", content = "value")]
+pub enum Injected {
+    /// A complete error answer with this status, e.g. 503.
+    Failed(u16),
+    /// The connection was broken before a complete answer head.
+    Dropped,
+    /// A complete `200` whose body is not JSON.
+    Garbage,
+    /// The truthful answer, this many milliseconds late.
+    Late(u64),
+}
+
+impl Injected {
+    /// Whether the runtime received the truthful answer (late or not).
+    pub fn is_truthful(self) -> bool {
+        matches!(self, Injected::Late(_))
+    }
 }
 
 /// What a policy check or a revocation is about.
@@ -176,8 +206,16 @@ pub enum Event {
         operation: Option<String>,
         by_key: Option<String>,
         by_ref: Option<String>,
+        /// The answer the runtime received said "found". False for an injected failure, whatever
+        /// the truth.
         found: bool,
+        /// The status of the truthful answer (200, 404, 501), or of the injected one (`Failed`,
+        /// `Garbage`); for `Dropped` the one that was begun and never completed.
         status: u16,
+        /// What was sent instead of (or, for `Late`, as) the truthful answer; absent: the truth,
+        /// at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        injected: Option<Injected>,
     },
     /// A consumer received a delivery.
     ConsumerReceipt {
@@ -197,6 +235,10 @@ pub enum Event {
         operation: Option<String>,
         subject: Subject,
         answer: PolicyAnswer,
+        /// What the service sent instead of (or, for `Late`, as) its decision; absent: the
+        /// decision, at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        injected: Option<Injected>,
     },
     /// The harness withdrew a permission.
     Revocation { tenant: String, actor: Option<String>, subject: Subject },
@@ -212,6 +254,18 @@ impl Event {
             | Event::PolicyCheck { operation, .. } => operation.as_deref(),
             Event::Revocation { .. } => None,
         }
+    }
+}
+
+impl Event {
+    /// A lookup whose answer the runtime received and which said "no such effect": a truthful
+    /// `404`, the only lookup answer that permits a new attempt (CONTRACT.md section 4, step 9).
+    pub fn is_lookup_not_found(&self) -> bool {
+        matches!(
+            self,
+            Event::ProviderLookup { found: false, status: 404, injected, .. }
+                if injected.is_none_or(Injected::is_truthful)
+        )
     }
 }
 

@@ -12,7 +12,7 @@ pub mod policy;
 pub(crate) mod provider;
 pub mod world;
 
-pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, ProviderFault};
-pub use ledger::{Clock, Effect, Entry, Event, Ledger, PolicyAnswer, Response, Subject, ToolKind};
+pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, LookupFault, PolicyFault, PolicySubject, ProviderFault};
+pub use ledger::{Clock, Effect, Entry, Event, Injected, Ledger, PolicyAnswer, Response, Subject, ToolKind};
 pub use policy::Revocation;
 pub use world::{KillPoint, World};

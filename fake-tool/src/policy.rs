@@ -3,11 +3,17 @@
 //! A revocation names a tenant, optionally an actor (none: every actor of the tenant), and a tool,
 //! a destination, or one operation (a cancellation: its tool checks are refused). It stays in
 //! force for the rest of the scenario.
+//!
+//! A policy fault ([`crate::PolicyFault`]) makes the service fail, drop the connection, answer
+//! garbage or answer late; a check it spoils is recorded as no decision (a late one with the
+//! decision it finally gets).
 
-use crate::ledger::{Event, Ledger, PolicyAnswer, Subject};
+use crate::faults::{self, Faults};
+use crate::ledger::{Event, Injected, Ledger, PolicyAnswer, Subject};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -37,12 +43,13 @@ impl Revocation {
 #[derive(Clone)]
 pub(crate) struct Policy {
     pub(crate) ledger: Arc<Ledger>,
+    faults: Arc<Faults>,
     revocations: Arc<Mutex<Vec<Revocation>>>,
 }
 
 impl Policy {
-    pub(crate) fn new(ledger: Arc<Ledger>) -> Self {
-        Policy { ledger, revocations: Arc::default() }
+    pub(crate) fn new(ledger: Arc<Ledger>, faults: Arc<Faults>) -> Self {
+        Policy { ledger, faults, revocations: Arc::default() }
     }
 
     /// Puts `revocation` in force and records it; returns its sequence number.
@@ -68,10 +75,7 @@ pub(crate) struct CheckRequest {
 }
 
 /// `POST /policy/check`
-pub(crate) async fn check(
-    State(policy): State<Policy>,
-    Json(request): Json<CheckRequest>,
-) -> (StatusCode, Json<Value>) {
+pub(crate) async fn check(State(policy): State<Policy>, Json(request): Json<CheckRequest>) -> Response {
     let subject = match (request.tool, request.destination) {
         (Some(tool), None) => Subject::Tool(tool),
         (None, Some(destination)) => Subject::Destination(destination),
@@ -79,25 +83,51 @@ pub(crate) async fn check(
             return (
                 StatusCode::BAD_REQUEST,
                 Json(json!({ "error": "expected exactly one of \"tool\" or \"destination\"" })),
-            );
+            )
+                .into_response();
         }
     };
-    let revocations = policy.revocations.lock().expect("policy lock");
-    let operation = request.operation_id.as_deref();
-    let refused = revocations.iter().find(|r| r.covers(&request.tenant, &request.actor, operation, &subject)).cloned();
-    policy.ledger.record(Event::PolicyCheck {
-        tenant: request.tenant.clone(),
-        actor: request.actor.clone(),
-        operation: request.operation_id.clone(),
-        subject: subject.clone(),
-        answer: if refused.is_none() { PolicyAnswer::Allowed } else { PolicyAnswer::Refused },
-    });
-    drop(revocations);
+    // In a block of its own: the lock guard must be gone before a late answer awaits.
+    let (refused, injected) = {
+        let revocations = policy.revocations.lock().expect("policy lock");
+        let operation = request.operation_id.as_deref();
+        let refused =
+            revocations.iter().find(|r| r.covers(&request.tenant, &request.actor, operation, &subject)).cloned();
+        let injected = policy.faults.consume_policy(operation, &subject);
+        let answer = match (injected, &refused) {
+            (Some(Injected::Failed(_) | Injected::Dropped | Injected::Garbage), _) => PolicyAnswer::NoDecision,
+            (None | Some(Injected::Late(_)), None) => PolicyAnswer::Allowed,
+            (None | Some(Injected::Late(_)), Some(_)) => PolicyAnswer::Refused,
+        };
+        // Recorded under the revocations lock: a revocation and a check are ordered on the clock as
+        // they were decided.
+        policy.ledger.record(Event::PolicyCheck {
+            tenant: request.tenant.clone(),
+            actor: request.actor.clone(),
+            operation: request.operation_id.clone(),
+            subject: subject.clone(),
+            answer,
+            injected,
+        });
+        (refused, injected)
+    };
+    match injected {
+        Some(Injected::Late(ms)) => {
+            // The fault itself is lateness: the fake service being slow, not a wait for anything.
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        Some(spoilt) => {
+            if let Some(response) = faults::injected(spoilt) {
+                return response;
+            }
+        }
+        None => {}
+    }
     if let Some(revocation) = refused {
         let reason = format!("{} revoked for {}/{}", revocation.subject, request.tenant, request.actor);
-        (StatusCode::OK, Json(json!({ "allowed": false, "reason": reason })))
+        (StatusCode::OK, Json(json!({ "allowed": false, "reason": reason }))).into_response()
     } else {
-        (StatusCode::OK, Json(json!({ "allowed": true })))
+        (StatusCode::OK, Json(json!({ "allowed": true }))).into_response()
     }
 }
 

@@ -4,8 +4,9 @@
 //! per request for the rest), and it counts effects per *planted operation identity* rather than
 //! per idempotency key, so a runtime that mints a new key per retry cannot hide a duplicate.
 
-use crate::faults::{FaultResponse, Faults};
-use crate::ledger::{Effect, Event, Ledger, Response, ToolKind};
+use crate::faults::{self, FaultResponse, Faults};
+use crate::ledger::{Effect, Event, Injected, Ledger, Response, ToolKind};
+use crate::policy::Policy;
 use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -42,6 +43,8 @@ pub(crate) struct Provider {
     pub(crate) faults: Arc<Faults>,
     pub(crate) held: mpsc::UnboundedSender<KillPoint>,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// Where a fault's revocations are put in force.
+    policy: Policy,
     effects: Arc<Mutex<Effects>>,
 }
 
@@ -51,8 +54,9 @@ impl Provider {
         faults: Arc<Faults>,
         held: mpsc::UnboundedSender<KillPoint>,
         shutdown: watch::Receiver<bool>,
+        policy: Policy,
     ) -> Self {
-        Provider { ledger, faults, held, shutdown, effects: Arc::default() }
+        Provider { ledger, faults, held, shutdown, policy, effects: Arc::default() }
     }
 }
 
@@ -93,7 +97,8 @@ pub(crate) async fn call(
             effects.keys.insert((tool.clone(), k.clone()), op.clone());
         }
         let fault = operation.as_deref().and_then(|op| provider.faults.take_provider(op, call));
-        let apply = fault.as_ref().is_none_or(|f| f.effect);
+        // A refusal never acts: a 4xx that applied the effect would be a provider lying.
+        let apply = fault.as_ref().is_none_or(|f| f.effect && !matches!(f.response, FaultResponse::Reject(_)));
 
         let replay = match (kind, &key) {
             (ToolKind::IdempotentByKey, Some(k)) => {
@@ -126,6 +131,13 @@ pub(crate) async fn call(
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
                 (status, Response::Sent(status.as_u16()))
             }
+            Some(FaultResponse::Reject(code)) => {
+                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+                (status, Response::Sent(status.as_u16()))
+            }
+            Some(FaultResponse::Cut) => (StatusCode::OK, Response::Cut),
+            Some(FaultResponse::Garbage) => (StatusCode::OK, Response::Garbage),
+            Some(FaultResponse::NoRef) => (StatusCode::OK, Response::NoRef),
             Some(FaultResponse::Delay(_) | FaultResponse::AnswerAndSignal) | None => {
                 (StatusCode::OK, Response::Sent(200))
             }
@@ -141,8 +153,19 @@ pub(crate) async fn call(
             response,
             result: result.clone(),
         });
-        let answer = match (&stored, status.is_success()) {
-            (Some(s), true) => json!({ "provider_ref": s.provider_ref, "result": s.result }),
+        // The fault's revocations take effect now: after the provider has the call, before the
+        // runtime can know anything about its answer.
+        for revocation in fault.iter().flat_map(|f| f.revocations.iter().cloned()) {
+            provider.policy.revoke(revocation);
+        }
+        let answer = match (&stored, status) {
+            (Some(s), status) if status.is_success() => {
+                json!({ "provider_ref": s.provider_ref, "result": s.result })
+            }
+            (_, status) if status.is_client_error() => {
+                json!({ "error": format!("the provider refuses {tool} (injected fault, HTTP {})", status.as_u16()) })
+            }
+            (None, status) if status.is_success() => json!({ "result": null }),
             _ => json!({ "error": "provider unavailable (injected fault)" }),
         };
         (seq, fault.map(|f| (f, call)), status, answer)
@@ -158,13 +181,17 @@ pub(crate) async fn call(
             let _ = shutdown.wait_for(|down| *down).await;
             error(StatusCode::SERVICE_UNAVAILABLE, "the fake world shut down while holding").into_response()
         }
-        Some((FaultResponse::Drop, ..)) => {
-            // The status line goes out, then the body fails: hyper aborts the connection, and the
-            // runtime sees a 200 it cannot read — an unknown outcome, like a connection reset.
-            let broken = futures_util::stream::once(async {
-                Err::<axum::body::Bytes, _>(std::io::Error::other("connection dropped (injected fault)"))
-            });
-            (status, axum::body::Body::from_stream(broken)).into_response()
+        // Broken before a complete head: hyper never flushes the status line of a body that
+        // fails at once (see `faults::dropped`), so the runtime sees the connection close.
+        Some((FaultResponse::Drop, ..)) => faults::dropped(),
+        Some((FaultResponse::Cut, ..)) => faults::cut(answer.to_string().into_bytes()),
+        Some((FaultResponse::Garbage, ..)) => faults::garbage(),
+        Some((FaultResponse::NoRef, ..)) => {
+            let mut body = answer;
+            if let Some(fields) = body.as_object_mut() {
+                fields.remove("provider_ref");
+            }
+            (status, Json(body)).into_response()
         }
         Some((FaultResponse::Delay(ms), ..)) => {
             // The fault itself is lateness; this sleep is the fake provider being slow, not the
@@ -177,7 +204,9 @@ pub(crate) async fn call(
             let _ = provider.held.send(KillPoint { seq, tag, what });
             (status, Json(answer)).into_response()
         }
-        Some((FaultResponse::Status(_), ..)) | None => (status, Json(answer)).into_response(),
+        Some((FaultResponse::Status(_) | FaultResponse::Reject(_), ..)) | None => {
+            (status, Json(answer)).into_response()
+        }
     }
 }
 
@@ -191,24 +220,45 @@ pub(crate) async fn lookup_by_key(
     State(provider): State<Provider>,
     Path(tool): Path<String>,
     Query(query): Query<LookupQuery>,
-) -> Answer {
+) -> axum::response::Response {
     let Some(key) = query.idempotency_key else {
-        return error(StatusCode::BAD_REQUEST, "expected ?idempotency_key=… or /effects/{provider_ref}");
+        return error(StatusCode::BAD_REQUEST, "expected ?idempotency_key=… or /effects/{provider_ref}")
+            .into_response();
     };
-    lookup(&provider, &tool, Some(key), None)
+    lookup(&provider, &tool, Some(key), None).await
 }
 
 /// `GET /provider/tools/{tool}/effects/{provider_ref}` — look an effect up by reference.
 pub(crate) async fn lookup_by_ref(
     State(provider): State<Provider>,
     Path((tool, provider_ref)): Path<(String, String)>,
-) -> Answer {
-    lookup(&provider, &tool, None, Some(provider_ref))
+) -> axum::response::Response {
+    lookup(&provider, &tool, None, Some(provider_ref)).await
 }
 
-fn lookup(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Option<String>) -> Answer {
+async fn lookup(
+    provider: &Provider,
+    tool: &str,
+    by_key: Option<String>,
+    by_ref: Option<String>,
+) -> axum::response::Response {
+    let (injected, answer) = look(provider, tool, by_key, by_ref);
+    match injected {
+        Some(Injected::Late(ms)) => {
+            // The fault itself is lateness: the fake provider being slow, not a wait for anything.
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            answer.into_response()
+        }
+        Some(spoilt) => faults::injected(spoilt).unwrap_or_else(|| answer.into_response()),
+        None => answer.into_response(),
+    }
+}
+
+/// The truthful answer to a lookup, recorded with what will be sent instead, if a lookup fault
+/// spoils it.
+fn look(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Option<String>) -> (Option<Injected>, Answer) {
     let Some(kind) = ToolKind::for_tool(tool) else {
-        return error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}"));
+        return (None, error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}")));
     };
     let effects = provider.effects.lock().expect("provider lock");
     let (found, operation) = if kind.supports_lookup() {
@@ -236,19 +286,28 @@ fn lookup(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Optio
         (Some(_), true) => StatusCode::OK,
         (None, true) => StatusCode::NOT_FOUND,
     };
+    let injected = operation.as_deref().and_then(|op| provider.faults.consume_lookup(op));
+    let (sent_found, sent_status) = match injected {
+        None | Some(Injected::Late(_)) => (found.is_some(), status.as_u16()),
+        Some(Injected::Failed(code)) => (false, code),
+        Some(Injected::Garbage) => (false, 200),
+        Some(Injected::Dropped) => (false, status.as_u16()),
+    };
     provider.ledger.record(Event::ProviderLookup {
         tool: tool.to_owned(),
         operation,
         by_key,
         by_ref,
-        found: found.is_some(),
-        status: status.as_u16(),
+        found: sent_found,
+        status: sent_status,
+        injected,
     });
-    match found {
+    let answer = match found {
         Some(e) => (status, Json(json!({ "provider_ref": e.provider_ref, "result": e.result }))),
         None if status == StatusCode::NOT_IMPLEMENTED => {
             error(status, format!("tool {tool} ({}) has no lookup", kind.as_str()))
         }
         None => error(status, "no such effect"),
-    }
+    };
+    (injected, answer)
 }

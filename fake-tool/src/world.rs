@@ -4,7 +4,7 @@
 //! survives every kill, and its ledger is the ground truth the checker reads.
 
 use crate::consumers::{self, Consumers};
-use crate::faults::{ConsumerFault, ConsumerHold, Faults, ProviderFault};
+use crate::faults::{ConsumerFault, ConsumerHold, Faults, LookupFault, PolicyFault, ProviderFault};
 use crate::ledger::{Clock, Entry, Ledger};
 use crate::policy::{self, Policy, Revocation};
 use crate::provider::{self, Provider};
@@ -45,9 +45,10 @@ impl World {
         let faults = Arc::new(Faults::default());
         let (points_tx, points_rx) = mpsc::unbounded_channel();
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let policy = Policy::new(ledger.clone());
+        let policy = Policy::new(ledger.clone(), faults.clone());
 
-        let provider = Provider::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone());
+        let provider =
+            Provider::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone(), policy.clone());
         let provider_routes = Router::new()
             .route("/tools/{tool}", post(provider::call))
             .route("/tools/{tool}/effects", get(provider::lookup_by_key))
@@ -106,6 +107,12 @@ impl World {
     }
     pub fn arm_consumer_hold(&self, hold: ConsumerHold) {
         self.faults.arm_consumer_hold(hold);
+    }
+    pub fn arm_lookup(&self, fault: LookupFault) {
+        self.faults.arm_lookup(fault);
+    }
+    pub fn arm_policy(&self, fault: PolicyFault) {
+        self.faults.arm_policy(fault);
     }
 
     /// Withdraws a permission from now on; returns the revocation's sequence number.

@@ -352,14 +352,48 @@ fn no_blind_retry(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
             );
             continue;
         }
-        let looked_up = ledger.lookups.iter().any(|l| l.seq > before.seq && l.seq < after.seq);
-        if !looked_up {
-            found(
-                Invariant::NoBlindRetry,
-                format!("`{}` was attempted again without a provider lookup after the previous attempt", op.id),
-                evidence([before, after]),
-            );
+        // Only a lookup that answered "not found" about the previous attempt permits another: a
+        // 5xx, a dropped connection or an unreadable body said nothing (CONTRACT.md §4 step 9).
+        let key_of = |e: &Entry| match &e.event {
+            Event::ProviderCall { idempotency_key, .. } => idempotency_key.clone(),
+            _ => None,
+        };
+        let attempted_key = key_of(before);
+        let between: Vec<&Entry> =
+            ledger.lookups.iter().copied().filter(|l| l.seq > before.seq && l.seq < after.seq).collect();
+        let about_that_attempt = |l: &Entry| match &l.event {
+            Event::ProviderLookup { by_ref: Some(_), .. } => true,
+            Event::ProviderLookup { by_key, .. } => by_key.is_some() && *by_key == attempted_key,
+            _ => false,
+        };
+        if between.iter().any(|l| l.event.is_lookup_not_found() && about_that_attempt(l)) {
+            continue;
         }
+        let not_found_elsewhere: BTreeSet<&str> = between
+            .iter()
+            .filter(|l| l.event.is_lookup_not_found())
+            .filter_map(|l| match &l.event {
+                Event::ProviderLookup { by_key: Some(k), .. } => Some(k.as_str()),
+                _ => None,
+            })
+            .collect();
+        let attempted = attempted_key.as_deref().map_or("no key".to_owned(), |k| format!("key `{k}`"));
+        let message = if between.is_empty() {
+            format!("`{}` was attempted again without a provider lookup after the previous attempt", op.id)
+        } else if !not_found_elsewhere.is_empty() {
+            format!(
+                "`{}` was attempted again after lookups under {} answered \"not found\", but the previous attempt was sent with {attempted}: nothing said that attempt had no effect",
+                op.id,
+                not_found_elsewhere.iter().map(|k| format!("key `{k}`")).collect::<Vec<_>>().join(", ")
+            )
+        } else {
+            format!(
+                "`{}` was attempted again although no lookup since the previous attempt answered \"not found\" (404); {} lookup(s) were made, and an answer that is not a 404 (an error, a dropped connection, an unreadable body) is no answer",
+                op.id,
+                between.len()
+            )
+        };
+        found(Invariant::NoBlindRetry, message, evidence(std::iter::once(before).chain(between).chain([after])));
     }
 }
 

@@ -13,7 +13,10 @@ use crate::client::{Answer, Client, OperationReport, ReadError, Resubmission};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
 use crate::probe::ProbeMessage;
 use crate::scenario::{Action, Revoke, RuntimeSettings, Scenario};
-use fake_tool::{Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, ProviderFault, Revocation, Subject, World};
+use fake_tool::{
+    Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, LookupFault, PolicyFault, ProviderFault, Revocation,
+    Subject, World,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -198,15 +201,8 @@ impl Driver<'_> {
     }
 
     fn revoke(&self, fault_index: usize) {
-        let fault = &self.scenario.faults[fault_index];
-        let op = self.scenario.operation(&fault.operation).expect("validated when the scenario was read");
-        for r in &fault.revoke {
-            let subject = match r {
-                Revoke::Tool => Subject::Tool(op.tool.tool_name().to_owned()),
-                Revoke::Destination(d) => Subject::Destination(d.clone()),
-                Revoke::Operation => Subject::Operation(op.id.clone()),
-            };
-            self.world.revoke(Revocation { tenant: op.tenant.clone(), actor: None, subject });
+        for revocation in revocations(self.scenario, &self.scenario.faults[fault_index]) {
+            self.world.revoke(revocation);
         }
     }
 
@@ -243,6 +239,18 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             times: c.times,
             apply: c.apply,
             status: c.status,
+        });
+    }
+    // Armed before the runtime starts: it may ask the policy service or look up at once.
+    for l in &scenario.lookup_faults {
+        world.arm_lookup(LookupFault { operation: l.operation.clone(), times: l.times, response: l.response });
+    }
+    for p in &scenario.policy_faults {
+        world.arm_policy(PolicyFault {
+            times: p.times,
+            operation: p.operation.clone(),
+            subject: p.subject,
+            response: p.response,
         });
     }
 
@@ -601,6 +609,23 @@ fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
     }
 }
 
+/// The permissions `fault` withdraws, for its operation's tenant (every actor).
+fn revocations(scenario: &Scenario, fault: &crate::scenario::Fault) -> Vec<Revocation> {
+    let op = scenario.operation(&fault.operation).expect("validated when the scenario was read");
+    fault
+        .revoke
+        .iter()
+        .map(|r| {
+            let subject = match r {
+                Revoke::Tool => Subject::Tool(op.tool.tool_name().to_owned()),
+                Revoke::Destination(d) => Subject::Destination(d.clone()),
+                Revoke::Operation => Subject::Operation(op.id.clone()),
+            };
+            Revocation { tenant: op.tenant.clone(), actor: None, subject }
+        })
+        .collect()
+}
+
 /// Arms the fake world for the faults it stops the runtime at (tagged with the fault's index):
 /// `after_dispatch` always; without the probe, also the outside views of
 /// `after_provider_success` and `after_delivery_send`.
@@ -614,11 +639,18 @@ fn arm(world: &World, scenario: &Scenario, probe: bool) {
                 effect: fault.effect,
                 response: match fault.action {
                     Action::Kill => FaultResponse::Hold,
-                    Action::Fail => FaultResponse::Status(503),
+                    Action::Fail => FaultResponse::Status(fault.status.unwrap_or(503)),
+                    Action::Reject => FaultResponse::Reject(fault.status.unwrap_or(422)),
                     Action::Drop => FaultResponse::Drop,
+                    Action::Cut => FaultResponse::Cut,
+                    Action::Garbage => FaultResponse::Garbage,
+                    Action::NoRef => FaultResponse::NoRef,
                     Action::Delay => FaultResponse::Delay(fault.delay_ms),
                 },
                 tag,
+                // A kill's revocations are the driver's, put in force when it kills (`revoke`);
+                // any other action's are the provider's, when it receives the call: once either way.
+                revocations: if fault.action == Action::Kill { Vec::new() } else { revocations(scenario, fault) },
             }),
             Boundary::AfterProviderSuccess if !probe && reachable(fault, probe) => world.arm_provider(ProviderFault {
                 operation: fault.operation.clone(),
@@ -626,6 +658,7 @@ fn arm(world: &World, scenario: &Scenario, probe: bool) {
                 effect: true,
                 response: FaultResponse::AnswerAndSignal,
                 tag,
+                revocations: Vec::new(),
             }),
             Boundary::AfterDeliverySend if !probe && reachable(fault, probe) => world.arm_consumer_hold(ConsumerHold {
                 operation: fault.operation.clone(),

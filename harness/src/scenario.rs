@@ -5,7 +5,7 @@
 //! expected and the closest valid word. The grammar is documented in `scenarios/README.md`.
 
 use crate::boundary::{Boundary, Site, unknown_word};
-use fake_tool::ToolKind;
+use fake_tool::{Injected, PolicySubject, ToolKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::Range;
@@ -23,6 +23,8 @@ pub struct Scenario {
     pub operations: Vec<Operation>,
     pub faults: Vec<Fault>,
     pub consumer_faults: Vec<ConsumerFault>,
+    pub lookup_faults: Vec<LookupFault>,
+    pub policy_faults: Vec<PolicyFault>,
     pub runtime: RuntimeSettings,
     /// How long every operation has to settle after the last restart.
     pub deadline: Duration,
@@ -87,12 +89,39 @@ pub enum Action {
     /// SIGKILL the runtime's process group, then restart it on the same data dir.
     #[default]
     Kill,
-    /// `after_dispatch` only: the provider answers 503 instead of its real answer; no kill.
+    /// `after_dispatch` only: the provider answers `status` (a 5xx, default 503) instead of its
+    /// real answer; no kill.
     Fail,
-    /// `after_dispatch` only: the provider starts a 200 and breaks the connection; no kill.
+    /// `after_dispatch` only: the provider refuses the call with `status` (a 4xx, default 422) and
+    /// `{"error": …}`, and applies nothing; no kill.
+    Reject,
+    /// `after_dispatch` only: the provider breaks the connection before a complete answer head;
+    /// no kill.
     Drop,
+    /// `after_dispatch` only: a complete `200` head with the full `Content-Length`, then half the
+    /// body, then the connection closes; no kill.
+    Cut,
+    /// `after_dispatch` only: a complete `200` whose body is not JSON; no kill.
+    Garbage,
+    /// `after_dispatch` only: a complete JSON `200` without `provider_ref`; no kill.
+    NoRef,
     /// `after_dispatch` only: the provider answers `delay_ms` late; no kill.
     Delay,
+}
+
+impl Action {
+    fn name(self) -> &'static str {
+        match self {
+            Action::Kill => "kill",
+            Action::Fail => "fail",
+            Action::Reject => "reject",
+            Action::Drop => "drop",
+            Action::Cut => "cut",
+            Action::Garbage => "garbage",
+            Action::NoRef => "no_ref",
+            Action::Delay => "delay",
+        }
+    }
 }
 
 /// A permission withdrawn when a fault fires, for the operation's tenant.
@@ -124,7 +153,38 @@ pub struct Fault {
     pub action: Action,
     /// `action = "delay"`: how late the provider answers.
     pub delay_ms: u64,
+    /// `action = "fail"` or `"reject"`: the status the provider answers; `None` for the others.
+    pub status: Option<u16>,
     pub revoke: Vec<Revoke>,
+}
+
+/// What a spoilt lookup or policy check gets, as written in a scenario file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ServiceAction {
+    Fail,
+    Drop,
+    Garbage,
+    Delay,
+}
+
+/// The provider's first `times` lookups for one operation are not answered truthfully.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupFault {
+    pub operation: String,
+    pub times: u32,
+    pub response: Injected,
+}
+
+/// The policy service fails some checks: the next `times` (all: a dead service) that match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyFault {
+    pub times: Option<u32>,
+    /// Only checks naming this operation.
+    pub operation: Option<String>,
+    /// Only tool checks, or only destination checks.
+    pub subject: Option<PolicySubject>,
+    pub response: Injected,
 }
 
 /// A consumer that fails receipts.
@@ -184,9 +244,6 @@ fn default_retry_base_ms() -> u64 {
 fn default_occurrence() -> u32 {
     1
 }
-fn default_true() -> bool {
-    true
-}
 fn default_deadline() -> u64 {
     20
 }
@@ -214,8 +271,33 @@ struct File {
     faults: Vec<Spanned<FaultFile>>,
     #[serde(default, rename = "consumer_fault")]
     consumer_faults: Vec<Spanned<ConsumerFault>>,
+    #[serde(default, rename = "lookup_fault")]
+    lookup_faults: Vec<Spanned<LookupFaultFile>>,
+    #[serde(default, rename = "policy_fault")]
+    policy_faults: Vec<Spanned<PolicyFaultFile>>,
     #[serde(default)]
     catches: Vec<Catch>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LookupFaultFile {
+    operation: Spanned<String>,
+    times: u32,
+    action: ServiceAction,
+    status: Option<u16>,
+    delay_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFaultFile {
+    times: Option<u32>,
+    operation: Option<Spanned<String>>,
+    subject: Option<PolicySubject>,
+    action: ServiceAction,
+    status: Option<u16>,
+    delay_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -227,11 +309,12 @@ struct FaultFile {
     occurrence: u32,
     attempt: Option<u32>,
     destination: Option<Spanned<String>>,
-    #[serde(default = "default_true")]
-    effect: bool,
+    /// Absent: true, except for `reject`, which never applies the effect.
+    effect: Option<bool>,
     #[serde(default)]
     action: Action,
     delay_ms: Option<u64>,
+    status: Option<u16>,
     #[serde(default)]
     revoke: Vec<Spanned<String>>,
 }
@@ -328,15 +411,56 @@ impl Scenario {
                 }
                 (None, false) => None,
             };
-            if f.at.site() != Site::Provider && (f.action != Action::Kill || !f.effect) {
+            if f.at.site() != Site::Provider && (f.action != Action::Kill || f.effect == Some(false)) {
                 return Err(at(
                     Some(span),
                     format!(
-                        "`action = \"fail\" | \"drop\" | \"delay\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
+                        "`action = \"fail\" | \"reject\" | \"drop\" | \"cut\" | \"garbage\" | \"no_ref\" | \"delay\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
                         f.at
                     ),
                 ));
             }
+            let effect = match (f.action, f.effect) {
+                (Action::Reject, Some(true)) => {
+                    return Err(at(
+                        Some(span),
+                        "`action = \"reject\"` is a refusal, which never applies the effect: expected no `effect` (or `effect = false`), found `effect = true`".into(),
+                    ));
+                }
+                (Action::Reject, _) => false,
+                (_, effect) => effect.unwrap_or(true),
+            };
+            let status = match (f.action, f.status) {
+                (Action::Fail, None) => Some(503),
+                (Action::Reject, None) => Some(422),
+                (Action::Fail, Some(s @ 500..=599)) | (Action::Reject, Some(s @ 400..=499)) => Some(s),
+                (Action::Fail, Some(s)) => {
+                    return Err(at(
+                        Some(span),
+                        format!(
+                            "`action = \"fail\"` answers a server error: expected a `status` from 500 to 599, found {s} (a 4xx is `action = \"reject\"`)"
+                        ),
+                    ));
+                }
+                (Action::Reject, Some(s)) => {
+                    return Err(at(
+                        Some(span),
+                        format!(
+                            "`action = \"reject\"` answers a refusal: expected a `status` from 400 to 499, found {s} (a 5xx is `action = \"fail\"`)"
+                        ),
+                    ));
+                }
+                (other, Some(_)) => {
+                    return Err(at(
+                        Some(span),
+                        format!(
+                            "`status` only applies with `action = \"fail\"` or `\"reject\"`, not `\"{}\"`",
+                            other.name()
+                        ),
+                    ));
+                }
+                (_, None) => None,
+            };
             if f.at.site() == Site::Provider && f.attempt.is_some() {
                 return Err(at(
                     Some(span),
@@ -385,7 +509,7 @@ impl Scenario {
             }
             let mut revoke = Vec::new();
             for r in &f.revoke {
-                revoke.push(match r.get_ref().as_str() {
+                let withdrawn = match r.get_ref().as_str() {
                     "tool" => Revoke::Tool,
                     "operation" => Revoke::Operation,
                     other => match other.strip_prefix("destination:") {
@@ -400,7 +524,13 @@ impl Scenario {
                             ));
                         }
                     },
-                });
+                };
+                // Put in force once: a second identical revocation would be a second ledger line
+                // for one withdrawal.
+                if revoke.contains(&withdrawn) {
+                    return Err(at(Some(r.span()), format!("`{}` is revoked twice by this fault", r.get_ref())));
+                }
+                revoke.push(withdrawn);
             }
             faults.push(Fault {
                 at: f.at,
@@ -408,9 +538,10 @@ impl Scenario {
                 occurrence: f.occurrence,
                 attempt: f.attempt,
                 destination,
-                effect: f.effect,
+                effect,
                 action: f.action,
                 delay_ms,
+                status,
                 revoke,
             });
         }
@@ -431,6 +562,71 @@ impl Scenario {
             consumer_faults.push(c);
         }
 
+        let mut lookup_faults: Vec<LookupFault> = Vec::new();
+        for spanned in file.lookup_faults {
+            let span = spanned.span();
+            let f = spanned.into_inner();
+            let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+            let Some(op) = operations.iter().find(|o| o.id == *f.operation.get_ref()) else {
+                return Err(at(Some(f.operation.span()), unknown_word("operation", f.operation.get_ref(), &ids)));
+            };
+            if !op.tool.supports_lookup() {
+                return Err(at(
+                    Some(f.operation.span()),
+                    format!(
+                        "`{}` uses {} ({}), which has no lookup: expected an operation whose tool can be looked up ({} or {})",
+                        op.id,
+                        op.tool.tool_name(),
+                        op.tool.as_str(),
+                        ToolKind::IdempotentByKey.tool_name(),
+                        ToolKind::NonIdempotentWithLookup.tool_name()
+                    ),
+                ));
+            }
+            if f.times == 0 {
+                return Err(at(
+                    Some(span),
+                    "`times` counts the first lookups to spoil: expected 1 or more, found 0".into(),
+                ));
+            }
+            if lookup_faults.iter().any(|l| l.operation == op.id) {
+                return Err(at(
+                    Some(span),
+                    format!("`{}` already has a [[lookup_fault]]; its `times` counts all its lookups", op.id),
+                ));
+            }
+            // 404 is the truthful "not found": a lookup fault that sent it would be a lying
+            // provider, and the runtime would be right to attempt again.
+            let response = service_response("lookup", f.action, f.status, f.delay_ms, |s| s != 404)
+                .map_err(|why| at(Some(span), why))?;
+            lookup_faults.push(LookupFault { operation: op.id.clone(), times: f.times, response });
+        }
+
+        let mut policy_faults = Vec::new();
+        for spanned in file.policy_faults {
+            let span = spanned.span();
+            let f = spanned.into_inner();
+            let operation = match &f.operation {
+                Some(o) => {
+                    let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+                    if !ids.contains(&o.get_ref().as_str()) {
+                        return Err(at(Some(o.span()), unknown_word("operation", o.get_ref(), &ids)));
+                    }
+                    Some(o.get_ref().clone())
+                }
+                None => None,
+            };
+            if f.times == Some(0) {
+                return Err(at(
+                    Some(span),
+                    "`times` counts the checks to spoil: expected 1 or more, or no `times` for a service that never recovers, found 0".into(),
+                ));
+            }
+            let response = service_response("policy", f.action, f.status, f.delay_ms, |_| true)
+                .map_err(|why| at(Some(span), why))?;
+            policy_faults.push(PolicyFault { times: f.times, operation, subject: f.subject, response });
+        }
+
         Ok(Scenario {
             name,
             path: path.to_owned(),
@@ -438,6 +634,8 @@ impl Scenario {
             operations,
             faults,
             consumer_faults,
+            lookup_faults,
+            policy_faults,
             runtime: file.runtime,
             deadline: Duration::from_secs(file.deadline_seconds),
             catches: file.catches,
@@ -454,6 +652,8 @@ impl Scenario {
         let mut scaled = self.clone();
         scaled.operations.clear();
         scaled.faults.clear();
+        scaled.lookup_faults.clear();
+        scaled.policy_faults.clear();
         for k in 1..=copies {
             for op in &self.operations {
                 let mut copy = op.clone();
@@ -465,6 +665,17 @@ impl Scenario {
                 let mut copy = fault.clone();
                 copy.operation = format!("{}.{k}", fault.operation);
                 scaled.faults.push(copy);
+            }
+            for fault in &self.lookup_faults {
+                let mut copy = fault.clone();
+                copy.operation = format!("{}.{k}", fault.operation);
+                scaled.lookup_faults.push(copy);
+            }
+            // A fault for any operation is copied too, so each copy's checks meet as many.
+            for fault in &self.policy_faults {
+                let mut copy = fault.clone();
+                copy.operation = fault.operation.as_ref().map(|o| format!("{o}.{k}"));
+                scaled.policy_faults.push(copy);
             }
         }
         scaled
@@ -532,6 +743,33 @@ fn never_reached(fault: &Fault, operations: &[Operation], faults: &[Fault]) -> O
             ))
         }
         _ => None,
+    }
+}
+
+/// What a `[[lookup_fault]]` or `[[policy_fault]]` sends, from its `action`, `status` and
+/// `delay_ms`; `allowed` says which `fail` statuses the service may send.
+fn service_response(
+    service: &str,
+    action: ServiceAction,
+    status: Option<u16>,
+    delay_ms: Option<u64>,
+    allowed: impl Fn(u16) -> bool,
+) -> Result<Injected, String> {
+    match (action, status, delay_ms) {
+        (ServiceAction::Fail, None, None) => Ok(Injected::Failed(503)),
+        (ServiceAction::Fail, Some(s), None) if (400..=599).contains(&s) && allowed(s) => Ok(Injected::Failed(s)),
+        (ServiceAction::Fail, Some(s), None) => Err(format!(
+            "a failing {service} answers an error that is no answer: expected a `status` from 400 to 599{}, found {s}",
+            if allowed(404) { "" } else { " other than 404 (the truthful \"not found\")" }
+        )),
+        (ServiceAction::Delay, None, Some(ms)) => Ok(Injected::Late(ms)),
+        (ServiceAction::Delay, None, None) => {
+            Err(format!("`action = \"delay\"` needs `delay_ms`, how late the {service} answers"))
+        }
+        (ServiceAction::Drop, None, None) => Ok(Injected::Dropped),
+        (ServiceAction::Garbage, None, None) => Ok(Injected::Garbage),
+        (_, Some(_), _) => Err("`status` only applies with `action = \"fail\"`".into()),
+        (_, None, Some(_)) => Err("`delay_ms` only applies with `action = \"delay\"`".into()),
     }
 }
 
@@ -617,6 +855,19 @@ operation = "charge"
         assert!(err.message.contains("use `occurrence`"), "{}", err.message);
         let err = parse(&format!("{OK}action = \"delay\"\n")).unwrap_err();
         assert!(err.message.contains("needs `delay_ms`"), "{}", err.message);
+    }
+
+    #[test]
+    fn copies_carry_their_own_lookup_and_policy_faults() {
+        let text = format!(
+            "{OK}action = \"fail\"\n[[lookup_fault]]\noperation = \"charge\"\ntimes = 1\naction = \"drop\"\n[[policy_fault]]\noperation = \"charge\"\ntimes = 1\naction = \"garbage\"\n[[policy_fault]]\naction = \"fail\"\ntimes = 1\n"
+        );
+        let copies = parse(&text).unwrap().with_copies(2);
+        let lookups: Vec<&str> = copies.lookup_faults.iter().map(|l| l.operation.as_str()).collect();
+        assert_eq!(lookups, ["charge.1", "charge.2"]);
+        let policies: Vec<Option<&str>> = copies.policy_faults.iter().map(|p| p.operation.as_deref()).collect();
+        assert_eq!(policies, [Some("charge.1"), None, Some("charge.2"), None]);
+        assert_eq!(copies.faults[0].status, Some(503));
     }
 
     #[test]

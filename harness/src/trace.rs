@@ -2,7 +2,7 @@
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
 use crate::driver::{Happening, Mark, Run};
-use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response};
+use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Response};
 
 /// One line of the trace, with its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +106,10 @@ pub fn describe_entry(entry: &Entry) -> String {
             let response = match response {
                 Response::Sent(s) => format!("answered {s}"),
                 Response::Held => "answer held".into(),
-                Response::Dropped => "answer dropped".into(),
+                Response::Dropped => "connection dropped before a complete answer head".into(),
+                Response::Cut => "answered 200 with a complete head, body cut short, connection closed".into(),
+                Response::Garbage => "answered 200 with a body that is not JSON".into(),
+                Response::NoRef => "answered 200 without provider_ref".into(),
             };
             format!(
                 "provider  call {tool} for {} (call {call}, {}): {effect}, {response}",
@@ -114,7 +117,7 @@ pub fn describe_entry(entry: &Entry) -> String {
                 key(idempotency_key)
             )
         }
-        Event::ProviderLookup { tool, operation, by_key, by_ref, found, status } => {
+        Event::ProviderLookup { tool, operation, by_key, by_ref, found, status, injected } => {
             let by = match (by_ref, by_key) {
                 (Some(r), _) => format!("by ref {r}"),
                 (None, Some(k)) => format!("by key {k}"),
@@ -125,6 +128,11 @@ pub fn describe_entry(entry: &Entry) -> String {
                 (false, 404) => "not found".to_owned(),
                 (false, s) => format!("answered {s}"),
             };
+            let outcome = match injected {
+                None => outcome,
+                Some(Injected::Late(ms)) => format!("{outcome}, {ms} ms late (injected)"),
+                Some(spoilt) => describe_injected(*spoilt),
+            };
             format!("provider  lookup {tool} for {} {by}: {outcome}", op(operation))
         }
         Event::ConsumerReceipt { destination, operation, idempotency_key, applied, status, .. } => format!(
@@ -133,11 +141,11 @@ pub fn describe_entry(entry: &Entry) -> String {
             key(idempotency_key),
             if *applied { "applied" } else { "duplicate, not applied" }
         ),
-        Event::PolicyCheck { tenant, actor, operation, subject, answer } => {
-            let answer = match answer {
-                PolicyAnswer::Allowed => "allowed",
-                PolicyAnswer::Refused => "refused",
-                PolicyAnswer::NoDecision => "no decision (injected fault)",
+        Event::PolicyCheck { tenant, actor, operation, subject, answer, injected } => {
+            let answer = match (answer, injected) {
+                (_, Some(Injected::Late(ms))) => format!("{}, {ms} ms late (injected)", decision(*answer)),
+                (_, Some(spoilt)) => format!("no decision, {}", describe_injected(*spoilt)),
+                (answer, None) => decision(*answer).to_owned(),
             };
             let operation = operation.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
             format!("policy    {tenant}/{actor} {subject}{operation}: {answer}")
@@ -145,5 +153,22 @@ pub fn describe_entry(entry: &Entry) -> String {
         Event::Revocation { tenant, actor, subject } => {
             format!("harness   revoke {subject} for {tenant}/{}", actor.as_deref().unwrap_or("*"))
         }
+    }
+}
+
+fn decision(answer: PolicyAnswer) -> &'static str {
+    match answer {
+        PolicyAnswer::Allowed => "allowed",
+        PolicyAnswer::Refused => "refused",
+        PolicyAnswer::NoDecision => "no decision",
+    }
+}
+
+fn describe_injected(injected: Injected) -> String {
+    match injected {
+        Injected::Failed(status) => format!("answered {status} (injected)"),
+        Injected::Dropped => "connection dropped before a complete answer head (injected)".into(),
+        Injected::Garbage => "answered 200 with a body that is not JSON (injected)".into(),
+        Injected::Late(ms) => format!("answered {ms} ms late (injected)"),
     }
 }
