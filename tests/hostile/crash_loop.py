@@ -21,13 +21,15 @@ def first_boundary(op):
 
 
 runtime = Runtime(on_submit=first_boundary)
-runtime.ready()
+op = None
 if os.path.exists(MEMORY):
     with open(MEMORY) as f:
         op = f.read()
-    # It keeps the operation it accepted (a runtime that forgot it would be reported for that,
-    # at once, and never get to crash again).
+    # It keeps the operation it accepted, from before it is ready (a runtime that forgot it, even
+    # for a moment, would be reported for that at once, and never get to crash again).
     with runtime.lock:
         runtime.states[op] = "INTENT_RECORDED"
+runtime.ready()
+if op is not None:
     first_boundary(op)
 block_forever()
