@@ -210,6 +210,9 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     }
     intent_durable(run, &mut violations);
     idempotent_submission(run, &mut violations);
+    if run.aborted.is_none() {
+        world_faults_reached(scenario, run, &mut violations);
+    }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error: None }
 }
@@ -251,6 +254,60 @@ fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run
         && op.expect == Outcome::SucceededOrGaveUp
         && gave_up
         && calls < fault.occurrence as usize
+}
+
+/// Lookup and policy faults count as reached only when the fake world spoilt as many answers as
+/// the file says (a dead policy service: at least one). A runtime that stopped asking before then
+/// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the
+/// rule it tests, unexercised.
+fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    for fault in &scenario.lookup_faults {
+        let spoilt = run
+            .ledger
+            .iter()
+            .filter(|e| {
+                matches!(&e.event, Event::ProviderLookup { operation: Some(o), injected: Some(_), .. } if *o == fault.operation)
+            })
+            .count();
+        if spoilt < fault.times as usize {
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: Some(fault.operation.clone()),
+                message: format!(
+                    "the lookup fault on `{}` was to spoil {} lookup(s), but the runtime made only {spoilt} while it was armed: the rule it tests (a lookup that does not answer is no answer) was not exercised",
+                    fault.operation, fault.times
+                ),
+                evidence: evidence(run.ledger.iter().filter(|e| {
+                    matches!(&e.event, Event::ProviderLookup { operation: Some(o), .. } if *o == fault.operation)
+                })),
+            });
+        }
+    }
+    for fault in &scenario.policy_faults {
+        let matches = |e: &&Entry| match &e.event {
+            Event::PolicyCheck { operation, subject, injected: Some(_), .. } => {
+                fault.operation.as_ref().is_none_or(|o| operation.as_ref() == Some(o))
+                    && fault.subject.is_none_or(|s| match s {
+                        fake_tool::PolicySubject::Tool => matches!(subject, Subject::Tool(_)),
+                        fake_tool::PolicySubject::Destination => matches!(subject, Subject::Destination(_)),
+                    })
+            }
+            _ => false,
+        };
+        let spoilt = run.ledger.iter().filter(matches).count();
+        let wanted = fault.times.unwrap_or(1) as usize;
+        if spoilt < wanted {
+            let whose = fault.operation.as_deref().map(|o| format!(" for `{o}`")).unwrap_or_default();
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: fault.operation.clone(),
+                message: format!(
+                    "the policy fault{whose} was to spoil {wanted} check(s), but only {spoilt} were asked while it was armed: the rule it tests (no decision is no permission) was not exercised"
+                ),
+                evidence: Vec::new(),
+            });
+        }
+    }
 }
 
 type Found<'f> = dyn FnMut(Invariant, String, Vec<String>) + 'f;
