@@ -44,6 +44,8 @@ pub struct Certificate {
     pub summary: Summary,
     pub scenarios: Vec<ScenarioEntry>,
     pub matrix: Vec<MatrixCell>,
+    /// Every numbered rule of the contract and what this run established about it.
+    pub rules: Vec<crate::coverage::RuleOutcome>,
 }
 
 #[derive(Debug, Serialize)]
@@ -158,6 +160,7 @@ impl Certificate {
                 .into_iter()
                 .map(|(boundary, tool_kind, cell)| MatrixCell { boundary, tool_kind, cell })
                 .collect(),
+            rules: crate::coverage::judge_rules(&verdicts),
         }
     }
 

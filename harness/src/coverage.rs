@@ -485,6 +485,91 @@ pub fn document() -> Result<String, Vec<String>> {
     Ok(out)
 }
 
+/// What one certification run established about a rule, for the certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleStatus {
+    /// Its invariants held in every judged scenario, and a scenario that exercises it passed.
+    Verified,
+    /// A scenario violated one of its invariants.
+    Violated,
+    /// Its invariants held, but no scenario that exercises it ran to a full pass (filtered out,
+    /// partial without the probe, or not judged): this run says nothing about it.
+    NotExercised,
+    /// Enforced by the harness while it started and talked to the runtime.
+    Enforced,
+    /// killpoint does not check it (yet); `note` says why.
+    NotChecked,
+}
+
+/// One rule's line in the certificate.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleOutcome {
+    pub id: &'static str,
+    pub status: RuleStatus,
+    pub invariants: Vec<Invariant>,
+    /// Why it is not checked, or which scenarios violated it.
+    pub note: Option<String>,
+}
+
+/// Every rule of [`RULES`] judged from a certification run's verdicts (scenario name, verdict).
+pub fn judge_rules(verdicts: &[&crate::checker::Verdict]) -> Vec<RuleOutcome> {
+    use crate::checker::Status;
+    let judged: Vec<_> = verdicts.iter().filter(|v| v.error.is_none()).collect();
+    RULES
+        .iter()
+        .map(|rule| match rule.check {
+            Check::NotChecked(why) => RuleOutcome {
+                id: rule.id,
+                status: RuleStatus::NotChecked,
+                invariants: Vec::new(),
+                note: Some(why.to_owned()),
+            },
+            Check::Harness(how) => RuleOutcome {
+                id: rule.id,
+                status: if judged.is_empty() { RuleStatus::NotExercised } else { RuleStatus::Enforced },
+                invariants: Vec::new(),
+                note: Some(how.to_owned()),
+            },
+            Check::Invariants(invariants) => {
+                let violated: Vec<&str> = judged
+                    .iter()
+                    .filter(|v| v.violations.iter().any(|x| invariants.contains(&x.invariant)))
+                    .map(|v| v.scenario.as_str())
+                    .collect();
+                let exercising = |v: &&&crate::checker::Verdict| {
+                    v.status() == Status::Pass
+                        && (rule.proven_by.is_empty() || rule.proven_by.iter().any(|(_, s)| *s == v.scenario))
+                };
+                let (status, note) = if !violated.is_empty() {
+                    (RuleStatus::Violated, Some(format!("violated in {}", violated.join(", "))))
+                } else if judged.iter().any(exercising) {
+                    (RuleStatus::Verified, None)
+                } else {
+                    let wanted: Vec<&str> = rule.proven_by.iter().map(|(_, s)| *s).collect();
+                    (RuleStatus::NotExercised, Some(format!("needs a full pass of {}", wanted.join(" or "))))
+                };
+                RuleOutcome { id: rule.id, status, invariants: invariants.to_vec(), note }
+            }
+        })
+        .collect()
+}
+
+/// "37 verified, 1 violated (§4-5), …" for the text summary.
+pub fn summarise(rules: &[RuleOutcome]) -> String {
+    let ids = |status: RuleStatus| -> Vec<&str> { rules.iter().filter(|r| r.status == status).map(|r| r.id).collect() };
+    let mut parts = vec![format!("{} verified", ids(RuleStatus::Verified).len())];
+    for (status, word) in [(RuleStatus::Violated, "violated"), (RuleStatus::NotExercised, "not exercised")] {
+        let found = ids(status);
+        if !found.is_empty() {
+            parts.push(format!("{} {word} ({})", found.len(), found.join(", ")));
+        }
+    }
+    parts.push(format!("{} enforced by the harness", ids(RuleStatus::Enforced).len()));
+    parts.push(format!("{} not checked", ids(RuleStatus::NotChecked).len()));
+    format!("contract rules: {} (docs/coverage.md)", parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -213,6 +213,7 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
     println!("\n{}", report::matrix_table(&report::matrix(&verdicts)));
     let certificate = Certificate::new(target, &outcomes);
+    println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
     for (path, text, what) in
         [(&args.json, certificate.to_json(), "JSON certificate"), (&args.junit, certificate.to_junit(), "JUnit report")]
     {
