@@ -139,7 +139,12 @@ pub fn describe_entry(entry: &Entry) -> String {
             "consumer  {destination} received {} ({}): {}, answered {status}",
             op(operation),
             key(idempotency_key),
-            if *applied { "applied" } else { "duplicate, not applied" }
+            match (applied, (200..300).contains(status)) {
+                (true, _) => "applied",
+                // The fake consumer answers non-2xx only when a scenario's fault tells it to.
+                (false, false) => "not applied (injected failure)",
+                (false, true) => "duplicate, not applied",
+            }
         ),
         Event::PolicyCheck { tenant, actor, operation, subject, answer, injected } => {
             let answer = match (answer, injected) {
