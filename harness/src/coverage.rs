@@ -186,7 +186,7 @@ pub const RULES: &[Rule] = &[
             ("rerun-on-delivery", "delivery_dead_letter"),
         ],
     },
-    Rule { id: "§6-1", check: by(&[DeliveredOnce]), proven_by: &[] },
+    Rule { id: "§6-1", check: by(&[DeliveredOnce]), proven_by: &[("trust-2xx", "unreadable_success")] },
     Rule {
         id: "§6-2",
         check: by(&[StableDeliveryKey]),
