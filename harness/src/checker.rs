@@ -656,7 +656,16 @@ fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run, found: &m
         let mut proof = Vec::new();
         let mut previous: Option<&Entry> = None;
         for entry in entries {
-            let window = checks(&subject, previous.map_or(0, |p| p.seq), entry.seq);
+            // An answer given to an incarnation that was killed since authorises nothing in the
+            // next one (CONTRACT.md §8-3): the window starts at the last kill, too.
+            let last_kill = run
+                .timeline
+                .iter()
+                .filter(|m| matches!(m.happening, Happening::Killed { .. }) && m.seq < entry.seq)
+                .map(|m| m.seq)
+                .max()
+                .unwrap_or(0);
+            let window = checks(&subject, previous.map_or(0, |p| p.seq).max(last_kill), entry.seq);
             if !allowed(&window) {
                 unchecked.push(entry.seq);
                 proof.extend(previous);
