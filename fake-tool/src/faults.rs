@@ -82,7 +82,8 @@ pub enum PolicySubject {
 }
 
 impl PolicySubject {
-    fn matches(self, subject: &Subject) -> bool {
+    /// Whether a check about `subject` is of this kind.
+    pub fn matches(self, subject: &Subject) -> bool {
         match self {
             PolicySubject::Tool => matches!(subject, Subject::Tool(_)),
             PolicySubject::Destination => matches!(subject, Subject::Destination(_)),

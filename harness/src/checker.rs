@@ -105,6 +105,15 @@ impl<'a> OperationLedger<'a> {
         }
     }
 
+    /// Every receipt of this operation at `destination`, in ledger order.
+    fn receipts_at(&self, destination: &str) -> Vec<&'a Entry> {
+        self.receipts
+            .iter()
+            .copied()
+            .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, .. } if d == destination))
+            .collect()
+    }
+
     fn applied(&self) -> Vec<&'a Entry> {
         self.calls
             .iter()
@@ -243,11 +252,7 @@ fn coverage(scenario: &Scenario, run: &Run) -> Vec<Coverage> {
 /// without any fault of the runtime's.
 fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run) -> bool {
     let Some(op) = scenario.operation(&fault.operation) else { return false };
-    let calls = run
-        .ledger
-        .iter()
-        .filter(|e| e.event.operation() == Some(op.id.as_str()) && matches!(e.event, Event::ProviderCall { .. }))
-        .count();
+    let calls = OperationLedger::of(&run.ledger, &op.id).calls.len();
     let gave_up = run.reports.get(&op.id).is_some_and(|r| {
         (r.execution == ExecutionState::Failed && r.failure.as_ref().is_some_and(|f| !f.reason.starts_with("policy:")))
             || (r.execution == ExecutionState::Unknown && r.paused)
@@ -290,10 +295,7 @@ fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Vio
         let matches = |e: &&Entry| match &e.event {
             Event::PolicyCheck { operation, subject, injected: Some(_), .. } => {
                 fault.operation.as_ref().is_none_or(|o| operation.as_ref() == Some(o))
-                    && fault.subject.is_none_or(|s| match s {
-                        fake_tool::PolicySubject::Tool => matches!(subject, Subject::Tool(_)),
-                        fake_tool::PolicySubject::Destination => matches!(subject, Subject::Destination(_)),
-                    })
+                    && fault.subject.is_none_or(|s| s.matches(subject))
             }
             _ => false,
         };
@@ -353,12 +355,7 @@ fn stable_keys(op: &Operation, ledger: &OperationLedger, found: &mut Found) {
         );
     }
     for destination in &op.destinations {
-        let receipts: Vec<&Entry> = ledger
-            .receipts
-            .iter()
-            .copied()
-            .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, .. } if d == destination))
-            .collect();
+        let receipts = ledger.receipts_at(destination);
         let keys: BTreeSet<Option<&str>> = receipts
             .iter()
             .filter_map(|e| match &e.event {
@@ -617,16 +614,6 @@ fn policy_respected(
     }
 }
 
-/// The operation's receipts at one destination, in ledger order.
-fn receipts_at<'a>(ledger: &OperationLedger<'a>, destination: &str) -> Vec<&'a Entry> {
-    ledger
-        .receipts
-        .iter()
-        .copied()
-        .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, .. } if d == destination))
-        .collect()
-}
-
 /// Every use of the provider or of a consumer must follow a fresh `Allowed` answer. Reading the
 /// ledger this way catches a runtime that reuses an earlier answer (a cache, a flag on the
 /// operation): today's revocations always come with a kill, which empties any in-memory cache,
@@ -652,7 +639,7 @@ fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run, found: &m
     let mut uses: Vec<(Subject, &str, Vec<&Entry>)> =
         vec![(Subject::Tool(op.tool.tool_name().to_owned()), "reached the provider", ledger.calls.clone())];
     for destination in &op.destinations {
-        uses.push((Subject::Destination(destination.clone()), "was sent to", receipts_at(ledger, destination)));
+        uses.push((Subject::Destination(destination.clone()), "was sent to", ledger.receipts_at(destination)));
     }
     for (subject, verb, entries) in uses {
         let mut unchecked = Vec::new();
@@ -720,7 +707,7 @@ fn delivery_backoff(scenario: &Scenario, op: &Operation, ledger: &OperationLedge
         run.timeline.iter().filter(|m| matches!(m.happening, Happening::Killed { .. })).map(|m| m.seq).collect();
     let timed = |e: &Entry| format!("#{} {} (at {:.1} ms)", e.seq, describe_entry(e), e.at_micros as f64 / 1000.0);
     for destination in &op.destinations {
-        let receipts = receipts_at(ledger, destination);
+        let receipts = ledger.receipts_at(destination);
         for (i, pair) in receipts.windows(2).enumerate() {
             let (earlier, later) = (pair[0], pair[1]);
             let Event::ConsumerReceipt { status, .. } = &earlier.event else { continue };
@@ -762,7 +749,7 @@ fn dead_letter_bound(
 ) {
     let max = scenario.runtime.delivery_max_attempts;
     for destination in &op.destinations {
-        let receipts = receipts_at(ledger, destination);
+        let receipts = ledger.receipts_at(destination);
         let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
         // A kill after a consumer accepted a send, before the runtime recorded it, leaves the
         // delivery SENT; the next incarnation sends it again even past the bound, since that
@@ -851,7 +838,7 @@ fn truthful_status(
         );
     }
     for delivery in &report.deliveries {
-        let receipts = receipts_at(ledger, &delivery.destination);
+        let receipts = ledger.receipts_at(&delivery.destination);
         let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
         if delivery.attempts < received || delivery.attempts > received.saturating_add(slack) {
             found(

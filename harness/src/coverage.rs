@@ -1,15 +1,13 @@
 //! The coverage table: every numbered rule of the contract (`[§4-3]` in `CONTRACT.md`) and what
 //! checks it. This is the one place that says which rules killpoint verifies and which it does not.
 //!
-//! The rule texts come from `CONTRACT.md` itself (compiled in), the checks from [`RULES`], and the
-//! scenarios and broken runtimes that exercise each check from the scenario files' `[[catches]]`:
-//! `docs/coverage.md` is generated from the three, and a test fails when the contract gains a rule
-//! without a row here, a row names a rule the contract lost, or the document is stale.
+//! The rule texts come from `CONTRACT.md` itself (compiled in); the checks and their proofs (broken
+//! variant → scenario) from [`RULES`]. `docs/coverage.md` is generated from the two, and tests fail
+//! when the contract gains a rule without a row here, a row names a rule the contract lost, a
+//! proof is not backed by that scenario's `[[catches]]`, or the document is stale.
 
 use crate::invariant::Invariant;
-use crate::scenario::Scenario;
 use serde::Serialize;
-use std::collections::BTreeSet;
 
 /// The contract, as compiled into this harness.
 pub const CONTRACT_TEXT: &str = include_str!("../../CONTRACT.md");
@@ -366,7 +364,7 @@ fn blocks(text: &str) -> Vec<Block> {
         let starts_item = trimmed.starts_with("- ")
             || trimmed.starts_with('|')
             || trimmed.starts_with('#')
-            || trimmed.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            || after_list_number(trimmed).is_some();
         if in_code || trimmed.is_empty() || starts_item {
             blocks.extend(current.take());
         }
@@ -411,37 +409,19 @@ fn valid_id(id: &str) -> bool {
     [section, n].iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The text after a numbered list item's marker (`11. `), if `line` starts with one.
+fn after_list_number(line: &str) -> Option<&str> {
+    line.split_once(". ").filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())).map(|(_, rest)| rest)
+}
+
 /// Markdown emphasis and list markers removed, white space folded.
 fn plain(text: &str) -> String {
     let text = text.replace("**", "");
     let text = text.trim().trim_start_matches("- ").trim();
-    let text = match text.split_once(". ") {
-        Some((n, rest)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => rest,
-        _ => text,
-    };
+    let text = after_list_number(text).unwrap_or(text);
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     // A rule that continues a sentence after another rule's tag: ", and MUST NOT …".
     text.trim_start_matches([',', ';', ' ']).trim_start_matches("and ").to_owned()
-}
-
-/// A broken variant of the reference runtime caught by a scenario on some of a rule's invariants.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Proof {
-    pub broken: String,
-    pub scenario: String,
-}
-
-/// The scenarios that name, in `[[catches]]`, a broken variant caught on any of `invariants`.
-pub fn proofs(invariants: &[Invariant], scenarios: &[Scenario]) -> Vec<Proof> {
-    let mut proofs = BTreeSet::new();
-    for scenario in scenarios {
-        for catch in &scenario.catches {
-            if catch.invariants.iter().any(|name| invariants.iter().any(|i| i.as_str() == name)) {
-                proofs.insert(Proof { broken: catch.broken.clone(), scenario: scenario.name.clone() });
-            }
-        }
-    }
-    proofs.into_iter().collect()
 }
 
 /// `docs/coverage.md`, generated.
@@ -579,6 +559,7 @@ pub fn summarise(rules: &[RuleOutcome]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Scenario;
 
     fn standard_scenarios() -> Vec<Scenario> {
         Scenario::load_dir(&crate::trials::standard_scenarios())
@@ -615,7 +596,7 @@ mod tests {
     /// runtime: no runtime bug is needed to show that they can fail.
     const PROVEN_ELSEWHERE: [(Invariant, &str); 2] = [
         (Invariant::Settled, "tests/hostile.rs: a runtime stuck after a boundary"),
-        (Invariant::FaultsReached, "tests/certify.rs: a fault at an occurrence the workload never reaches"),
+        (Invariant::FaultsReached, "tests/checker_proofs.rs: a fault at an occurrence the workload never reaches"),
     ];
 
     #[test]
@@ -624,7 +605,9 @@ mod tests {
         let unproven: Vec<&str> = Invariant::ALL
             .into_iter()
             .filter(|i| !PROVEN_ELSEWHERE.iter().any(|(e, _)| e == i))
-            .filter(|i| proofs(&[*i], &scenarios).is_empty())
+            .filter(|i| {
+                !scenarios.iter().flat_map(|s| &s.catches).any(|c| c.invariants.iter().any(|n| n == i.as_str()))
+            })
             .map(|i| i.as_str())
             .collect();
         assert!(unproven.is_empty(), "invariants no scenario's [[catches]] proves can fail: {unproven:?}");

@@ -168,6 +168,9 @@ struct Driver<'a> {
     last_kill: Option<Instant>,
     restarts: Vec<Duration>,
     recoveries: Vec<Duration>,
+    /// Operations the runtime accepted, in order, and those it has since said it does not know.
+    accepted: Vec<String>,
+    forgotten: BTreeSet<String>,
 }
 
 impl Driver<'_> {
@@ -203,6 +206,43 @@ impl Driver<'_> {
     fn revoke(&self, fault_index: usize) {
         for revocation in revocations(self.scenario, &self.scenario.faults[fault_index]) {
             self.world.revoke(revocation);
+        }
+    }
+
+    /// Fires fault `fault_index`: its revocations, SIGKILL, a restart on the same data dir, and
+    /// the checks every restart owes the client's side of the contract.
+    async fn fire(&mut self, fault_index: usize, launch: &Launch<'_>) -> Result<(), String> {
+        self.revoke(fault_index);
+        self.kill_and_restart(launch).await?;
+        self.after_restart().await;
+        Ok(())
+    }
+
+    /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
+    fn forgot(&mut self, operation: &str, answer: String) {
+        let incarnation = self.incarnation.number;
+        self.mark(Happening::Forgotten { operation: operation.to_owned(), incarnation, answer });
+        self.forgotten.insert(operation.to_owned());
+    }
+
+    /// After every restart: is every accepted operation still known (`intent_durable`), and does
+    /// the runtime answer its resubmission as the contract says (`idempotent_submission`)?
+    async fn after_restart(&mut self) {
+        let incarnation = self.incarnation.number;
+        for id in self.accepted.clone() {
+            if self.forgotten.contains(&id) {
+                continue;
+            }
+            if let Err(ReadError::Unknown(answer)) = self.client.read(&id).await {
+                self.forgot(&id, answer);
+                continue;
+            }
+            let op = self.scenario.operation(&id).expect("accepted operations are the scenario's");
+            for submission in Resubmission::AGAIN {
+                let answer = self.client.resubmit(op, submission).await;
+                let operation = Some(id.clone());
+                self.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
+            }
         }
     }
 
@@ -300,6 +340,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         last_kill: None,
         restarts: Vec::new(),
         recoveries: Vec::new(),
+        accepted: Vec::new(),
+        forgotten: BTreeSet::new(),
     };
 
     let mut unsettled = Vec::new();
@@ -313,10 +355,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 Ok(report) => {
                     reports.insert(op.id.clone(), report);
                 }
-                Err(ReadError::Unknown(answer)) => {
-                    let incarnation = driver.incarnation.number;
-                    driver.mark(Happening::Forgotten { operation: op.id.clone(), incarnation, answer });
-                }
+                Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
                 Err(ReadError::Other(_)) => {}
             }
         }
@@ -403,16 +442,13 @@ async fn drive(
 ) -> Result<(), String> {
     let scenario = driver.scenario;
     let probe = driver.incarnation.probe.is_some();
-    // Operations the runtime accepted, in order, and those it has since said it does not know.
-    let mut accepted: Vec<String> = Vec::new();
-    let mut forgotten: BTreeSet<String> = BTreeSet::new();
     for op in &scenario.operations {
         // Marked before the request: the runtime may start work before its answer arrives.
         driver.mark(Happening::Submitted { operation: op.id.clone() });
         let submitted = driver.client.submit(op).await;
         if let Ok(status) = submitted {
             driver.mark(Happening::Answered { operation: op.id.clone(), status });
-            accepted.push(op.id.clone());
+            driver.accepted.push(op.id.clone());
             // `after_submit`: killed the instant the runtime said it has the operation.
             let fault = scenario.faults.iter().enumerate().position(|(i, f)| {
                 f.at == Boundary::AfterSubmit && f.operation == op.id && driver.hits[i] == Hit::NotReached
@@ -421,9 +457,7 @@ async fn drive(
                 driver.hits[i] = Hit::Exact;
                 let what = format!("client received 202 Accepted for {}", op.id);
                 driver.mark(Happening::KillPoint { operation: op.id.clone(), what });
-                driver.revoke(i);
-                driver.kill_and_restart(launch).await?;
-                after_restart(driver, &accepted, &mut forgotten).await;
+                driver.fire(i, launch).await?;
             }
         }
         if let Err(e) = submitted {
@@ -448,7 +482,7 @@ async fn drive(
         loop {
             // A runtime that says it does not know an operation it accepted will not settle it:
             // reported as soon as seen, not at the deadline.
-            if forgotten.contains(&op.id) {
+            if driver.forgotten.contains(&op.id) {
                 break;
             }
             // Checked here as well as in the last branch: `biased` polls that branch only when no
@@ -476,9 +510,7 @@ async fn drive(
                         Some(i) => {
                             driver.hits[i] = Hit::Exact;
                             driver.mark(Happening::Boundary { message, killed: true });
-                            driver.revoke(i);
-                            driver.kill_and_restart(launch).await?;
-                            after_restart(driver, &accepted, &mut forgotten).await;
+                            driver.fire(i, launch).await?;
                             deadline = tokio::time::Instant::now() + scenario.deadline;
                         }
                         None => {
@@ -510,9 +542,7 @@ async fn drive(
                             Hit::Exact
                         };
                         driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
-                        driver.revoke(i);
-                        driver.kill_and_restart(launch).await?;
-                        after_restart(driver, &accepted, &mut forgotten).await;
+                        driver.fire(i, launch).await?;
                         deadline = tokio::time::Instant::now() + scenario.deadline;
                     }
                 }
@@ -534,11 +564,7 @@ async fn drive(
                             break;
                         }
                         Ok(report) => last_seen = report.summary(),
-                        Err(ReadError::Unknown(answer)) => {
-                            let incarnation = driver.incarnation.number;
-                            driver.mark(Happening::Forgotten { operation: op.id.clone(), incarnation, answer });
-                            forgotten.insert(op.id.clone());
-                        }
+                        Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
                         Err(e) => last_seen = format!("unreadable: {e}"),
                     }
                 }
@@ -551,32 +577,10 @@ async fn drive(
     }
     // Once per run, when the runtime has settled everything (a stuck one would make each request
     // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
-    if unsettled.is_empty() && forgotten.is_empty() {
+    if unsettled.is_empty() && driver.forgotten.is_empty() {
         malformed_submissions(driver).await;
     }
     Ok(())
-}
-
-/// After every restart: is every accepted operation still known (`intent_durable`), and does
-/// the runtime answer its resubmission as the contract says (`idempotent_submission`)?
-async fn after_restart(driver: &mut Driver<'_>, accepted: &[String], forgotten: &mut BTreeSet<String>) {
-    let incarnation = driver.incarnation.number;
-    for id in accepted {
-        if forgotten.contains(id) {
-            continue;
-        }
-        if let Err(ReadError::Unknown(answer)) = driver.client.read(id).await {
-            driver.mark(Happening::Forgotten { operation: id.clone(), incarnation, answer });
-            forgotten.insert(id.clone());
-            continue;
-        }
-        let op = driver.scenario.operation(id).expect("accepted operations are the scenario's");
-        for submission in Resubmission::AGAIN {
-            let answer = driver.client.resubmit(op, submission).await;
-            let operation = Some(id.clone());
-            driver.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
-        }
-    }
 }
 
 async fn malformed_submissions(driver: &mut Driver<'_>) {
