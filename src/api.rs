@@ -98,7 +98,7 @@ async fn submit(State(state): State<AppState>, body: Result<Bytes, BytesRejectio
     validate(&submission)?;
 
     let id = &submission.operation_id;
-    let hash = request_hash(&as_set(&submission));
+    let hash = request_hash(&submission);
     if state.broken == Some(Broken::AckBeforeDurable) && state.store.operation(id)?.is_none() {
         let mut unwritten = state.unwritten.lock().unwrap_or_else(|p| p.into_inner());
         let status = if unwritten.iter().any(|(queued, _)| queued.operation_id == *id) {
@@ -177,14 +177,6 @@ fn off_the_map(status: StatusCode, method: &Method, uri: &Uri) -> ApiError {
             uri.path()
         ),
     }
-}
-
-/// The submission as the contract compares it: `destinations` is a set, so its order is not part
-/// of "the same body".
-fn as_set(submission: &Submission) -> Submission {
-    let mut canonical = submission.clone();
-    canonical.destinations.sort();
-    canonical
 }
 
 // ---- validation -----------------------------------------------------------------------------

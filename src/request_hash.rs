@@ -12,8 +12,12 @@ use serde_json::Value;
 use crate::model::Submission;
 
 /// `fnv1a64:` followed by 16 hex digits.
+/// `destinations` is a set (CONTRACT.md §3): its order is not part of the fingerprint.
 pub fn request_hash(submission: &Submission) -> String {
-    let value = serde_json::to_value(submission).expect("a submission is plain JSON");
+    let mut value = serde_json::to_value(submission).expect("a submission is plain JSON");
+    if let Some(Value::Array(destinations)) = value.get_mut("destinations") {
+        destinations.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    }
     let mut canonical = String::new();
     write_canonical(&value, &mut canonical);
     format!("fnv1a64:{:016x}", fnv1a64(canonical.as_bytes()))
@@ -93,5 +97,17 @@ mod tests {
         );
         assert_eq!(request_hash(&a), request_hash(&b));
         assert_ne!(request_hash(&a), request_hash(&c));
+    }
+
+    #[test]
+    fn destinations_are_a_set() {
+        let body = |destinations: &str| {
+            submission(&format!(
+                r#"{{"operation_id":"op-1","tenant":"t","actor":"a",
+                    "tool":{{"name":"x","kind":"idempotent_by_key"}},"arguments":{{}},"destinations":{destinations}}}"#
+            ))
+        };
+        assert_eq!(request_hash(&body(r#"["a","b"]"#)), request_hash(&body(r#"["b","a"]"#)));
+        assert_ne!(request_hash(&body(r#"["a","b"]"#)), request_hash(&body(r#"["a"]"#)));
     }
 }
