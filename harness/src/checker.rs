@@ -817,13 +817,13 @@ fn truthful_status(
         );
         return;
     };
-    // Counts are exact, on one assumption: no kill lands between a runtime's write-ahead of an
-    // attempt (or a send) and the request reaching the provider (or the consumer). None of
-    // today's kill points can: the probe's boundaries all lie outside that window
-    // (`before_dispatch` comes before DISPATCHED is written, every other one after the answer),
-    // and without the probe the harness kills only at a provider's or consumer's hold, after the
-    // request arrived. So a request counted but never received, or received but not counted, is
-    // a miscount.
+    // Counts are exact except for `slack`: a kill between a runtime's write-ahead of an attempt
+    // (or a send) and the request reaching the provider (or the consumer) leaves one count the
+    // ledger cannot show. No exact kill point lands there: the probe's boundaries all lie outside
+    // that window (`before_dispatch` comes before DISPATCHED is written, every other one after
+    // the answer), and the provider's and consumers' holds come after the request arrived. Only
+    // an approximate kill (black-box `after_provider_success`) may, hence one count of slack
+    // each. A request received but not counted is always a miscount.
     let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
     if report.attempts < calls || report.attempts > calls.saturating_add(slack) {
         let why = if report.attempts < calls {
