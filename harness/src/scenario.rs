@@ -48,6 +48,10 @@ pub struct Operation {
     pub actor: String,
     /// How the operation must end.
     pub expect: Outcome,
+    /// Operations with the same wave number, next to each other in the file, are submitted together
+    /// and in flight at once; absent: a wave of its own, submitted once the previous one settled.
+    #[serde(default)]
+    pub wave: Option<u32>,
 }
 
 /// How an operation ends.
@@ -373,6 +377,20 @@ impl Scenario {
             if operations.iter().any(|o| o.id == op.id) {
                 return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
             }
+            if let Some(wave) = op.wave {
+                let previous = operations.iter().rev().find_map(|o| o.wave);
+                if wave == 0 {
+                    return Err(at(Some(spanned.span()), "`wave` counts from 1".into()));
+                }
+                if let Some(previous) = previous.filter(|&p| wave < p) {
+                    return Err(at(
+                        Some(spanned.span()),
+                        format!(
+                            "waves run in file order: expected `wave` {previous} or more (the wave of an operation above), found {wave}"
+                        ),
+                    ));
+                }
+            }
             operations.push(op.clone());
         }
 
@@ -679,6 +697,21 @@ impl Scenario {
             }
         }
         scaled
+    }
+
+    /// The workload as the harness submits it: groups of operations in flight together, in order.
+    /// Neighbours with the same `wave` share a group; an operation without one is a group alone.
+    pub fn waves(&self) -> Vec<Vec<&Operation>> {
+        let mut waves: Vec<Vec<&Operation>> = Vec::new();
+        let mut last: Option<u32> = None;
+        for op in &self.operations {
+            match (op.wave, last, waves.last_mut()) {
+                (Some(w), Some(l), Some(group)) if w == l => group.push(op),
+                _ => waves.push(vec![op]),
+            }
+            last = op.wave;
+        }
+        waves
     }
 
     pub fn operation(&self, id: &str) -> Option<&Operation> {
