@@ -14,7 +14,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// A scenario, parsed and checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     /// The file stem: the trial's name.
     pub name: String,
@@ -33,7 +33,7 @@ pub struct Scenario {
 }
 
 /// One logical operation of the workload.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Operation {
     pub id: String,
@@ -48,6 +48,10 @@ pub struct Operation {
     pub actor: String,
     /// How the operation must end.
     pub expect: Outcome,
+    /// Operations with the same wave are submitted together; absent: a wave of its own after the
+    /// previous operation's. Never lower than an earlier operation's.
+    #[serde(default)]
+    pub wave: Option<u32>,
 }
 
 /// How an operation ends.
@@ -136,7 +140,7 @@ pub enum Revoke {
 }
 
 /// A fault: a boundary occurrence and what happens there.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     pub at: Boundary,
     /// The operation's id.
@@ -188,7 +192,7 @@ pub struct PolicyFault {
 }
 
 /// A consumer that fails receipts.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerFault {
     pub destination: String,
@@ -202,7 +206,7 @@ pub struct ConsumerFault {
 }
 
 /// Settings passed to the runtime through the contract's environment variables.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeSettings {
     #[serde(default = "default_max_attempts")]
@@ -219,7 +223,7 @@ impl Default for RuntimeSettings {
 
 /// "The reference runtime started with `--broken <variant>` fails this scenario on these
 /// invariants": the proof that the checker can fail.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catch {
     pub broken: String,
@@ -372,6 +376,17 @@ impl Scenario {
             }
             if operations.iter().any(|o| o.id == op.id) {
                 return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
+            }
+            if let (Some(wave), Some(earlier)) = (op.wave, operations.iter().rev().find_map(|o| o.wave)) {
+                if wave < earlier {
+                    return Err(at(
+                        Some(spanned.span()),
+                        format!(
+                            "`{}` is in wave {wave}, after an operation in wave {earlier}: expected a wave of {earlier} or more (waves run in file order)",
+                            op.id
+                        ),
+                    ));
+                }
             }
             operations.push(op.clone());
         }
