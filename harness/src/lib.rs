@@ -24,6 +24,7 @@ pub mod invariant;
 pub mod probe;
 pub mod report;
 pub mod scenario;
+pub mod scenario_file;
 pub mod trace;
 pub mod trials;
 
