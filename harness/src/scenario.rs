@@ -386,7 +386,8 @@ impl Scenario {
                     return Err(at(
                         Some(spanned.span()),
                         format!(
-                            "waves run in file order: expected `wave` {previous} or more (the wave of an operation above), found {wave}"
+                            "`{}` is in wave {wave}, after an operation in wave {previous}: expected a wave of {previous} or more (waves run in file order)",
+                            op.id
                         ),
                     ));
                 }
