@@ -95,7 +95,7 @@ pub struct Case {
 }
 
 impl Case {
-    /// A stable name: `after_dispatch.charge.1`, `before_dispatch.charge.1+revoke_tool`,
+    /// A stable name: `after_dispatch.charge.1`, `before_dispatch.charge.1+revoke_operation`,
     /// `after_dispatch.charge.1/after_provider_success.charge.2`.
     pub fn name(&self) -> String {
         let mut name = self.kills.iter().map(Point::slug).collect::<Vec<_>>().join("/");
@@ -111,7 +111,7 @@ impl Case {
 
     /// The workload with this schedule's kills: a scenario like any other, which `killpoint run`
     /// replays. Expectations follow the kills: a tool with no lookup killed after its call may
-    /// have acted, so it must pause; a tool revoked before its first call must be refused.
+    /// have acted, so it must pause; an operation cancelled before its first call must be refused.
     pub fn scenario(&self, workload: &Workload) -> Scenario {
         let mut scenario = workload.base.clone();
         for (i, point) in self.kills.iter().enumerate() {
@@ -128,7 +128,7 @@ impl Case {
             if op.tool == ToolKind::NonIdempotentNoLookup && killed_after_call && op.expect == Outcome::Succeeded {
                 op.expect = Outcome::Paused;
             }
-            if self.revoke.contains(&Revoke::Tool) && self.kills[0].operation == op.id {
+            if self.revoke.contains(&Revoke::Operation) && self.kills[0].operation == op.id {
                 op.expect = Outcome::Refused;
             }
         }
@@ -151,8 +151,33 @@ impl Workload {
     pub fn of(scenario: &Scenario) -> Workload {
         let mut base = scenario.clone();
         let before = base.faults.len();
-        base.faults.retain(|f| f.action != Action::Kill);
+        let (dropped_kills, kept): (Vec<Fault>, Vec<Fault>) =
+            base.faults.iter().cloned().partition(|f| f.action == Action::Kill);
+        base.faults = kept;
         base.catches.clear();
+        // An expectation that only a dropped kill explains goes back to `succeeded`: without it,
+        // the SMS is not left unknown, the revoked tool is not refused.
+        for op in &mut base.operations {
+            let touched_by_kept = base.faults.iter().any(|f| f.operation == op.id || !f.revoke.is_empty());
+            let killed = dropped_kills.iter().any(|f| f.operation == op.id);
+            let refused_by_kill = dropped_kills.iter().any(|f| {
+                let killed = scenario.operation(&f.operation).expect("faults name the scenario's operations");
+                killed.tenant == op.tenant
+                    && f.revoke.iter().any(|r| match r {
+                        Revoke::Tool => killed.tool == op.tool,
+                        Revoke::Operation => killed.id == op.id,
+                        Revoke::Destination(_) => false,
+                    })
+            });
+            let explained = match op.expect {
+                Outcome::Paused => killed,
+                Outcome::Refused => refused_by_kill,
+                _ => false,
+            };
+            if explained && !touched_by_kept {
+                op.expect = Outcome::Succeeded;
+            }
+        }
         let dropped = before - base.faults.len();
         let kept = base.faults.len() + base.lookup_faults.len() + base.policy_faults.len() + base.consumer_faults.len();
         Workload { base, dropped, kept }
@@ -252,7 +277,7 @@ fn prune(scenario: &Scenario, seen: Vec<Seen>) -> (Vec<Point>, Vec<(Point, Prune
 }
 
 /// The schedules of depth 1 for `points`: a kill at each, plus, where a withdrawn permission has a
-/// certain outcome, the same kill with the operation's tool revoked (before its first call) or a
+/// certain outcome, the same kill with the operation cancelled (before its first call) or a
 /// destination revoked (with the result written, nothing delivered).
 fn schedules(scenario: &Scenario, points: &[Point]) -> Vec<Case> {
     let mut cases = Vec::new();
@@ -261,7 +286,7 @@ fn schedules(scenario: &Scenario, points: &[Point]) -> Vec<Case> {
         let op = scenario.operation(&p.operation).expect("points are the scenario's operations");
         let first_call = !scenario.faults.iter().any(|f| f.operation == p.operation);
         if p.at == Boundary::BeforeDispatch && p.occurrence == 1 && first_call && op.expect == Outcome::Succeeded {
-            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Tool] });
+            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Operation] });
         }
         if p.at == Boundary::AfterResultWrite && p.occurrence == 1 && op.expect == Outcome::Succeeded {
             for d in &op.destinations {
@@ -325,6 +350,9 @@ pub struct Exploration {
     pub other_shards: usize,
     pub failures: Vec<Finding>,
     pub passed: usize,
+    /// Cases whose kill point the run did not pass again (another interleaving, a path the kill
+    /// changed): nothing was tested there, nothing is held against the runtime.
+    pub not_reached: usize,
     /// Cases that passed only in part (a fault the runtime could not show without the probe).
     pub partial: usize,
     /// Boundaries a black-box exploration could not see.
@@ -345,7 +373,8 @@ pub fn shard_of(name: &str, shards: u64) -> u64 {
 pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
     let record_options = RunOptions { fingerprints: true, ..options.run.clone() };
     let (verdict, run) = crate::run_scenario(&workload.base, target, &record_options)?;
-    let story = (!verdict.passed()).then(|| crate::report::story(&workload.base, &verdict, &run));
+    let story =
+        (case_status(&verdict) == CaseStatus::Fail).then(|| crate::report::story(&workload.base, &verdict, &run));
     let seen = points(&workload.base, &run, None);
     let found = seen.len();
     let (to_run, pruned) = prune(&workload.base, seen);
@@ -374,7 +403,7 @@ pub fn run_case(
 ) -> std::io::Result<(Finding, Run)> {
     let scenario = case.scenario(workload);
     let (verdict, run) = crate::run_scenario(&scenario, target, options)?;
-    let failed = matches!(verdict.status(), Status::Fail | Status::Error);
+    let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story(&scenario, &verdict, &run));
     Ok((Finding { case: case.clone(), scenario, verdict, artifacts: None, story }, run))
 }
@@ -404,7 +433,7 @@ pub fn explore(
             })
             .collect();
     }
-    if !plan.record.passed() && options.first_failure {
+    if plan.record_story.is_some() && options.first_failure {
         return Ok(result);
     }
     let depth2 = options.depth >= 2;
@@ -428,10 +457,11 @@ pub fn explore(
         let mut next = Vec::new();
         for (finding, run) in outcomes {
             if judged.contains(&finding.case.name()) {
-                match finding.verdict.status() {
-                    Status::Pass => result.passed += 1,
-                    Status::Partial => result.partial += 1,
-                    Status::Fail | Status::Error => result.failures.push(finding.clone_without_run()),
+                match finding.status() {
+                    CaseStatus::Pass => result.passed += 1,
+                    CaseStatus::Partial => result.partial += 1,
+                    CaseStatus::NotReached => result.not_reached += 1,
+                    CaseStatus::Fail => result.failures.push(finding.clone_without_run()),
                 }
             }
             if let Some(run) = run {
@@ -463,7 +493,22 @@ pub fn explore(
     Ok(result)
 }
 
+/// How one explored case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseStatus {
+    Pass,
+    Partial,
+    /// The only complaint is a fault not reached: the case's kill, or a kept world fault the kill
+    /// made unnecessary (a lookup fault with no unknown outcome left to look up).
+    NotReached,
+    Fail,
+}
+
 impl Finding {
+    pub fn status(&self) -> CaseStatus {
+        case_status(&self.verdict)
+    }
+
     fn clone_without_run(&self) -> Finding {
         Finding {
             case: self.case.clone(),
@@ -472,6 +517,18 @@ impl Finding {
             artifacts: self.artifacts.clone(),
             story: self.story.clone(),
         }
+    }
+}
+
+fn case_status(verdict: &Verdict) -> CaseStatus {
+    match verdict.status() {
+        Status::Pass => CaseStatus::Pass,
+        Status::Partial => CaseStatus::Partial,
+        Status::Error => CaseStatus::Fail,
+        Status::Fail if verdict.violations.iter().all(|v| v.invariant == crate::Invariant::FaultsReached) => {
+            CaseStatus::NotReached
+        }
+        Status::Fail => CaseStatus::Fail,
     }
 }
 
@@ -535,7 +592,7 @@ fn run_all(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
                     let outcome = run_case(workload, case, target, &options.run).map(|(mut finding, run)| {
-                        let failed = matches!(finding.verdict.status(), Status::Fail | Status::Error);
+                        let failed = finding.status() == CaseStatus::Fail;
                         if failed && judged.contains(&case.name()) {
                             finding.artifacts = Some(run.artifacts.path().to_owned());
                             failures.fetch_add(1, Ordering::Relaxed);
