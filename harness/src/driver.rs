@@ -148,18 +148,22 @@ pub struct Run {
 }
 
 /// What a SIGKILL would leave behind at one instant: the bytes of every file under the data dir
-/// and how much the fake world has seen. Two instants with the same fingerprint are the same crash
-/// state: the next incarnation starts from the same disk and the same world.
+/// and the fake world's state. Two instants with the same fingerprint are the same crash state:
+/// the next incarnation starts from the same disk and the same world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     pub data: u64,
-    pub world_entries: usize,
+    /// Entries of the world's ledger that change what the world will answer: provider calls,
+    /// consumer receipts, revocations — and lookups and policy checks only where a fault counts
+    /// them. A plain lookup or policy check is a question, not a change.
+    pub world: usize,
 }
 
 impl Fingerprint {
-    /// Taken while the runtime is blocked on the probe; files that vanish while being read (a
-    /// concurrent task's journal) still change the hash, which only ever prunes less.
-    pub fn take(data: &Path, world: &World) -> Fingerprint {
+    /// Taken while the runtime is blocked on the probe. SQLite's shared-memory index (`*-shm`)
+    /// is left out: it is rebuilt from the journal on open, not state. Files that change while
+    /// being read (another task's) still change the hash, which only ever prunes less.
+    pub fn take(data: &Path, world: &World, scenario: &Scenario) -> Fingerprint {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         let mut stack = vec![data.to_owned()];
@@ -167,7 +171,11 @@ impl Fingerprint {
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let path = entry.path();
-                if path.is_dir() { stack.push(path) } else { files.push(path) }
+                if path.is_dir() {
+                    stack.push(path)
+                } else if !path.to_string_lossy().ends_with("-shm") {
+                    files.push(path)
+                }
             }
         }
         files.sort();
@@ -175,7 +183,18 @@ impl Fingerprint {
             file.hash(&mut hasher);
             std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
         }
-        Fingerprint { data: hasher.finish(), world_entries: world.entries().len() }
+        let counts_lookups = !scenario.lookup_faults.is_empty();
+        let counts_checks = !scenario.policy_faults.is_empty();
+        let world = world
+            .entries()
+            .iter()
+            .filter(|e| match e.event {
+                fake_tool::Event::ProviderLookup { .. } => counts_lookups,
+                fake_tool::Event::PolicyCheck { .. } => counts_checks,
+                _ => true,
+            })
+            .count();
+        Fingerprint { data: hasher.finish(), world }
     }
 }
 
@@ -598,7 +617,7 @@ async fn settle(
                         driver.mark(Happening::Boundary { message, killed: false });
                         if let Some(data) = &driver.fingerprint_data {
                             let seq = driver.timeline.last().map_or(0, |m| m.seq);
-                            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world)));
+                            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world, driver.scenario)));
                         }
                         if let Some(probe) = driver.incarnation.probe.as_mut() {
                             // A failed write means the runtime died; the wait branch reports it.
