@@ -386,6 +386,31 @@ impl Store {
         })
     }
 
+    /// The operation whose attempt was dispatched last, of all operations, if any was. For the
+    /// deliberately broken `one-dispatch-slot` variant, and nothing else.
+    pub fn last_dispatched(&self) -> Result<Option<String>> {
+        let conn = self.conn();
+        let id = conn
+            .query_row(
+                "SELECT operation_id FROM audit WHERE event = ?1 ORDER BY id DESC LIMIT 1",
+                [AuditEvent::Dispatched.as_str()],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(id)
+    }
+
+    /// Puts a `DISPATCHED` or `UNKNOWN` operation back to `INTENT_RECORDED`, as if no attempt had
+    /// ever been sent (its attempt count stays). For the deliberately broken `one-dispatch-slot`
+    /// and `restart-after-failed-lookup` variants, and nothing else: a request that may have been
+    /// sent must be looked up, never forgotten.
+    pub fn take_for_never_dispatched(&self, id: &str, why: &str) -> Result<()> {
+        self.write(|tx| {
+            transition(tx, id, &[ExecutionState::Dispatched, ExecutionState::Unknown], ExecutionState::IntentRecorded)?;
+            append_audit(tx, id, AuditEvent::IntentRecorded, why)
+        })
+    }
+
     /// `FAILED` for good. `event` says who decided: the provider, the policy, or lookups that kept
     /// finding no effect.
     pub fn record_failure(&self, id: &str, event: AuditEvent, reason: &str) -> Result<()> {

@@ -415,6 +415,7 @@ impl Shared {
                 Ok(Next::Attempt)
             }
             Lookup::Unknown(why) => {
+                self.store.record_audit(&id, AuditEvent::LookupFailed, &why)?;
                 let delay = self.backoff().failed(Task::Operation(id.clone()), Instant::now());
                 eprintln!("{id} lookup failed ({why}); again in {delay:?}");
                 Ok(Next::Stop)
@@ -539,8 +540,28 @@ fn delivery_retry_delay(base: Duration, failed_sends: u32) -> Duration {
 
 /// Run once at start, before the API serves anything, so that nobody ever reads an operation as
 /// `DISPATCHED` that no living process is dispatching.
-pub fn recover(store: &Store) -> Result<()> {
+pub fn recover(store: &Store, broken: Option<Broken>) -> Result<()> {
+    if broken == Some(Broken::OneDispatchSlot) {
+        // BROKEN: one "operation in flight" slot, the last one dispatched, instead of every
+        // operation's own DISPATCHED: any other request in flight is forgotten and sent again.
+        let slot = store.last_dispatched()?;
+        for operation in store.operations_to_work(ExecutionState::Dispatched)? {
+            if slot.as_ref() != Some(&operation.id) {
+                store.take_for_never_dispatched(&operation.id, "not in the dispatch slot: never dispatched")?;
+            }
+        }
+    }
     let recovered = store.recover_interrupted(SystemTime::now())?;
+    if broken == Some(Broken::RestartAfterFailedLookup) {
+        // BROKEN: an operation whose last lookup could not answer is taken for one whose attempt
+        // never reached the provider, and is attempted as new.
+        for operation in store.operations_to_work(ExecutionState::Unknown)? {
+            let last = store.snapshot(&operation.id)?.and_then(|snapshot| snapshot.audit.last().cloned());
+            if last.is_some_and(|entry| entry.event == AuditEvent::LookupFailed.as_str()) {
+                store.take_for_never_dispatched(&operation.id, "last lookup failed: taken for never dispatched")?;
+            }
+        }
+    }
     for id in &recovered.unknown {
         eprintln!("{id} was DISPATCHED when the last incarnation stopped: now UNKNOWN");
     }
