@@ -107,11 +107,14 @@ pub struct RunOptions {
     pub ready_timeout: Duration,
     /// Where run directories are created; `None`: the system's temp dir.
     pub artifacts_root: Option<PathBuf>,
+    /// At every probe announcement (the runtime blocked there), take a [`Fingerprint`] of the
+    /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
+    pub fingerprints: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { probe: true, ready_timeout: Duration::from_secs(10), artifacts_root: None }
+        RunOptions { probe: true, ready_timeout: Duration::from_secs(10), artifacts_root: None, fingerprints: false }
     }
 }
 
@@ -138,7 +141,42 @@ pub struct Run {
     pub restarts: Vec<Duration>,
     /// Kill → restarted → the operation being waited for settled, one per settle after a kill.
     pub recoveries: Vec<Duration>,
+    /// With [`RunOptions::fingerprints`]: the crash state at each announcement, by the `seq` of
+    /// its [`Happening::Boundary`] mark.
+    pub fingerprints: Vec<(u64, Fingerprint)>,
     pub artifacts: Artifacts,
+}
+
+/// What a SIGKILL would leave behind at one instant: the bytes of every file under the data dir
+/// and how much the fake world has seen. Two instants with the same fingerprint are the same crash
+/// state: the next incarnation starts from the same disk and the same world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    pub data: u64,
+    pub world_entries: usize,
+}
+
+impl Fingerprint {
+    /// Taken while the runtime is blocked on the probe; files that vanish while being read (a
+    /// concurrent task's journal) still change the hash, which only ever prunes less.
+    pub fn take(data: &Path, world: &World) -> Fingerprint {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut stack = vec![data.to_owned()];
+        let mut files = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() { stack.push(path) } else { files.push(path) }
+            }
+        }
+        files.sort();
+        for file in files {
+            file.hash(&mut hasher);
+            std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+        }
+        Fingerprint { data: hasher.finish(), world_entries: world.entries().len() }
+    }
 }
 
 impl Run {
@@ -171,6 +209,9 @@ struct Driver<'a> {
     /// Operations the runtime accepted, in order, and those it has since said it does not know.
     accepted: Vec<String>,
     forgotten: BTreeSet<String>,
+    /// `Some(data dir)` when fingerprints are taken.
+    fingerprint_data: Option<PathBuf>,
+    fingerprints: Vec<(u64, Fingerprint)>,
 }
 
 impl Driver<'_> {
@@ -317,6 +358,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 incarnations: 1,
                 restarts: Vec::new(),
                 recoveries: Vec::new(),
+                fingerprints: Vec::new(),
                 artifacts,
             });
         }
@@ -342,6 +384,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         recoveries: Vec::new(),
         accepted: Vec::new(),
         forgotten: BTreeSet::new(),
+        fingerprint_data: options.fingerprints.then(|| data.clone()),
+        fingerprints: Vec::new(),
     };
 
     let mut unsettled = Vec::new();
@@ -378,7 +422,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             hits[i] = Hit::Exact;
         }
     }
-    let Driver { timeline, restarts, recoveries, .. } = driver;
+    let Driver { timeline, restarts, recoveries, fingerprints, .. } = driver;
     world.shutdown().await;
     Ok(Run {
         ledger,
@@ -392,6 +436,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         incarnations,
         restarts,
         recoveries,
+        fingerprints,
         artifacts,
     })
 }
@@ -551,6 +596,10 @@ async fn settle(
                     None => {
                         let announced = format!("`{}` of `{}`", message.boundary, message.operation_id);
                         driver.mark(Happening::Boundary { message, killed: false });
+                        if let Some(data) = &driver.fingerprint_data {
+                            let seq = driver.timeline.last().map_or(0, |m| m.seq);
+                            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world)));
+                        }
                         if let Some(probe) = driver.incarnation.probe.as_mut() {
                             // A failed write means the runtime died; the wait branch reports it.
                             // A write that never ends means it stopped reading the answers (and

@@ -18,11 +18,13 @@ pub mod checker;
 pub mod client;
 pub mod coverage;
 pub mod driver;
+pub mod explore;
 pub mod incarnation;
 pub mod invariant;
 pub mod probe;
 pub mod report;
 pub mod scenario;
+pub mod scenario_file;
 pub mod trace;
 pub mod trials;
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// A scenario, parsed and checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     /// The file stem: the trial's name.
     pub name: String,
@@ -33,7 +33,7 @@ pub struct Scenario {
 }
 
 /// One logical operation of the workload.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Operation {
     pub id: String,
@@ -140,7 +140,7 @@ pub enum Revoke {
 }
 
 /// A fault: a boundary occurrence and what happens there.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     pub at: Boundary,
     /// The operation's id.
@@ -192,7 +192,7 @@ pub struct PolicyFault {
 }
 
 /// A consumer that fails receipts.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerFault {
     pub destination: String,
@@ -206,7 +206,7 @@ pub struct ConsumerFault {
 }
 
 /// Settings passed to the runtime through the contract's environment variables.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeSettings {
     #[serde(default = "default_max_attempts")]
@@ -223,7 +223,7 @@ impl Default for RuntimeSettings {
 
 /// "The reference runtime started with `--broken <variant>` fails this scenario on these
 /// invariants": the proof that the checker can fail.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catch {
     pub broken: String,
@@ -386,7 +386,8 @@ impl Scenario {
                     return Err(at(
                         Some(spanned.span()),
                         format!(
-                            "waves run in file order: expected `wave` {previous} or more (the wave of an operation above), found {wave}"
+                            "`{}` is in wave {wave}, after an operation in wave {previous}: expected a wave of {previous} or more (waves run in file order)",
+                            op.id
                         ),
                     ));
                 }
