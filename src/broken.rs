@@ -2,9 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs` (the API's two in `api.rs`),
-//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs` or `policy.rs`,
-//! marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs`, `policy.rs` or
+//! `api.rs`, marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -58,10 +57,18 @@ pub enum Broken {
     /// A policy service that cannot be reached or answers something unreadable is taken as
     /// allowing everything.
     PolicyFailOpen,
+    /// On start, only the operation dispatched last (one "in flight" slot) is taken as in flight;
+    /// any other `DISPATCHED` operation is taken for never dispatched and attempted as new. Alone
+    /// in flight, an operation is always the last dispatched: only concurrent operations show it.
+    OneDispatchSlot,
+    /// On start, an `UNKNOWN` operation whose last lookup could not answer is taken for one whose
+    /// attempt never reached the provider, and is attempted as new. Only a kill while a recovery
+    /// waits to look up again shows it.
+    RestartAfterFailedLookup,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 18] = [
+    pub const ALL: [Broken; 20] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -80,6 +87,8 @@ impl Broken {
         Self::Trust2xx,
         Self::LookupErrorAsMiss,
         Self::PolicyFailOpen,
+        Self::OneDispatchSlot,
+        Self::RestartAfterFailedLookup,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +111,8 @@ impl Broken {
             Self::Trust2xx => "trust-2xx",
             Self::LookupErrorAsMiss => "lookup-error-as-miss",
             Self::PolicyFailOpen => "policy-fail-open",
+            Self::OneDispatchSlot => "one-dispatch-slot",
+            Self::RestartAfterFailedLookup => "restart-after-failed-lookup",
         }
     }
 
@@ -126,6 +137,10 @@ impl Broken {
             Self::Trust2xx => "takes any 2xx for a success, filling an unreadable body with defaults",
             Self::LookupErrorAsMiss => "takes a lookup that did not answer for \"not found\"",
             Self::PolicyFailOpen => "takes an unreachable or unreadable policy service for permission",
+            Self::OneDispatchSlot => "remembers only the last dispatched operation as in flight across a restart",
+            Self::RestartAfterFailedLookup => {
+                "on start, attempts again an operation whose last lookup failed, without a lookup"
+            }
         }
     }
 

@@ -126,7 +126,7 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     }
 
     let store = Arc::new(Store::open(&config.data_dir)?);
-    worker::recover(&store)?;
+    worker::recover(&store, broken)?;
 
     let probe = match &config.probe_socket {
         Some(path) => Probe::connect(path).await?,

@@ -386,6 +386,31 @@ impl Store {
         })
     }
 
+    /// The operation whose attempt was dispatched last, of all operations, if any was. For the
+    /// deliberately broken `one-dispatch-slot` variant, and nothing else.
+    pub fn last_dispatched(&self) -> Result<Option<String>> {
+        let conn = self.conn();
+        let id = conn
+            .query_row(
+                "SELECT operation_id FROM audit WHERE event = ?1 ORDER BY id DESC LIMIT 1",
+                [AuditEvent::Dispatched.as_str()],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(id)
+    }
+
+    /// Puts a `DISPATCHED` or `UNKNOWN` operation back to `INTENT_RECORDED`, as if no attempt had
+    /// ever been sent (its attempt count stays). For the deliberately broken `one-dispatch-slot`
+    /// and `restart-after-failed-lookup` variants, and nothing else: a request that may have been
+    /// sent must be looked up, never forgotten.
+    pub fn take_for_never_dispatched(&self, id: &str, why: &str) -> Result<()> {
+        self.write(|tx| {
+            transition(tx, id, &[ExecutionState::Dispatched, ExecutionState::Unknown], ExecutionState::IntentRecorded)?;
+            append_audit(tx, id, AuditEvent::IntentRecorded, why)
+        })
+    }
+
     /// `FAILED` for good. `event` says who decided: the provider, the policy, or lookups that kept
     /// finding no effect.
     pub fn record_failure(&self, id: &str, event: AuditEvent, reason: &str) -> Result<()> {
@@ -437,15 +462,19 @@ impl Store {
         Ok(deliveries)
     }
 
-    /// When the earliest waiting delivery is due, if any is waiting.
-    pub fn next_delivery_due(&self) -> Result<Option<SystemTime>> {
+    /// When each operation's earliest waiting delivery is due, for the operations that have one.
+    pub fn delivery_schedule(&self) -> Result<Vec<(String, SystemTime)>> {
         let conn = self.conn();
-        let millis: Option<i64> = conn.query_row(
-            "SELECT MIN(next_attempt_at) FROM deliveries WHERE state IN (?1, ?2)",
-            params![DeliveryState::Pending, DeliveryState::Sent],
-            |row| row.get(0),
+        let mut statement = conn.prepare_cached(
+            "SELECT operation_id, MIN(next_attempt_at) FROM deliveries
+             WHERE state IN (?1, ?2) GROUP BY operation_id",
         )?;
-        Ok(millis.map(from_epoch_millis))
+        let schedule = statement
+            .query_map(params![DeliveryState::Pending, DeliveryState::Sent], |row| {
+                Ok((row.get(0)?, from_epoch_millis(row.get(1)?)))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(schedule)
     }
 
     /// Durable before the send, so that a restart sends again (with the same key) instead of
@@ -881,13 +910,16 @@ mod tests {
         let retry_at = now + Duration::from_secs(60);
         store.schedule_delivery_retry(&delivery, retry_at, "HTTP 503").unwrap();
         assert!(store.due_deliveries(now).unwrap().is_empty());
-        assert_eq!(store.next_delivery_due().unwrap(), Some(from_epoch_millis(epoch_millis(retry_at))));
+        assert_eq!(
+            store.delivery_schedule().unwrap(),
+            [("op-1".to_owned(), from_epoch_millis(epoch_millis(retry_at)))]
+        );
 
         store.dead_letter(&delivery, "policy: revoked").unwrap();
         let delivery = deliveries(&store, "op-1").remove(0);
         assert_eq!(delivery.state, DeliveryState::DeadLettered);
         assert_eq!(delivery.last_error.as_deref(), Some("policy: revoked"));
-        assert_eq!(store.next_delivery_due().unwrap(), None);
+        assert!(store.delivery_schedule().unwrap().is_empty());
     }
 
     #[test]

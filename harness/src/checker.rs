@@ -205,7 +205,9 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         if run.aborted.is_none() {
             // An approximate kill lands wherever the runtime happens to be, possibly between a
             // write-ahead and its request: each may leave one count the ledger cannot show.
-            let slack = u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count()).unwrap_or(u32::MAX);
+            let slack = u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count())
+                .unwrap_or(u32::MAX)
+                .saturating_add(kills_beside(scenario, run, op));
             truthful_status(op, &ledger, report, slack, &mut found);
             // An expectation assumes every fault of the operation landed where the file says. One
             // that needs the probe (absent) or landed only approximately leaves the right outcome
@@ -802,6 +804,22 @@ fn dead_letter_bound(
     }
 }
 
+/// Kills at another operation's boundary while `op` was in flight beside it (the same wave). Such
+/// a kill lands wherever `op` happens to be, possibly between its write-ahead and its request,
+/// like an approximate kill: one count of slack each.
+fn kills_beside(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
+    let Some(wave) = scenario.waves().into_iter().find(|wave| wave.iter().any(|o| o.id == op.id)) else {
+        return 0;
+    };
+    let killed = scenario.faults.iter().zip(&run.hits).filter(|(fault, hit)| {
+        fault.action == crate::scenario::Action::Kill
+            && matches!(hit, Hit::Exact | Hit::Approximate)
+            && fault.operation != op.id
+            && wave.iter().any(|o| o.id == fault.operation)
+    });
+    u32::try_from(killed.count()).unwrap_or(u32::MAX)
+}
+
 fn truthful_status(
     op: &Operation,
     ledger: &OperationLedger,
@@ -822,8 +840,8 @@ fn truthful_status(
     // ledger cannot show. No exact kill point lands there: the probe's boundaries all lie outside
     // that window (`before_dispatch` comes before DISPATCHED is written, every other one after
     // the answer), and the provider's and consumers' holds come after the request arrived. Only
-    // an approximate kill (black-box `after_provider_success`) may, hence one count of slack
-    // each. A request received but not counted is always a miscount.
+    // an approximate kill (black-box `after_provider_success`), or a kill at the boundary of
+    // another operation in flight beside this one, may, hence one count of slack each. A request received but not counted is always a miscount.
     let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
     if report.attempts < calls || report.attempts > calls.saturating_add(slack) {
         let why = if report.attempts < calls {
