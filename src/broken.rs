@@ -58,10 +58,16 @@ pub enum Broken {
     /// A policy service that cannot be reached or answers something unreadable is taken as
     /// allowing everything.
     PolicyFailOpen,
+    /// The store's fence is raised at start but never checked: an incarnation that was frozen and
+    /// outlived commits its stale view when it wakes.
+    NoStoreFence,
+    /// Requests carry no `Killpoint-Incarnation` header: the world cannot fence an outlived
+    /// incarnation.
+    NoFenceHeader,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 18] = [
+    pub const ALL: [Broken; 20] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -80,6 +86,8 @@ impl Broken {
         Self::Trust2xx,
         Self::LookupErrorAsMiss,
         Self::PolicyFailOpen,
+        Self::NoStoreFence,
+        Self::NoFenceHeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +110,8 @@ impl Broken {
             Self::Trust2xx => "trust-2xx",
             Self::LookupErrorAsMiss => "lookup-error-as-miss",
             Self::PolicyFailOpen => "policy-fail-open",
+            Self::NoStoreFence => "no-store-fence",
+            Self::NoFenceHeader => "no-fence-header",
         }
     }
 
@@ -126,6 +136,8 @@ impl Broken {
             Self::Trust2xx => "takes any 2xx for a success, filling an unreadable body with defaults",
             Self::LookupErrorAsMiss => "takes a lookup that did not answer for \"not found\"",
             Self::PolicyFailOpen => "takes an unreachable or unreadable policy service for permission",
+            Self::NoStoreFence => "never checks the store's fence: an outlived incarnation's writes land",
+            Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
         }
     }
 

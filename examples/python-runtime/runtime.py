@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A killpoint runtime in Python 3, standard library only.
 
-It implements `killpoint-contract/2` (CONTRACT.md) and nothing else: it was written from the
+It implements `killpoint-contract/3` (CONTRACT.md) and nothing else: it was written from the
 contract document alone, to show that the document is enough to build a certifiable runtime.
 
 Shape of the program:
@@ -35,7 +35,7 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-CONTRACT = "killpoint-contract/2"
+CONTRACT = "killpoint-contract/3"
 KINDS = ("idempotent_by_key", "non_idempotent_with_lookup", "non_idempotent_no_lookup",
          "safely_repeatable")
 LOOKUP_KINDS = ("idempotent_by_key", "non_idempotent_with_lookup")

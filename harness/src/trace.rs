@@ -158,6 +158,13 @@ pub fn describe_entry(entry: &Entry) -> String {
         Event::Revocation { tenant, actor, subject } => {
             format!("harness   revoke {subject} for {tenant}/{}", actor.as_deref().unwrap_or("*"))
         }
+        Event::Fenced { service, operation, what, current } => {
+            let stale = entry.incarnation.map_or("?".to_owned(), |n| n.to_string());
+            let operation = operation.as_deref().map(|o| format!(" for {o}")).unwrap_or_default();
+            format!(
+                "{service:<9} {what}{operation} from incarnation {stale}: refused 409 fenced (incarnation {current} is current)"
+            )
+        }
     }
 }
 
