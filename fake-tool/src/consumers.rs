@@ -61,7 +61,7 @@ pub(crate) async fn receive(
         Ok(incarnation) => incarnation,
         Err(stale) => {
             let what = format!("deliver to {destination}");
-            return stale.refuse(&consumers.ledger, Service::Consumer, operation, what);
+            return stale.refuse(&consumers.ledger, Service::Consumer, operation, Some(destination), what);
         }
     };
     let fault = consumers.faults.consume_consumer(&destination);

@@ -49,9 +49,18 @@ impl Fence {
 }
 
 impl Stale {
-    /// Records the refusal and answers it. `what` says what was asked ("call charge_card").
-    pub(crate) fn refuse(self, ledger: &Ledger, service: Service, operation: Option<String>, what: String) -> Response {
-        ledger.record_from(Event::Fenced { service, operation, what, current: self.current }, Some(self.incarnation));
+    /// Records the refusal and answers it. `what` says what was asked ("call charge_card");
+    /// `destination` names the delivery a consumer receipt or a destination check was for.
+    pub(crate) fn refuse(
+        self,
+        ledger: &Ledger,
+        service: Service,
+        operation: Option<String>,
+        destination: Option<String>,
+        what: String,
+    ) -> Response {
+        let event = Event::Fenced { service, operation, destination, what, current: self.current };
+        ledger.record_from(event, Some(self.incarnation));
         (StatusCode::CONFLICT, Json(json!({ "error": "fenced" }))).into_response()
     }
 }

@@ -249,6 +249,8 @@ pub enum Event {
         service: Service,
         /// The operation the request named, when it named one.
         operation: Option<String>,
+        /// The delivery's destination, for a consumer receipt or a destination check.
+        destination: Option<String>,
         /// What was asked, for the trace: "call charge_card", "check destination ledger".
         what: String,
         /// The incarnation the harness had declared current.

@@ -97,7 +97,12 @@ pub(crate) async fn check(
     let incarnation = match policy.fence.admit(&headers) {
         Ok(incarnation) => incarnation,
         Err(stale) => {
-            return stale.refuse(&policy.ledger, Service::Policy, request.operation_id, format!("check {subject}"));
+            let destination = match &subject {
+                Subject::Destination(d) => Some(d.clone()),
+                Subject::Tool(_) | Subject::Operation(_) => None,
+            };
+            let what = format!("check {subject}");
+            return stale.refuse(&policy.ledger, Service::Policy, request.operation_id, destination, what);
         }
     };
     // In a block of its own: the lock guard must be gone before a late answer awaits.

@@ -88,7 +88,9 @@ pub(crate) async fn call(
     // Before anything is counted or applied: a fenced call is no call.
     let incarnation = match provider.fence.admit(&headers) {
         Ok(incarnation) => incarnation,
-        Err(stale) => return stale.refuse(&provider.ledger, Service::Provider, operation, format!("call {tool}")),
+        Err(stale) => {
+            return stale.refuse(&provider.ledger, Service::Provider, operation, None, format!("call {tool}"));
+        }
     };
 
     let (seq, fault, status, answer) = {
@@ -271,7 +273,7 @@ async fn lookup(
         Ok(incarnation) => incarnation,
         Err(stale) => {
             let operation = provider.attributed(tool, by_key.as_deref(), by_ref.as_deref());
-            return stale.refuse(&provider.ledger, Service::Provider, operation, format!("lookup {tool}"));
+            return stale.refuse(&provider.ledger, Service::Provider, operation, None, format!("lookup {tool}"));
         }
     };
     let (injected, answer) = look(provider, tool, by_key, by_ref, incarnation);

@@ -250,6 +250,19 @@ impl Incarnation {
         Ok(())
     }
 
+    /// SIGSTOPs the whole process group: the runtime stays alive, with everything it had in memory
+    /// and its probe announcement unanswered, like a worker in a long GC pause or on a suspended
+    /// VM. A stopped process still dies of SIGKILL, so [`Incarnation::kill`] and the drop still
+    /// reap it on every path.
+    pub fn freeze(&self) {
+        let _ = killpg(self.pgid, Signal::SIGSTOP);
+    }
+
+    /// SIGCONTs the process group: the frozen runtime carries on where it stopped.
+    pub fn thaw(&self) {
+        let _ = killpg(self.pgid, Signal::SIGCONT);
+    }
+
     /// SIGKILLs the whole process group and reaps the runtime.
     pub async fn kill(&mut self) -> Option<ExitStatus> {
         self.killed = true;
