@@ -264,6 +264,19 @@ pub const RULES: &[Rule] = &[
             ("policy-fail-open", "policy_unavailable"),
         ],
     },
+    Rule { id: "§9-1", check: by(&[Fenced]), proven_by: &[("no-fence-header", "zombie_worker")] },
+    Rule {
+        id: "§9-2",
+        // The outlived incarnation's next step at a freezable boundary is a commit: a request of
+        // that operation after its resume proves the commit landed (or was skipped); what it
+        // wrote shows in the final reads.
+        check: by(&[Fenced, DeliveredOnce, ExpectedOutcome]),
+        proven_by: &[("no-store-fence", "zombie_worker")],
+    },
+    // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), but no
+    // broken variant reaches it yet: the reference's store fence stops a resumed incarnation
+    // before the world can refuse it.
+    Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[] },
 ];
 
 /// A numbered rule as the contract states it.
