@@ -65,10 +65,16 @@ pub enum Broken {
     /// attempt never reached the provider, and is attempted as new. Only a kill while a recovery
     /// waits to look up again shows it.
     RestartAfterFailedLookup,
+    /// The store's fence is raised at start but never checked: an incarnation that was frozen and
+    /// outlived commits its stale view when it wakes.
+    NoStoreFence,
+    /// Requests carry no `Killpoint-Incarnation` header: the world cannot fence an outlived
+    /// incarnation.
+    NoFenceHeader,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 20] = [
+    pub const ALL: [Broken; 22] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -89,6 +95,8 @@ impl Broken {
         Self::PolicyFailOpen,
         Self::OneDispatchSlot,
         Self::RestartAfterFailedLookup,
+        Self::NoStoreFence,
+        Self::NoFenceHeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -113,6 +121,8 @@ impl Broken {
             Self::PolicyFailOpen => "policy-fail-open",
             Self::OneDispatchSlot => "one-dispatch-slot",
             Self::RestartAfterFailedLookup => "restart-after-failed-lookup",
+            Self::NoStoreFence => "no-store-fence",
+            Self::NoFenceHeader => "no-fence-header",
         }
     }
 
@@ -141,6 +151,8 @@ impl Broken {
             Self::RestartAfterFailedLookup => {
                 "on start, attempts again an operation whose last lookup failed, without a lookup"
             }
+            Self::NoStoreFence => "never checks the store's fence: an outlived incarnation's writes land",
+            Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
         }
     }
 

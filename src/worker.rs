@@ -89,7 +89,13 @@ struct Shared {
 
 impl Worker {
     pub fn new(config: &Config, store: Arc<Store>, probe: Probe, wake: Arc<Notify>, broken: Option<Broken>) -> Worker {
-        let http = crate::http::client();
+        let incarnation = match broken {
+            // BROKEN: no fencing token on any request: the world cannot refuse an outlived
+            // incarnation, and cannot tell it from the current one.
+            Some(Broken::NoFenceHeader) => None,
+            _ => Some(config.incarnation),
+        };
+        let http = crate::http::client(incarnation);
         let shared = Shared {
             store,
             provider: Provider::new(http.clone(), config.provider_url.clone()).with_broken(broken),

@@ -144,7 +144,7 @@ impl Case {
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub base: Scenario,
-    /// Hand-placed kills that were dropped.
+    /// Hand-placed kills (and freezes) that were dropped.
     pub dropped: usize,
     /// World faults kept (provider answers, lookups, policy, consumers).
     pub kept: usize,
@@ -155,7 +155,7 @@ impl Workload {
         let mut base = scenario.clone();
         let before = base.faults.len();
         let (dropped_kills, kept): (Vec<Fault>, Vec<Fault>) =
-            base.faults.iter().cloned().partition(|f| f.action == Action::Kill);
+            base.faults.iter().cloned().partition(|f| matches!(f.action, Action::Kill | Action::Freeze));
         base.faults = kept;
         base.catches.clear();
         // An expectation that only a dropped kill explains goes back to `succeeded`: without it,
