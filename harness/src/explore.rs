@@ -92,6 +92,9 @@ pub struct Case {
     pub kills: Vec<Point>,
     /// Permissions withdrawn at the first kill (`kill+revoke` cases).
     pub revoke: Vec<Revoke>,
+    /// The first point freezes the runtime (SIGSTOP, a replacement takes over, then the frozen one
+    /// is resumed: CONTRACT.md §9) instead of killing it.
+    pub freeze: bool,
 }
 
 impl Case {
@@ -102,6 +105,9 @@ impl Case {
             return "no_kill".to_owned();
         }
         let mut name = self.kills.iter().map(Point::slug).collect::<Vec<_>>().join("/");
+        if self.freeze {
+            name.push_str("+freeze");
+        }
         for r in &self.revoke {
             name.push_str(&match r {
                 Revoke::Tool => "+revoke_tool".to_owned(),
@@ -121,6 +127,9 @@ impl Case {
             let mut fault = point.kill();
             if i == 0 {
                 fault.revoke = self.revoke.clone();
+                if self.freeze {
+                    fault.action = Action::Freeze;
+                }
             }
             scenario.faults.push(fault);
         }
@@ -279,21 +288,32 @@ fn prune(scenario: &Scenario, seen: Vec<Seen>) -> (Vec<Point>, Vec<(Point, Prune
     (run, pruned)
 }
 
-/// The schedules of depth 1 for `points`: a kill at each, plus, where a withdrawn permission has a
+/// The schedules of depth 1 for `points`: a kill at each, a freeze where one is allowed, plus, where a withdrawn permission has a
 /// certain outcome, the same kill with the operation cancelled (before its first call) or a
 /// destination revoked (with the result written, nothing delivered).
-fn schedules(scenario: &Scenario, points: &[Point]) -> Vec<Case> {
+fn schedules(scenario: &Scenario, points: &[Point], probe: bool) -> Vec<Case> {
     let mut cases = Vec::new();
     for p in points {
-        cases.push(Case { kills: vec![p.clone()], revoke: Vec::new() });
+        cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: false });
+        // A freeze where the contract says a commit follows (§9): the outlived incarnation must
+        // find itself fenced there. Only the probe can stop a runtime at these points.
+        if matches!(p.at, Boundary::BeforeDispatch | Boundary::AfterProviderSuccess | Boundary::AfterDeliverySend)
+            && probe
+        {
+            cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: true });
+        }
         let op = scenario.operation(&p.operation).expect("points are the scenario's operations");
         let first_call = !scenario.faults.iter().any(|f| f.operation == p.operation);
         if p.at == Boundary::BeforeDispatch && p.occurrence == 1 && first_call && op.expect == Outcome::Succeeded {
-            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Operation] });
+            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Operation], freeze: false });
         }
         if p.at == Boundary::AfterResultWrite && p.occurrence == 1 && op.expect == Outcome::Succeeded {
             for d in &op.destinations {
-                cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Destination(d.clone())] });
+                cases.push(Case {
+                    kills: vec![p.clone()],
+                    revoke: vec![Revoke::Destination(d.clone())],
+                    freeze: false,
+                });
             }
         }
     }
@@ -381,7 +401,7 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let seen = points(&workload.base, &run, None);
     let found = seen.len();
     let (to_run, pruned) = prune(&workload.base, seen);
-    let cases = schedules(&workload.base, &to_run);
+    let cases = schedules(&workload.base, &to_run, run.probe);
     let probe = run.probe;
     let record_artifacts = failed.then(|| run.keep_artifacts());
     Ok(Plan { record: verdict, record_story: story, record_artifacts, points: found, pruned, cases, probe })
@@ -440,7 +460,7 @@ pub fn explore(
             .collect();
     }
     if let Some(story) = &plan.record_story {
-        let case = Case { kills: Vec::new(), revoke: Vec::new() };
+        let case = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false };
         let scenario = case.scenario(&workload);
         result.failures.push(Finding {
             case,
@@ -497,7 +517,7 @@ pub fn explore(
                 for q in to_run {
                     let mut kills = finding.case.kills.clone();
                     kills.push(q);
-                    next.push(Case { kills, revoke: finding.case.revoke.clone() });
+                    next.push(Case { kills, revoke: finding.case.revoke.clone(), freeze: false });
                 }
             }
         }
