@@ -133,12 +133,24 @@ impl Case {
             }
             scenario.faults.push(fault);
         }
+        // Operations in flight beside a killed one: a kill lands wherever they are, possibly
+        // between a write-ahead and its request, so a tool with no lookup may have to pause.
+        let waves = workload.base.waves();
+        let beside: Vec<String> = waves
+            .iter()
+            .filter(|w| w.len() > 1 && w.iter().any(|o| self.kills.iter().any(|p| p.operation == o.id)))
+            .flat_map(|w| w.iter().map(|o| o.id.clone()))
+            .collect();
         for op in &mut scenario.operations {
             let killed_after_call = self.kills.iter().any(|p| {
                 p.operation == op.id && matches!(p.at, Boundary::AfterDispatch | Boundary::AfterProviderSuccess)
             });
-            if op.tool == ToolKind::NonIdempotentNoLookup && killed_after_call && op.expect == Outcome::Succeeded {
-                op.expect = Outcome::Paused;
+            if op.tool == ToolKind::NonIdempotentNoLookup && op.expect == Outcome::Succeeded {
+                if killed_after_call {
+                    op.expect = Outcome::Paused;
+                } else if beside.contains(&op.id) {
+                    op.expect = Outcome::SucceededOrGaveUp;
+                }
             }
             if self.revoke.contains(&Revoke::Operation) && self.kills[0].operation == op.id {
                 op.expect = Outcome::Refused;
@@ -674,4 +686,121 @@ pub fn pruned_summary(pruned: &[(Point, Pruned)]) -> BTreeMap<&'static str, usiz
         .or_default() += 1;
     }
     by
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn workload(text: &str) -> Workload {
+        Workload::of(&Scenario::parse(Path::new("scenarios/w.toml"), text).expect("valid scenario"))
+    }
+
+    const TWO: &str = r#"
+description = "two at once"
+[[operation]]
+id = "sms"
+tool = "send_sms"
+destinations = ["mailer"]
+expect = "succeeded"
+wave = 1
+[[operation]]
+id = "charge"
+tool = "charge_card"
+expect = "paused"
+wave = 1
+[[fault]]
+at = "after_dispatch"
+operation = "charge"
+revoke = ["tool"]
+"#;
+
+    fn point(at: Boundary, operation: &str, occurrence: u32) -> Point {
+        Point { at, operation: operation.into(), occurrence, destination: None }
+    }
+
+    #[test]
+    fn a_workload_drops_kills_and_the_expectations_only_they_explain() {
+        let w = workload(TWO);
+        assert_eq!((w.dropped, w.kept), (1, 0));
+        assert!(w.base.faults.is_empty());
+        // `paused` came from the dropped kill: without it the charge succeeds.
+        assert_eq!(w.base.operation("charge").map(|o| o.expect), Some(Outcome::Succeeded));
+    }
+
+    #[test]
+    fn expectations_follow_the_kills() {
+        let w = workload(TWO);
+        let at_sms = Case { kills: vec![point(Boundary::AfterDispatch, "sms", 1)], revoke: Vec::new(), freeze: false };
+        let s = at_sms.scenario(&w);
+        assert_eq!(s.operation("sms").map(|o| o.expect), Some(Outcome::Paused));
+        assert_eq!(s.faults.len(), 1);
+        // A kill beside the SMS may cut its request off: succeeded, or paused.
+        let beside =
+            Case { kills: vec![point(Boundary::BeforeDispatch, "charge", 1)], revoke: Vec::new(), freeze: false };
+        assert_eq!(beside.scenario(&w).operation("sms").map(|o| o.expect), Some(Outcome::SucceededOrGaveUp));
+        let cancelled = Case {
+            kills: vec![point(Boundary::BeforeDispatch, "charge", 1)],
+            revoke: vec![Revoke::Operation],
+            freeze: false,
+        };
+        let s = cancelled.scenario(&w);
+        assert_eq!(s.operation("charge").map(|o| o.expect), Some(Outcome::Refused));
+        assert_eq!(s.faults[0].revoke, vec![Revoke::Operation]);
+    }
+
+    #[test]
+    fn names_are_stable_and_say_the_schedule() {
+        let case = Case {
+            kills: vec![
+                point(Boundary::AfterDispatch, "charge", 1),
+                point(Boundary::AfterProviderSuccess, "charge", 2),
+            ],
+            revoke: Vec::new(),
+            freeze: false,
+        };
+        assert_eq!(case.name(), "after_dispatch.charge.1/after_provider_success.charge.2");
+        let none = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false };
+        assert_eq!(none.name(), "no_kill");
+    }
+
+    #[test]
+    fn the_same_crash_state_twice_in_a_row_is_pruned() {
+        let w = workload(TWO);
+        let state = Fingerprint { data: 7, world: 3 };
+        let seen = vec![
+            Seen { point: point(Boundary::BeforeDispatch, "sms", 1), seq: 1, fingerprint: Some(state) },
+            Seen { point: point(Boundary::BeforeDispatch, "charge", 1), seq: 2, fingerprint: Some(state) },
+            Seen { point: point(Boundary::AfterDispatch, "charge", 1), seq: 3, fingerprint: None },
+            Seen {
+                point: point(Boundary::AfterProviderSuccess, "charge", 1),
+                seq: 4,
+                fingerprint: Some(Fingerprint { data: 8, world: 4 }),
+            },
+        ];
+        let (run, pruned) = prune(&w.base, seen);
+        assert_eq!(run.len(), 3);
+        assert_eq!(
+            pruned,
+            vec![(
+                point(Boundary::BeforeDispatch, "charge", 1),
+                Pruned::SameState { earlier: point(Boundary::BeforeDispatch, "sms", 1) }
+            )]
+        );
+    }
+
+    #[test]
+    fn shards_cover_every_name_once() {
+        let names: Vec<String> = (0..200).map(|i| format!("w/after_dispatch.op{i}.1")).collect();
+        let mut counts = [0usize; 3];
+        for name in &names {
+            let shard = shard_of(name, 3);
+            assert!((1..=3).contains(&shard));
+            counts[shard as usize - 1] += 1;
+            assert_eq!(shard, shard_of(name, 3), "stable");
+        }
+        assert_eq!(counts.iter().sum::<usize>(), 200);
+        assert!(counts.iter().all(|&c| c > 40), "{counts:?}");
+    }
 }
