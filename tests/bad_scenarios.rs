@@ -290,3 +290,13 @@ fn freeze_with_a_revocation() {
         with("\"after_dispatch\"", "\"before_dispatch\"")
     )));
 }
+
+#[test]
+fn freeze_beside_other_operations_in_flight() {
+    let text = format!(
+        "{}action = \"freeze\"\n",
+        GOOD.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"").replace("[[fault]]", "wave = 1\n[[operation]]\nid = \"other\"\ntool = \"set_status\"\nexpect = \"succeeded\"\nwave = 1\n\n[[fault]]")
+    );
+    let err = error(&text);
+    assert!(err.contains("needs `charge` alone in its wave"), "{err}");
+}

@@ -32,7 +32,9 @@ fn explored_points(path: &std::path::Path, target: &Target) -> Vec<Trial> {
         Err(e) => return vec![Trial::test("explore", move || Err(e.to_string().into()))],
     };
     let workload = Arc::new(Workload::of(&scenario));
-    let plan = match explore::plan(&workload, target, &ExploreOptions::default()) {
+    // Unpruned: the list must name the same cases in every process that lists it.
+    let options = ExploreOptions { prune: false, ..ExploreOptions::default() };
+    let plan = match explore::plan(&workload, target, &options) {
         Ok(plan) => plan,
         Err(e) => {
             return vec![Trial::test("explore", move || Err(format!("the record run could not run: {e}").into()))];

@@ -322,11 +322,14 @@ pub struct Entry {
 pub struct Ledger {
     clock: Clock,
     entries: Mutex<Vec<Entry>>,
+    /// Woken on every entry: a harness waiting for the runtime to get somewhere waits on this
+    /// rather than on a timer.
+    changed: tokio::sync::Notify,
 }
 
 impl Ledger {
     pub fn new(clock: Clock) -> Self {
-        Ledger { clock, entries: Mutex::new(Vec::new()) }
+        Ledger { clock, entries: Mutex::new(Vec::new()), changed: tokio::sync::Notify::new() }
     }
 
     /// Appends `event`, stamping it with the next tick, and returns the stamp.
@@ -340,7 +343,14 @@ impl Ledger {
         // Tick under the lock so entries are in sequence order in the vector.
         let seq = self.clock.tick();
         entries.push(Entry { seq, at_micros: self.clock.micros(), incarnation, event });
+        drop(entries);
+        self.changed.notify_waiters();
         seq
+    }
+
+    /// Resolves at the next entry recorded after it is first polled.
+    pub async fn changed(&self) {
+        self.changed.notified().await
     }
 
     /// A copy of every entry so far, in sequence order.

@@ -104,6 +104,11 @@ impl World {
         format!("{}/policy", self.base_url())
     }
 
+    /// Resolves at the world's next ledger entry (a call, lookup, receipt, check, revocation).
+    pub async fn changed(&self) {
+        self.ledger.changed().await
+    }
+
     pub fn entries(&self) -> Vec<Entry> {
         self.ledger.entries()
     }

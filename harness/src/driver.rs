@@ -134,6 +134,10 @@ pub struct RunOptions {
     pub ready_timeout: Duration,
     /// Where run directories are created; `None`: the system's temp dir.
     pub artifacts_root: Option<PathBuf>,
+    /// Once the workload settled, send the malformed submissions the contract says to refuse
+    /// (`idempotent_submission`). `killpoint explore` checks them in its record run only: they
+    /// concern the API, not the crash point.
+    pub malformed_submissions: bool,
     /// At every probe announcement (the runtime blocked there), take a [`Fingerprint`] of the
     /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
     pub fingerprints: bool,
@@ -141,7 +145,13 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { probe: true, ready_timeout: Duration::from_secs(10), artifacts_root: None, fingerprints: false }
+        RunOptions {
+            probe: true,
+            ready_timeout: Duration::from_secs(10),
+            artifacts_root: None,
+            fingerprints: false,
+            malformed_submissions: true,
+        }
     }
 }
 
@@ -258,6 +268,7 @@ struct Driver<'a> {
     /// `Some(data dir)` when fingerprints are taken.
     fingerprint_data: Option<PathBuf>,
     fingerprints: Vec<(u64, Fingerprint)>,
+    malformed_submissions: bool,
     /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
     /// was frozen at; resumed once the operation they were frozen in has settled.
     zombies: Vec<(Incarnation, ProbeMessage)>,
@@ -504,6 +515,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         forgotten: BTreeSet::new(),
         fingerprint_data: options.fingerprints.then(|| data.clone()),
         fingerprints: Vec::new(),
+        malformed_submissions: options.malformed_submissions,
         zombies: Vec::new(),
     };
 
@@ -619,7 +631,7 @@ async fn drive(
     }
     // Once per run, when the runtime has settled everything (a stuck one would make each request
     // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
-    if unsettled.is_empty() && driver.forgotten.is_empty() {
+    if unsettled.is_empty() && driver.forgotten.is_empty() && driver.malformed_submissions {
         malformed_submissions(driver).await;
     }
     Ok(())
@@ -770,32 +782,39 @@ async fn settle(
                     states.join(", "), tail_of_logs(launch.logs, 15)
                 ));
             }
-            _ = poll.tick() => {
-                let mut index = 0;
-                while index < pending.len() {
-                    let op = pending[index].0;
-                    match driver.client.read(&op.id).await {
-                        Ok(report) if report.is_settled(&op.destinations) => {
-                            pending.remove(index);
-                            continue;
-                        }
-                        Ok(report) => pending[index].1 = report.summary(),
-                        Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
-                        Err(e) => pending[index].1 = format!("unreadable: {e}"),
-                    }
-                    index += 1;
-                }
-                if pending.is_empty() {
-                    if let Some(killed_at) = driver.last_kill.take() {
-                        driver.recoveries.push(killed_at.elapsed());
-                    }
-                }
-            }
+            // Settling shows in the fake world's ledger (a call, a receipt) a moment before the
+            // runtime's last commit: read at each entry, and on a slow tick for what the world
+            // cannot see (an ACK written after the consumer's answer).
+            _ = driver.world.changed() => read_pending(driver, &mut pending).await,
+            _ = poll.tick() => read_pending(driver, &mut pending).await,
             _ = tokio::time::sleep_until(deadline) => {
                 unsettled.extend(pending.into_iter().map(|(op, seen)| (op.id.clone(), seen)));
                 return Ok(());
             }
         }
+    }
+}
+
+/// Reads every operation still pending and drops those that have settled.
+async fn read_pending(driver: &mut Driver<'_>, pending: &mut Vec<(&Operation, String)>) {
+    let mut index = 0;
+    while index < pending.len() {
+        let op = pending[index].0;
+        match driver.client.read(&op.id).await {
+            Ok(report) if report.is_settled(&op.destinations) => {
+                pending.remove(index);
+                continue;
+            }
+            Ok(report) => pending[index].1 = report.summary(),
+            Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
+            Err(e) => pending[index].1 = format!("unreadable: {e}"),
+        }
+        index += 1;
+    }
+    if pending.is_empty()
+        && let Some(killed_at) = driver.last_kill.take()
+    {
+        driver.recoveries.push(killed_at.elapsed());
     }
 }
 

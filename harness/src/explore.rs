@@ -308,9 +308,12 @@ fn schedules(scenario: &Scenario, points: &[Point], probe: bool) -> Vec<Case> {
     for p in points {
         cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: false });
         // A freeze where the contract says a commit follows (§9): the outlived incarnation must
-        // find itself fenced there. Only the probe can stop a runtime at these points.
+        // find itself fenced there. Only the probe can stop a runtime at these points, and only an
+        // operation alone in its wave (scenario.rs says why).
+        let alone = scenario.waves().iter().any(|w| w.len() == 1 && w[0].id == p.operation);
         if matches!(p.at, Boundary::BeforeDispatch | Boundary::AfterProviderSuccess | Boundary::AfterDeliverySend)
             && probe
+            && alone
         {
             cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: true });
         }
@@ -345,6 +348,11 @@ pub struct ExploreOptions {
     pub shard: Option<(u64, u64)>,
     /// Stop at the first failing case.
     pub first_failure: bool,
+    /// Skip points with the same crash state as the one before. With operations in flight
+    /// together, which points share a state varies from run to run; trial lists, which must name
+    /// the same cases in every process (nextest lists, then runs each trial in a process of its
+    /// own), turn it off.
+    pub prune: bool,
 }
 
 impl Default for ExploreOptions {
@@ -355,6 +363,7 @@ impl Default for ExploreOptions {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             shard: None,
             first_failure: false,
+            prune: true,
         }
     }
 }
@@ -412,7 +421,11 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
     let seen = points(&workload.base, &run, None);
     let found = seen.len();
-    let (to_run, pruned) = prune(&workload.base, seen);
+    let (to_run, pruned) = if options.prune {
+        prune(&workload.base, seen)
+    } else {
+        (seen.into_iter().map(|s| s.point).collect(), Vec::new())
+    };
     let cases = schedules(&workload.base, &to_run, run.probe);
     let probe = run.probe;
     let record_artifacts = failed.then(|| run.keep_artifacts());
@@ -524,7 +537,11 @@ pub fn explore(
                 let seen = points(&finding.scenario, &run, Some((kill_seq, &in_flight)));
                 result.points.resize(2, 0);
                 result.points[1] += seen.len();
-                let (to_run, pruned) = prune(&finding.scenario, seen);
+                let (to_run, pruned) = if options.prune {
+                    prune(&finding.scenario, seen)
+                } else {
+                    (seen.into_iter().map(|s| s.point).collect(), Vec::new())
+                };
                 result.pruned.extend(pruned);
                 for q in to_run {
                     let mut kills = finding.case.kills.clone();

@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 const USAGE: &str = "usage:
   killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]        every scenario; the scenario and boundary × tool kind tables
   killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]  one scenario
-  killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]   the matrix N times (default 10): pass counts and timings
+  killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]   the matrix N times (default 10): pass counts and timings,
+                      and the certification overhead (certify ÷ the same workloads without faults)
+  killpoint bench SCENARIO.toml [--runs N] [--depth 1|2] [--jobs N] [-- RUNTIME_ARGS…]
+                      explore the workload N times: crash points per second, kill -> recovered
   killpoint explore SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
                       kill the workload at every boundary occurrence it passes (its hand-placed kills
                       are dropped, its world faults kept); each failure is written as a scenario file
@@ -133,7 +136,7 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--" => args.runtime_args = raw.by_ref().collect(),
             "-h" | "--help" => return Err(String::new()),
             other
-                if matches!(command, Command::Run | Command::Explore)
+                if matches!(command, Command::Run | Command::Explore | Command::Bench)
                     && args.scenario.is_none()
                     && !other.starts_with('-') =>
             {
@@ -242,6 +245,7 @@ fn main() -> ExitCode {
     let options = RunOptions { probe: args.probe, ..RunOptions::default() };
     match args.command {
         Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
+        Command::Bench if args.scenario.is_some() => bench_explore(&scenarios[0], &target, options, &args),
         Command::Bench => bench(&scenarios, &target, &options, args.runs),
         Command::Explore => explore(&scenarios[0], &target, options, &args),
     }
@@ -321,7 +325,24 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
         clean_suites += u32::from(clean);
         println!("  run {i:>3}: {:>7.1} ms{}", ms(suites[suites.len() - 1]), if clean { "" } else { "  FAILED" });
     }
+    // The price of certification: the same workloads, their kills and freezes dropped (world
+    // faults kept: they are the workload's environment), one run each way.
+    let plain: Vec<Scenario> = scenarios.iter().map(|s| killpoint::explore::Workload::of(s).base).collect();
+    let timed = |list: &[Scenario]| {
+        let started = Instant::now();
+        for scenario in list {
+            let _ = run_scenario(scenario, target, options);
+        }
+        started.elapsed()
+    };
+    let (with_faults, without) = (timed(scenarios), timed(&plain));
     println!("\n{clean_suites} passed, {} failed", runs - clean_suites);
+    println!(
+        "certification overhead:         {:.2} (certify {:.1} ms / the same workloads without kills {:.1} ms, one run each)",
+        with_faults.as_secs_f64() / without.as_secs_f64().max(1e-9),
+        ms(with_faults),
+        ms(without)
+    );
     println!("suite wall time:                {}", stats(&mut suites));
     println!("kill -> restarted (ready):      {}", stats(&mut restarts));
     println!("kill -> restarted -> recovered: {}", stats(&mut recoveries));
@@ -339,6 +360,9 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
         jobs: args.jobs.unwrap_or(ExploreOptions::default().jobs),
         shard: args.shard,
         first_failure: args.first_failure,
+        // Shards list the cases each on its own machine: unpruned, they all list the same ones,
+        // so together they run every case exactly once.
+        prune: args.shard.is_none(),
     };
     let workload = explore::Workload::of(scenario);
     println!(
@@ -455,6 +479,69 @@ fn write_case(
         command.push_str(&format!(" -- {}", target.args.join(" ")));
     }
     Ok((path, command))
+}
+
+/// Explores one workload `--runs` times: crash points per second and the recovery figures.
+fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -> ExitCode {
+    use killpoint::explore::{self, ExploreOptions};
+    let options = ExploreOptions {
+        depth: args.depth,
+        run,
+        jobs: args.jobs.unwrap_or(ExploreOptions::default().jobs),
+        shard: None,
+        first_failure: false,
+        prune: true,
+    };
+    println!(
+        "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",
+        scenario.name,
+        args.runs,
+        options.depth,
+        options.jobs,
+        target.program.display()
+    );
+    let mut rates = Vec::new();
+    let mut failed = false;
+    for i in 1..=args.runs {
+        let started = Instant::now();
+        let result = match explore::explore(scenario, target, &options, &|_, _, _, _| {}) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("killpoint: the exploration could not run: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let elapsed = started.elapsed();
+        let ran: usize = result.ran.iter().sum();
+        let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
+        failed |= !result.failures.is_empty();
+        println!(
+            "  run {i:>3}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned)",
+            ms(elapsed),
+            result.failures.len(),
+            result.pruned.len()
+        );
+        rates.push(rate);
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "crash points per second:        median {:.1} (min {:.1}, max {:.1})",
+        rates[rates.len() / 2],
+        rates[0],
+        rates[rates.len() - 1]
+    );
+    // One certification of the workload as written, for the recovery figures.
+    let mut restarts = Vec::new();
+    let mut recoveries = Vec::new();
+    for _ in 0..args.runs {
+        if let Ok((_, r)) = run_scenario(scenario, target, &options.run) {
+            restarts.extend(r.restarts.iter().copied());
+            recoveries.extend(r.recoveries.iter().copied());
+        }
+    }
+    println!("kill -> restarted (ready):      {}", stats(&mut restarts));
+    println!("kill -> restarted -> recovered: {}", stats(&mut recoveries));
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 fn ms(d: Duration) -> f64 {

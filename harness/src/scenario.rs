@@ -438,6 +438,18 @@ impl Scenario {
             };
             if f.action == Action::Freeze {
                 freezable(&f, &op.id).map_err(|why| at(Some(span.clone()), why))?;
+                // Frozen with other operations in flight, the runtime may be stopped inside one of
+                // their transactions, holding its store's lock: the replacement could never start.
+                let beside = op.wave.is_some_and(|w| operations.iter().any(|o| o.id != op.id && o.wave == Some(w)));
+                if beside {
+                    return Err(at(
+                        Some(span.clone()),
+                        format!(
+                            "`action = \"freeze\"` needs `{}` alone in its wave: frozen with other operations in flight, the runtime may be stopped holding its store's lock, and no replacement could start",
+                            op.id
+                        ),
+                    ));
+                }
             }
             if f.at.site() != Site::Provider
                 && (!matches!(f.action, Action::Kill | Action::Freeze) || f.effect == Some(false))
