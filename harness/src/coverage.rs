@@ -156,7 +156,11 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "§4-10",
         check: by(&[NoBlindRetry, AtMostOnce]),
-        proven_by: &[("blind-retry", "after_dispatch"), ("blind-retry", "after_provider_success")],
+        proven_by: &[
+            ("blind-retry", "after_dispatch"),
+            ("blind-retry", "after_provider_success"),
+            ("one-dispatch-slot", "concurrent_dispatch"),
+        ],
     },
     Rule {
         id: "§4-11",
@@ -166,7 +170,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "§4-12",
         check: by(&[NoBlindRetry, AtMostOnce]),
-        proven_by: &[("lookup-error-as-miss", "lookup_unavailable")],
+        proven_by: &[
+            ("lookup-error-as-miss", "lookup_unavailable"),
+            ("restart-after-failed-lookup", "kill_while_reconciling"),
+        ],
     },
     Rule { id: "§4-13", check: by(&[NoBlindRetry, AtMostOnce]), proven_by: &[("blind-retry", "after_dispatch")] },
     Rule {
