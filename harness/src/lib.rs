@@ -21,6 +21,7 @@ pub mod driver;
 pub mod incarnation;
 pub mod invariant;
 pub mod probe;
+pub mod random;
 pub mod report;
 pub mod scenario;
 pub mod scenario_file;
