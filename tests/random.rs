@@ -72,12 +72,13 @@ fn the_reference_runtime_passes_every_drawn_case() {
     if let Some(failure) = found.failure {
         let kept = out.keep();
         panic!(
-            "seed {}: the reference runtime fails a drawn case (violated {:?}), kept in {}:\n{}\n{}",
+            "seed {}: the reference runtime fails a drawn case (run again, it violated {:?}), kept in {}:\n{}\n{}\n{}",
             found.seed,
             failure.violated,
             kept.display(),
             failure.command,
-            failure.scenario.to_toml()
+            failure.scenario.to_toml(),
+            failure.story
         );
     }
     assert_eq!(found.runs, options.cases);

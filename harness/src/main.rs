@@ -4,6 +4,7 @@
 //! killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint random [--cases N] [--seed S] [--out DIR] [--runtime PATH] [-- RUNTIME_ARGS…]
 //! ```
 //! `certify` runs every scenario against the runtime and prints the scenario × verdict ×
 //! invariants table; it exits 0 only if every scenario passes. `bench` runs the whole matrix N
@@ -20,6 +21,9 @@ const USAGE: &str = "usage:
   killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]        every scenario; the scenario and boundary × tool kind tables
   killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]  one scenario
   killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]   the matrix N times (default 10): pass counts and timings
+  killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+                      N drawn workloads and fault schedules (default 100, from seed S, default a new
+                      one); a failing one is shrunk and written to DIR (default .) as a scenario file
 
 options:
   --runtime PATH      the runtime to certify (default: killpoint-runtime built beside this binary)
@@ -38,6 +42,7 @@ enum Command {
     Certify,
     Run,
     Bench,
+    Random,
 }
 
 struct Args {
@@ -53,6 +58,9 @@ struct Args {
     json: Option<PathBuf>,
     junit: Option<PathBuf>,
     runtime_args: Vec<String>,
+    cases: u32,
+    seed: Option<u64>,
+    out: PathBuf,
 }
 
 fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -60,9 +68,12 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         Some("certify") => Command::Certify,
         Some("run") => Command::Run,
         Some("bench") => Command::Bench,
+        Some("random") => Command::Random,
         Some("-h" | "--help") => return Err(String::new()),
-        Some(other) => return Err(format!("unknown command `{other}`; expected `certify`, `run` or `bench`")),
-        None => return Err("expected a command: `certify`, `run` or `bench`".into()),
+        Some(other) => {
+            return Err(format!("unknown command `{other}`; expected `certify`, `run`, `bench` or `random`"));
+        }
+        None => return Err("expected a command: `certify`, `run`, `bench` or `random`".into()),
     };
     let mut args = Args {
         command,
@@ -77,6 +88,9 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         json: None,
         junit: None,
         runtime_args: Vec::new(),
+        cases: 100,
+        seed: None,
+        out: PathBuf::from("."),
     };
     while let Some(arg) = raw.next() {
         let mut value = |flag: &str| raw.next().ok_or(format!("{flag} expects a value"));
@@ -90,6 +104,12 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-probe" => args.probe = false,
             "--json" => args.json = Some(value("--json")?.into()),
             "--junit" => args.junit = Some(value("--junit")?.into()),
+            "--cases" if command == Command::Random => args.cases = positive("--cases", value("--cases")?)?,
+            "--seed" if command == Command::Random => {
+                let seed = value("--seed")?;
+                args.seed = Some(seed.parse().map_err(|_| format!("--seed expects a number, found `{seed}`"))?);
+            }
+            "--out" if command == Command::Random => args.out = value("--out")?.into(),
             "--" => args.runtime_args = raw.by_ref().collect(),
             "-h" | "--help" => return Err(String::new()),
             other if command == Command::Run && args.scenario.is_none() && !other.starts_with('-') => {
@@ -155,6 +175,9 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let target = Target { program, args: args.runtime_args.clone() };
+    if args.command == Command::Random {
+        return random(&target, &args);
+    }
 
     let loaded: Vec<Result<Scenario, String>> = match &args.scenario {
         Some(path) => vec![Scenario::load(path).map_err(|e| e.to_string())],
@@ -229,6 +252,53 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     }
     let failed = outcomes.iter().any(|o| o.verdict.as_ref().map_or(true, |v| !v.passed()));
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// `killpoint random`: exit 1 with the shrunk case's file and rerun command when a case fails.
+fn random(target: &Target, args: &Args) -> ExitCode {
+    let seed = args.seed.unwrap_or_else(killpoint::random::new_seed);
+    let options = killpoint::random::RandomOptions {
+        cases: args.cases,
+        seed,
+        out: args.out.clone(),
+        max_shrink_iters: 64,
+        run: RunOptions { probe: args.probe, ..RunOptions::default() },
+    };
+    println!(
+        "random: {} case(s) against {}, seed {seed} (replay with --seed {seed})",
+        args.cases,
+        target.program.display()
+    );
+    let found = match killpoint::random::search(target, &options) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("killpoint: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rate = f64::from(found.runs) / found.elapsed.as_secs_f64().max(1e-9);
+    println!("{} run(s) in {:.1} s ({rate:.1}/s)", found.runs, found.elapsed.as_secs_f64());
+    match found.failure {
+        None => {
+            println!("every drawn case passed");
+            ExitCode::SUCCESS
+        }
+        Some(failure) => {
+            let violated: Vec<&str> = failure.violated.iter().map(|i| i.as_str()).collect();
+            println!(
+                "a case failed; shrunk to {} fault(s){}, written to {}\nrerun it with:\n  {}",
+                failure.fault_count(),
+                if violated.is_empty() {
+                    " (it passed when run once more: the failure may depend on timing)".to_owned()
+                } else {
+                    format!(", violating {}", violated.join(", "))
+                },
+                failure.file.display(),
+                failure.command
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u32) -> ExitCode {
