@@ -211,6 +211,7 @@ fn main() -> ExitCode {
     match args.command {
         Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
         Command::Bench => bench(&scenarios, &target, &options, args.runs),
+        Command::Random => unreachable!("`random` draws its own scenarios and returns before the directory is read"),
     }
 }
 

@@ -132,15 +132,15 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
     let started = Instant::now();
     // The report of the last failing run. Proptest returns the last value that failed while it
     // shrank, so this is the report of the case it returns.
-    let story = Mutex::new(String::new());
+    let last = Mutex::new((String::new(), BTreeSet::new()));
     let result = runner.run(&cases(), |scenario| {
         runs.fetch_add(1, Ordering::Relaxed);
-        let failed = match run_scenario(&scenario, target, &options.run) {
+        let (failed, violated) = match run_scenario(&scenario, target, &options.run) {
             Ok((verdict, _)) if verdict.passed() => return Ok(()),
-            Ok((verdict, run)) => crate::report::story(&scenario, &verdict, &run),
-            Err(e) => format!("could not run: {e}"),
+            Ok((verdict, run)) => (crate::report::story(&scenario, &verdict, &run), verdict.failed_invariants()),
+            Err(e) => (format!("could not run: {e}"), BTreeSet::new()),
         };
-        *story.lock().unwrap_or_else(|e| e.into_inner()) = failed.clone();
+        *last.lock().unwrap_or_else(|e| e.into_inner()) = (failed.clone(), violated);
         Err(TestCaseError::fail(failed))
     });
     let elapsed = started.elapsed();
@@ -156,15 +156,18 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
     let file = options.out.join(format!("random-{}.toml", options.seed));
     let command = rerun_command(&file, target);
     let replay = format!("killpoint random --seed {} --cases {}{}", options.seed, options.cases, runtime_flags(target));
+    let (story, violated_then) = last.into_inner().unwrap_or_else(|e| e.into_inner());
+    let names: Vec<&str> = violated_then.iter().map(|i| i.as_str()).collect();
     let mut scenario = minimal;
     scenario.name = format!("random-{}", options.seed);
     scenario.path = file.clone();
     scenario.description = format!(
         "Found by `killpoint random` (seed {}, {} cases at most) against {}: a drawn schedule, shrunk by \
-         proptest to this one.\nThe search: `{replay}`\nThis case: `{command}`",
+         proptest to this one, which violated {}.\nThe search: `{replay}`\nThis case: `{command}`",
         options.seed,
         options.cases,
         target_words(target),
+        if names.is_empty() { "nothing the checker names (it could not run)".to_owned() } else { names.join(", ") },
     );
     std::fs::create_dir_all(&options.out)?;
     std::fs::write(&file, scenario.to_toml())?;
@@ -173,7 +176,6 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
         Ok((verdict, _)) => verdict.failed_invariants(),
         Err(_) => BTreeSet::new(),
     };
-    let story = story.into_inner().unwrap_or_else(|e| e.into_inner());
     Ok(RandomOutcome {
         seed: options.seed,
         runs,
