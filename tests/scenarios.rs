@@ -73,6 +73,10 @@ fn python_runtime(reference: &Suite) -> Vec<libtest_mimic::Trial> {
 }
 
 fn snapshot_trace(scenario: &killpoint::Scenario, run: &killpoint::Run) -> Result<(), Failed> {
+    // Operations in flight together interleave differently from run to run: no one trace to pin.
+    if scenario.waves().iter().any(|wave| wave.len() > 1) {
+        return Ok(());
+    }
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
     settings.set_prepend_module_to_snapshot(false);

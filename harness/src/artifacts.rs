@@ -23,7 +23,10 @@ impl Artifacts {
 
     /// The same, in `root` (`None`: the system's temp dir).
     pub fn create_in(root: Option<&Path>, name: &str) -> std::io::Result<Artifacts> {
-        let prefix = format!("killpoint-{name}-");
+        // A Unix socket path (the probe's, inside this dir) is limited to 107 bytes: long names
+        // (explored cases) are cut, the random suffix keeps them apart.
+        let short: String = name.chars().take(40).collect();
+        let prefix = format!("killpoint-{short}-");
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).permissions(std::fs::Permissions::from_mode(0o700));
         let dir = match root {

@@ -12,7 +12,7 @@ use crate::boundary::{Boundary, Site};
 use crate::client::{Answer, Client, OperationReport, ReadError, Resubmission};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
 use crate::probe::ProbeMessage;
-use crate::scenario::{Action, Revoke, RuntimeSettings, Scenario};
+use crate::scenario::{Action, Operation, Revoke, RuntimeSettings, Scenario};
 use fake_tool::{
     Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, LookupFault, PolicyFault, ProviderFault, Revocation,
     Subject, World,
@@ -107,11 +107,14 @@ pub struct RunOptions {
     pub ready_timeout: Duration,
     /// Where run directories are created; `None`: the system's temp dir.
     pub artifacts_root: Option<PathBuf>,
+    /// At every probe announcement (the runtime blocked there), take a [`Fingerprint`] of the
+    /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
+    pub fingerprints: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { probe: true, ready_timeout: Duration::from_secs(10), artifacts_root: None }
+        RunOptions { probe: true, ready_timeout: Duration::from_secs(10), artifacts_root: None, fingerprints: false }
     }
 }
 
@@ -138,7 +141,42 @@ pub struct Run {
     pub restarts: Vec<Duration>,
     /// Kill → restarted → the operation being waited for settled, one per settle after a kill.
     pub recoveries: Vec<Duration>,
+    /// With [`RunOptions::fingerprints`]: the crash state at each announcement, by the `seq` of
+    /// its [`Happening::Boundary`] mark.
+    pub fingerprints: Vec<(u64, Fingerprint)>,
     pub artifacts: Artifacts,
+}
+
+/// What a SIGKILL would leave behind at one instant: the bytes of every file under the data dir
+/// and how much the fake world has seen. Two instants with the same fingerprint are the same crash
+/// state: the next incarnation starts from the same disk and the same world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    pub data: u64,
+    pub world_entries: usize,
+}
+
+impl Fingerprint {
+    /// Taken while the runtime is blocked on the probe; files that vanish while being read (a
+    /// concurrent task's journal) still change the hash, which only ever prunes less.
+    pub fn take(data: &Path, world: &World) -> Fingerprint {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut stack = vec![data.to_owned()];
+        let mut files = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() { stack.push(path) } else { files.push(path) }
+            }
+        }
+        files.sort();
+        for file in files {
+            file.hash(&mut hasher);
+            std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+        }
+        Fingerprint { data: hasher.finish(), world_entries: world.entries().len() }
+    }
 }
 
 impl Run {
@@ -171,6 +209,9 @@ struct Driver<'a> {
     /// Operations the runtime accepted, in order, and those it has since said it does not know.
     accepted: Vec<String>,
     forgotten: BTreeSet<String>,
+    /// `Some(data dir)` when fingerprints are taken.
+    fingerprint_data: Option<PathBuf>,
+    fingerprints: Vec<(u64, Fingerprint)>,
 }
 
 impl Driver<'_> {
@@ -317,6 +358,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 incarnations: 1,
                 restarts: Vec::new(),
                 recoveries: Vec::new(),
+                fingerprints: Vec::new(),
                 artifacts,
             });
         }
@@ -342,6 +384,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         recoveries: Vec::new(),
         accepted: Vec::new(),
         forgotten: BTreeSet::new(),
+        fingerprint_data: options.fingerprints.then(|| data.clone()),
+        fingerprints: Vec::new(),
     };
 
     let mut unsettled = Vec::new();
@@ -378,7 +422,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             hits[i] = Hit::Exact;
         }
     }
-    let Driver { timeline, restarts, recoveries, .. } = driver;
+    let Driver { timeline, restarts, recoveries, fingerprints, .. } = driver;
     world.shutdown().await;
     Ok(Run {
         ledger,
@@ -392,6 +436,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         incarnations,
         restarts,
         recoveries,
+        fingerprints,
         artifacts,
     })
 }
@@ -433,7 +478,7 @@ pub fn environment(world: &World, data: &Path, settings: &RuntimeSettings) -> Ve
     .collect()
 }
 
-/// Submits each operation and waits for it to settle, firing faults on the way.
+/// Submits the workload wave by wave and waits for each wave to settle, firing faults on the way.
 async fn drive(
     driver: &mut Driver<'_>,
     launch: &Launch<'_>,
@@ -441,12 +486,27 @@ async fn drive(
     unsettled: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
     let scenario = driver.scenario;
-    let probe = driver.incarnation.probe.is_some();
-    for op in &scenario.operations {
-        // Marked before the request: the runtime may start work before its answer arrives.
-        driver.mark(Happening::Submitted { operation: op.id.clone() });
-        let submitted = driver.client.submit(op).await;
-        if let Ok(status) = submitted {
+    for wave in scenario.waves() {
+        for op in &wave {
+            submit(driver, launch, op).await?;
+        }
+        settle(driver, launch, points, &wave, unsettled).await?;
+    }
+    // Once per run, when the runtime has settled everything (a stuck one would make each request
+    // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
+    if unsettled.is_empty() && driver.forgotten.is_empty() {
+        malformed_submissions(driver).await;
+    }
+    Ok(())
+}
+
+/// Submits one operation; an `after_submit` fault fires on its `202`.
+async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) -> Result<(), String> {
+    let scenario = driver.scenario;
+    // Marked before the request: the runtime may start work before its answer arrives.
+    driver.mark(Happening::Submitted { operation: op.id.clone() });
+    match driver.client.submit(op).await {
+        Ok(status) => {
             driver.mark(Happening::Answered { operation: op.id.clone(), status });
             driver.accepted.push(op.id.clone());
             // `after_submit`: killed the instant the runtime said it has the operation.
@@ -459,8 +519,9 @@ async fn drive(
                 driver.mark(Happening::KillPoint { operation: op.id.clone(), what });
                 driver.fire(i, launch).await?;
             }
+            Ok(())
         }
-        if let Err(e) = submitted {
+        Err(e) => {
             // A failed submission is most often a runtime that died on it, and the connection
             // breaks a moment before the exit can be seen: give the exit half a second to show,
             // so that the message says which it was and shows the runtime's last words.
@@ -473,114 +534,139 @@ async fn drive(
                 }
                 Err(_) => format!("incarnation {number} is running but did not accept `{}`", op.id),
             };
-            return Err(format!("{what}: {e}\n{}", tail_of_logs(launch.logs, 15)));
+            Err(format!("{what}: {e}\n{}", tail_of_logs(launch.logs, 15)))
         }
-        let mut deadline = tokio::time::Instant::now() + scenario.deadline;
-        let mut poll = tokio::time::interval(Duration::from_millis(5));
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_seen = String::from("never read");
-        loop {
-            // A runtime that says it does not know an operation it accepted will not settle it:
-            // reported as soon as seen, not at the deadline.
-            if driver.forgotten.contains(&op.id) {
-                break;
-            }
-            // Checked here as well as in the last branch: `biased` polls that branch only when no
-            // other is ready, and a runtime that floods the probe keeps the first one ready.
-            if tokio::time::Instant::now() >= deadline {
-                unsettled.push((op.id.clone(), last_seen));
-                break;
-            }
-            let incarnation = &mut driver.incarnation;
-            tokio::select! {
-                biased;
-                message = next_probe(&mut incarnation.probe) => {
-                    let message = match message {
-                        Ok(Some(m)) => m,
-                        // The runtime closed the probe: it is exiting; the wait branch reports it.
-                        Ok(None) => {
-                            incarnation.probe = None;
-                            continue;
-                        }
-                        Err(e) => return Err(format!(
-                            "incarnation {}: {e}\n{}", incarnation.number, tail_of_logs(launch.logs, 15)
-                        )),
-                    };
-                    match driver.fault_for(&message) {
-                        Some(i) => {
-                            driver.hits[i] = Hit::Exact;
-                            driver.mark(Happening::Boundary { message, killed: true });
-                            driver.fire(i, launch).await?;
-                            deadline = tokio::time::Instant::now() + scenario.deadline;
-                        }
-                        None => {
-                            let announced = format!("`{}` of `{}`", message.boundary, message.operation_id);
-                            driver.mark(Happening::Boundary { message, killed: false });
-                            if let Some(probe) = driver.incarnation.probe.as_mut() {
-                                // A failed write means the runtime died; the wait branch reports it.
-                                // A write that never ends means it stopped reading the answers (and
-                                // would block the harness for ever): the deadline bounds it.
-                                if tokio::time::timeout_at(deadline, probe.resume()).await.is_err() {
-                                    return Err(format!(
-                                        "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before `{}`'s deadline ({:?}) (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
-                                        driver.incarnation.number, op.id, scenario.deadline, tail_of_logs(launch.logs, 15)
-                                    ));
-                                }
-                            }
-                        }
+    }
+}
+
+/// Answers the probe and fires faults until every operation of `wave` has settled (or the
+/// deadline, renewed by every restart, has passed).
+async fn settle(
+    driver: &mut Driver<'_>,
+    launch: &Launch<'_>,
+    points: &mut tokio::sync::mpsc::UnboundedReceiver<fake_tool::KillPoint>,
+    wave: &[&Operation],
+    unsettled: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    let scenario = driver.scenario;
+    let probe = driver.incarnation.probe.is_some();
+    // Still to settle, each with the last state seen.
+    let mut pending: Vec<(&Operation, String)> = wave.iter().map(|op| (*op, String::from("never read"))).collect();
+    let waiting_for = |pending: &[(&Operation, String)]| {
+        pending.iter().map(|(op, _)| format!("`{}`", op.id)).collect::<Vec<_>>().join(", ")
+    };
+    let mut deadline = tokio::time::Instant::now() + scenario.deadline;
+    let mut poll = tokio::time::interval(Duration::from_millis(5));
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // A runtime that says it does not know an operation it accepted will not settle it:
+        // reported as soon as seen, not at the deadline.
+        pending.retain(|(op, _)| !driver.forgotten.contains(&op.id));
+        if pending.is_empty() {
+            return Ok(());
+        }
+        // Checked here as well as in the last branch: `biased` polls that branch only when no
+        // other is ready, and a runtime that floods the probe keeps the first one ready.
+        if tokio::time::Instant::now() >= deadline {
+            unsettled.extend(pending.into_iter().map(|(op, seen)| (op.id.clone(), seen)));
+            return Ok(());
+        }
+        let incarnation = &mut driver.incarnation;
+        tokio::select! {
+            biased;
+            message = next_probe(&mut incarnation.probe) => {
+                let message = match message {
+                    Ok(Some(m)) => m,
+                    // The runtime closed the probe: it is exiting; the wait branch reports it.
+                    Ok(None) => {
+                        incarnation.probe = None;
+                        continue;
                     }
-                }
-                Some(point) = points.recv() => {
-                    let i = point.tag as usize;
-                    if driver.hits.get(i) == Some(&Hit::NotReached) {
-                        let fault = &scenario.faults[i];
-                        // Without the probe, "after the provider's success" is the moment the
-                        // provider answered: the runtime may already be past it.
-                        driver.hits[i] = if fault.at == Boundary::AfterProviderSuccess && !probe {
-                            Hit::Approximate
-                        } else {
-                            Hit::Exact
-                        };
-                        driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
+                    Err(e) => return Err(format!(
+                        "incarnation {}: {e}\n{}", incarnation.number, tail_of_logs(launch.logs, 15)
+                    )),
+                };
+                match driver.fault_for(&message) {
+                    Some(i) => {
+                        driver.hits[i] = Hit::Exact;
+                        driver.mark(Happening::Boundary { message, killed: true });
                         driver.fire(i, launch).await?;
                         deadline = tokio::time::Instant::now() + scenario.deadline;
                     }
-                }
-                status = incarnation.child.wait() => {
-                    let number = incarnation.number;
-                    let status = describe_status(status.ok());
-                    driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
-                    return Err(format!(
-                        "incarnation {number} exited on its own ({status}) while `{}` was {last_seen}\n{}",
-                        op.id, tail_of_logs(launch.logs, 15)
-                    ));
-                }
-                _ = poll.tick() => {
-                    match driver.client.read(&op.id).await {
-                        Ok(report) if report.is_settled(&op.destinations) => {
-                            if let Some(killed_at) = driver.last_kill.take() {
-                                driver.recoveries.push(killed_at.elapsed());
-                            }
-                            break;
+                    None => {
+                        let announced = format!("`{}` of `{}`", message.boundary, message.operation_id);
+                        driver.mark(Happening::Boundary { message, killed: false });
+                        if let Some(data) = &driver.fingerprint_data {
+                            let seq = driver.timeline.last().map_or(0, |m| m.seq);
+                            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world)));
                         }
-                        Ok(report) => last_seen = report.summary(),
-                        Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
-                        Err(e) => last_seen = format!("unreadable: {e}"),
+                        if let Some(probe) = driver.incarnation.probe.as_mut() {
+                            // A failed write means the runtime died; the wait branch reports it.
+                            // A write that never ends means it stopped reading the answers (and
+                            // would block the harness for ever): the deadline bounds it.
+                            if tokio::time::timeout_at(deadline, probe.resume()).await.is_err() {
+                                return Err(format!(
+                                    "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before the deadline ({:?}) of {} (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
+                                    driver.incarnation.number, scenario.deadline, waiting_for(&pending), tail_of_logs(launch.logs, 15)
+                                ));
+                            }
+                        }
                     }
                 }
-                _ = tokio::time::sleep_until(deadline) => {
-                    unsettled.push((op.id.clone(), last_seen));
-                    break;
+            }
+            Some(point) = points.recv() => {
+                let i = point.tag as usize;
+                if driver.hits.get(i) == Some(&Hit::NotReached) {
+                    let fault = &scenario.faults[i];
+                    // Without the probe, "after the provider's success" is the moment the
+                    // provider answered: the runtime may already be past it.
+                    driver.hits[i] = if fault.at == Boundary::AfterProviderSuccess && !probe {
+                        Hit::Approximate
+                    } else {
+                        Hit::Exact
+                    };
+                    driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
+                    driver.fire(i, launch).await?;
+                    deadline = tokio::time::Instant::now() + scenario.deadline;
                 }
+            }
+            status = incarnation.child.wait() => {
+                let number = incarnation.number;
+                let status = describe_status(status.ok());
+                driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
+                let states: Vec<String> = pending.iter().map(|(op, seen)| format!("`{}` was {seen}", op.id)).collect();
+                return Err(format!(
+                    "incarnation {number} exited on its own ({status}) while {}\n{}",
+                    states.join(", "), tail_of_logs(launch.logs, 15)
+                ));
+            }
+            _ = poll.tick() => {
+                let mut index = 0;
+                while index < pending.len() {
+                    let op = pending[index].0;
+                    match driver.client.read(&op.id).await {
+                        Ok(report) if report.is_settled(&op.destinations) => {
+                            pending.remove(index);
+                            continue;
+                        }
+                        Ok(report) => pending[index].1 = report.summary(),
+                        Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
+                        Err(e) => pending[index].1 = format!("unreadable: {e}"),
+                    }
+                    index += 1;
+                }
+                if pending.is_empty() {
+                    if let Some(killed_at) = driver.last_kill.take() {
+                        driver.recoveries.push(killed_at.elapsed());
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                unsettled.extend(pending.into_iter().map(|(op, seen)| (op.id.clone(), seen)));
+                return Ok(());
             }
         }
     }
-    // Once per run, when the runtime has settled everything (a stuck one would make each request
-    // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
-    if unsettled.is_empty() && driver.forgotten.is_empty() {
-        malformed_submissions(driver).await;
-    }
-    Ok(())
 }
 
 async fn malformed_submissions(driver: &mut Driver<'_>) {

@@ -18,6 +18,7 @@ pub mod checker;
 pub mod client;
 pub mod coverage;
 pub mod driver;
+pub mod explore;
 pub mod incarnation;
 pub mod invariant;
 pub mod probe;

@@ -4,7 +4,8 @@
 //! killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
-//! killpoint random [--cases N] [--seed S] [--out DIR] [--runtime PATH] [-- RUNTIME_ARGS…]
+//! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
 //! ```
 //! `certify` runs every scenario against the runtime and prints the scenario × verdict ×
 //! invariants table; it exits 0 only if every scenario passes. `bench` runs the whole matrix N
@@ -21,9 +22,12 @@ const USAGE: &str = "usage:
   killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]        every scenario; the scenario and boundary × tool kind tables
   killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]  one scenario
   killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]   the matrix N times (default 10): pass counts and timings
+  killpoint explore SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
+                      kill the workload at every boundary occurrence it passes (its hand-placed kills
+                      are dropped, its world faults kept); each failure is written as a scenario file
   killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
                       N drawn workloads and fault schedules (default 100, from seed S, default a new
-                      one); a failing one is shrunk and written to DIR (default .) as a scenario file
+                      one); the first that fails is shrunk and written to DIR as a scenario file
 
 options:
   --runtime PATH      the runtime to certify (default: killpoint-runtime built beside this binary)
@@ -35,6 +39,18 @@ options:
   --json PATH         write the JSON certificate (docs/report.md) to PATH
   --junit PATH        write JUnit XML to PATH
 
+explore options:
+  --depth 1|2         2: also kill at every boundary occurrence of each kill's recovery (default 1)
+  --jobs N            cases run at once (default: the number of cores)
+  --shard K/N         only the cases in shard K of N (the split `cargo nextest --partition hash:K/N` uses)
+  --out DIR           where failing cases are written as scenario files (default ./killpoint-found)
+  --first-failure     stop at the first failing case
+  --quiet             no progress, only the summary
+
+random options (--out as for explore):
+  --cases N           schedules to draw (default 100)
+  --seed S            the search's seed: the same seed draws and shrinks the same cases
+
 exit status: 0 when no scenario failed, 1 when one did, 2 for a usage or scenario-file error.";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,6 +59,7 @@ enum Command {
     Run,
     Bench,
     Random,
+    Explore,
 }
 
 struct Args {
@@ -60,7 +77,12 @@ struct Args {
     runtime_args: Vec<String>,
     cases: u32,
     seed: Option<u64>,
+    depth: u8,
+    jobs: Option<usize>,
+    shard: Option<(u64, u64)>,
     out: PathBuf,
+    first_failure: bool,
+    quiet: bool,
 }
 
 fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -69,11 +91,14 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         Some("run") => Command::Run,
         Some("bench") => Command::Bench,
         Some("random") => Command::Random,
+        Some("explore") => Command::Explore,
         Some("-h" | "--help") => return Err(String::new()),
         Some(other) => {
-            return Err(format!("unknown command `{other}`; expected `certify`, `run`, `bench` or `random`"));
+            return Err(format!(
+                "unknown command `{other}`; expected `certify`, `run`, `bench`, `explore` or `random`"
+            ));
         }
-        None => return Err("expected a command: `certify`, `run`, `bench` or `random`".into()),
+        None => return Err("expected a command: `certify`, `run`, `bench`, `explore` or `random`".into()),
     };
     let mut args = Args {
         command,
@@ -90,7 +115,12 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         runtime_args: Vec::new(),
         cases: 100,
         seed: None,
-        out: PathBuf::from("."),
+        depth: 1,
+        jobs: None,
+        shard: None,
+        out: PathBuf::from("killpoint-found"),
+        first_failure: false,
+        quiet: false,
     };
     while let Some(arg) = raw.next() {
         let mut value = |flag: &str| raw.next().ok_or(format!("{flag} expects a value"));
@@ -109,10 +139,25 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
                 let seed = value("--seed")?;
                 args.seed = Some(seed.parse().map_err(|_| format!("--seed expects a number, found `{seed}`"))?);
             }
-            "--out" if command == Command::Random => args.out = value("--out")?.into(),
+            "--depth" => {
+                args.depth = match value("--depth")?.as_str() {
+                    "1" => 1,
+                    "2" => 2,
+                    other => return Err(format!("--depth expects 1 or 2, found `{other}`")),
+                }
+            }
+            "--jobs" => args.jobs = Some(positive("--jobs", value("--jobs")?)? as usize),
+            "--shard" => args.shard = Some(shard(&value("--shard")?)?),
+            "--out" => args.out = value("--out")?.into(),
+            "--first-failure" => args.first_failure = true,
+            "--quiet" => args.quiet = true,
             "--" => args.runtime_args = raw.by_ref().collect(),
             "-h" | "--help" => return Err(String::new()),
-            other if command == Command::Run && args.scenario.is_none() && !other.starts_with('-') => {
+            other
+                if matches!(command, Command::Run | Command::Explore)
+                    && args.scenario.is_none()
+                    && !other.starts_with('-') =>
+            {
                 args.scenario = Some(other.into());
             }
             other => return Err(format!("unexpected argument `{other}`")),
@@ -121,7 +166,18 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
     if command == Command::Run && args.scenario.is_none() {
         return Err("`run` expects a scenario file".into());
     }
+    if command == Command::Explore && args.scenario.is_none() {
+        return Err("`explore` expects a scenario file: its workload is explored".into());
+    }
     Ok(args)
+}
+
+/// `K/N` with 1 <= K <= N.
+fn shard(value: &str) -> Result<(u64, u64), String> {
+    let parsed = value.split_once('/').and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    parsed
+        .filter(|&(k, n)| k >= 1 && k <= n)
+        .ok_or(format!("--shard expects K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
 }
 
 fn positive(flag: &str, value: String) -> Result<u32, String> {
@@ -212,6 +268,7 @@ fn main() -> ExitCode {
         Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
         Command::Bench => bench(&scenarios, &target, &options, args.runs),
         Command::Random => unreachable!("`random` draws its own scenarios and returns before the directory is read"),
+        Command::Explore => explore(&scenarios[0], &target, options, &args),
     }
 }
 
@@ -344,6 +401,136 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
         println!("  {f}");
     }
     if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -> ExitCode {
+    use killpoint::explore::{self, ExploreOptions, Finding};
+    let options = ExploreOptions {
+        depth: args.depth,
+        run,
+        jobs: args.jobs.unwrap_or(ExploreOptions::default().jobs),
+        shard: args.shard,
+        first_failure: args.first_failure,
+    };
+    let workload = explore::Workload::of(scenario);
+    println!(
+        "exploring `{}` ({} operation(s)) against {} at depth {}: {} hand-placed kill(s) dropped, {} world fault(s) kept",
+        scenario.name,
+        scenario.operations.len(),
+        target.program.display(),
+        options.depth,
+        workload.dropped,
+        workload.kept
+    );
+    // A bar on a terminal; plain lines (one per failure, one per 10%) when piped, as in CI.
+    let bar = if args.quiet {
+        indicatif::ProgressBar::hidden()
+    } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} crash points, {msg}, ETA {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let plain = !args.quiet && bar.is_hidden();
+    let started = Instant::now();
+    let progress = |finding: &Finding, done: usize, total: usize, failures: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(format!("{failures} failure(s)"));
+        let failed = finding.status() == explore::CaseStatus::Fail;
+        if plain && (failed || done * 10 / total.max(1) != (done - 1) * 10 / total.max(1)) {
+            let status = if failed { "FAILED" } else { "ok" };
+            eprintln!("  {done}/{total} {} {status} ({failures} failure(s) so far)", finding.case.name());
+        }
+    };
+    let result = match explore::explore(scenario, target, &options, &progress) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("killpoint: the exploration could not run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    bar.finish_and_clear();
+    let elapsed = started.elapsed();
+    let mut failed = false;
+    if let Some(story) = &result.record_story {
+        failed = true;
+        eprintln!("the workload fails with no kill at all:\n{story}");
+    }
+    for finding in &result.failures {
+        failed = true;
+        if let Some(story) = &finding.story {
+            eprintln!("{story}");
+        }
+        match write_case(&args.out, finding, target, args.probe) {
+            Ok((path, command)) => {
+                eprintln!("  written to {}\n  reproduce: {command}", path.display());
+            }
+            Err(e) => eprintln!("killpoint: cannot write the failing case to {}: {e}", args.out.display()),
+        }
+        if let Some(path) = &finding.artifacts {
+            eprintln!("  {}\n", killpoint::artifacts::kept_at(path));
+        }
+    }
+    let ran: usize = result.ran.iter().sum();
+    let found: Vec<String> = result.points.iter().enumerate().map(|(d, n)| format!("{n} at depth {}", d + 1)).collect();
+    println!(
+        "crash points found: {}; cases run: {ran} ({} passed, {} partial, {} not reached, {} failed) in {:.1} s ({:.1} cases/s); pruned: {}{}",
+        found.join(", "),
+        result.passed,
+        result.partial,
+        result.not_reached,
+        result.failures.len(),
+        elapsed.as_secs_f64(),
+        ran as f64 / elapsed.as_secs_f64().max(1e-9),
+        result.pruned.len(),
+        if result.other_shards > 0 {
+            format!("; {} case(s) in other shards", result.other_shards)
+        } else {
+            String::new()
+        }
+    );
+    for (why, n) in explore::pruned_summary(&result.pruned) {
+        println!("  pruned {n}: {why}");
+    }
+    if !result.unseen.is_empty() {
+        let names: Vec<&str> = result.unseen.iter().map(|b| b.as_str()).collect();
+        println!("  not explored without the probe (the fake world cannot see them): {}", names.join(", "));
+    }
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// Writes a failing case as a scenario file; returns its path and the command that replays it.
+fn write_case(
+    dir: &std::path::Path,
+    finding: &killpoint::explore::Finding,
+    target: &Target,
+    probe: bool,
+) -> std::io::Result<(PathBuf, String)> {
+    std::fs::create_dir_all(dir)?;
+    let mut scenario = finding.scenario.clone();
+    let broken: Vec<&str> = finding.verdict.failed_invariants().iter().map(|i| i.as_str()).collect();
+    scenario.description = format!(
+        "Found by `killpoint explore`: the workload of `{}` with the kill schedule {}, violated {}.\n\n{}",
+        finding.scenario.name.split('.').next().unwrap_or_default(),
+        finding.case.name(),
+        broken.join(", "),
+        scenario.description
+    );
+    let path = dir.join(format!("{}.toml", scenario.name));
+    std::fs::write(&path, scenario.to_toml())?;
+    let mut command = format!("killpoint run {} --runtime {}", path.display(), target.program.display());
+    if !probe {
+        command.push_str(" --no-probe");
+    }
+    if !target.args.is_empty() {
+        command.push_str(&format!(" -- {}", target.args.join(" ")));
+    }
+    Ok((path, command))
 }
 
 fn ms(d: Duration) -> f64 {

@@ -48,8 +48,8 @@ pub struct Operation {
     pub actor: String,
     /// How the operation must end.
     pub expect: Outcome,
-    /// Operations with the same wave are submitted together; absent: a wave of its own after the
-    /// previous operation's. Never lower than an earlier operation's.
+    /// Operations with the same wave number, next to each other in the file, are submitted together
+    /// and in flight at once; absent: a wave of its own, submitted once the previous one settled.
     #[serde(default)]
     pub wave: Option<u32>,
 }
@@ -377,12 +377,16 @@ impl Scenario {
             if operations.iter().any(|o| o.id == op.id) {
                 return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
             }
-            if let (Some(wave), Some(earlier)) = (op.wave, operations.iter().rev().find_map(|o| o.wave)) {
-                if wave < earlier {
+            if let Some(wave) = op.wave {
+                let previous = operations.iter().rev().find_map(|o| o.wave);
+                if wave == 0 {
+                    return Err(at(Some(spanned.span()), "`wave` counts from 1".into()));
+                }
+                if let Some(previous) = previous.filter(|&p| wave < p) {
                     return Err(at(
                         Some(spanned.span()),
                         format!(
-                            "`{}` is in wave {wave}, after an operation in wave {earlier}: expected a wave of {earlier} or more (waves run in file order)",
+                            "`{}` is in wave {wave}, after an operation in wave {previous}: expected a wave of {previous} or more (waves run in file order)",
                             op.id
                         ),
                     ));
@@ -694,6 +698,21 @@ impl Scenario {
             }
         }
         scaled
+    }
+
+    /// The workload as the harness submits it: groups of operations in flight together, in order.
+    /// Neighbours with the same `wave` share a group; an operation without one is a group alone.
+    pub fn waves(&self) -> Vec<Vec<&Operation>> {
+        let mut waves: Vec<Vec<&Operation>> = Vec::new();
+        let mut last: Option<u32> = None;
+        for op in &self.operations {
+            match (op.wave, last, waves.last_mut()) {
+                (Some(w), Some(l), Some(group)) if w == l => group.push(op),
+                _ => waves.push(vec![op]),
+            }
+            last = op.wave;
+        }
+        waves
     }
 
     pub fn operation(&self, id: &str) -> Option<&Operation> {
