@@ -71,10 +71,14 @@ impl RandomOptions {
     }
 }
 
-/// A seed nobody chose: the clock's nanoseconds mixed with the process id.
+/// A seed nobody chose: the clock's nanoseconds and the process id, mixed (SplitMix64's
+/// finaliser) so that seeds drawn a second apart do not share their leading digits.
 pub fn new_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    (nanos as u64) ^ (u64::from(std::process::id()) << 32)
+    let mut z = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// What a search found.
