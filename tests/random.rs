@@ -26,7 +26,7 @@ fn a_blind_retry_is_found_shrunk_written_and_replayed() {
     let out = tempfile::tempdir().unwrap();
     let target = reference(&["--broken", "blind-retry"]);
     let mut options = options(64, out.path());
-    options.max_shrink_iters = 32;
+    options.max_shrink_iters = 24;
     let found = search(&target, &options).unwrap();
     let failure = found.failure.unwrap_or_else(|| {
         panic!("seed {}: {} runs found nothing against --broken blind-retry", found.seed, found.runs)
@@ -61,7 +61,7 @@ fn a_blind_retry_is_found_shrunk_written_and_replayed() {
 #[test]
 fn the_reference_runtime_passes_every_drawn_case() {
     let out = tempfile::tempdir().unwrap();
-    let options = options(24, out.path());
+    let options = options(16, out.path());
     let found = search(&reference(&[]), &options).unwrap();
     println!(
         "{} cases in {:.1} s ({:.1} cases/s)",
