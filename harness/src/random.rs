@@ -571,7 +571,7 @@ fn schedule(genes: &Genes) -> Scenario {
         // Fast retries: a drawn case settles in a fraction of a second.
         runtime: RuntimeSettings { delivery_max_attempts: 5, retry_base_ms: 5 },
         // A hang bound, not a wait.
-        deadline: Duration::from_secs(10),
+        deadline: Duration::from_secs(5),
         catches: Vec::new(),
     }
 }
