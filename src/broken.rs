@@ -2,9 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs` (the API's two in `api.rs`),
-//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs` or `policy.rs`,
-//! marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs`, `policy.rs` or
+//! `api.rs`, marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -58,10 +57,24 @@ pub enum Broken {
     /// A policy service that cannot be reached or answers something unreadable is taken as
     /// allowing everything.
     PolicyFailOpen,
+    /// On start, only the operation dispatched last (one "in flight" slot) is taken as in flight;
+    /// any other `DISPATCHED` operation is taken for never dispatched and attempted as new. Alone
+    /// in flight, an operation is always the last dispatched: only concurrent operations show it.
+    OneDispatchSlot,
+    /// On start, an `UNKNOWN` operation whose last lookup could not answer is taken for one whose
+    /// attempt never reached the provider, and is attempted as new. Only a kill while a recovery
+    /// waits to look up again shows it.
+    RestartAfterFailedLookup,
+    /// The store's fence is raised at start but never checked: an incarnation that was frozen and
+    /// outlived commits its stale view when it wakes.
+    NoStoreFence,
+    /// Requests carry no `Killpoint-Incarnation` header: the world cannot fence an outlived
+    /// incarnation.
+    NoFenceHeader,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 18] = [
+    pub const ALL: [Broken; 22] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -80,6 +93,10 @@ impl Broken {
         Self::Trust2xx,
         Self::LookupErrorAsMiss,
         Self::PolicyFailOpen,
+        Self::OneDispatchSlot,
+        Self::RestartAfterFailedLookup,
+        Self::NoStoreFence,
+        Self::NoFenceHeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +119,10 @@ impl Broken {
             Self::Trust2xx => "trust-2xx",
             Self::LookupErrorAsMiss => "lookup-error-as-miss",
             Self::PolicyFailOpen => "policy-fail-open",
+            Self::OneDispatchSlot => "one-dispatch-slot",
+            Self::RestartAfterFailedLookup => "restart-after-failed-lookup",
+            Self::NoStoreFence => "no-store-fence",
+            Self::NoFenceHeader => "no-fence-header",
         }
     }
 
@@ -126,6 +147,12 @@ impl Broken {
             Self::Trust2xx => "takes any 2xx for a success, filling an unreadable body with defaults",
             Self::LookupErrorAsMiss => "takes a lookup that did not answer for \"not found\"",
             Self::PolicyFailOpen => "takes an unreachable or unreadable policy service for permission",
+            Self::OneDispatchSlot => "remembers only the last dispatched operation as in flight across a restart",
+            Self::RestartAfterFailedLookup => {
+                "on start, attempts again an operation whose last lookup failed, without a lookup"
+            }
+            Self::NoStoreFence => "never checks the store's fence: an outlived incarnation's writes land",
+            Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
         }
     }
 

@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use reqwest::Url;
 
 /// The contract this runtime implements.
-pub const CONTRACT: &str = "killpoint-contract/2";
+pub const CONTRACT: &str = "killpoint-contract/3";
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -20,6 +20,8 @@ pub struct Config {
     pub provider_url: Url,
     pub consumers_url: Url,
     pub policy_url: Url,
+    /// Which life of the runtime this is: the fencing token (CONTRACT.md §9).
+    pub incarnation: u32,
     /// `None` when the harness certifies without the probe.
     pub probe_socket: Option<PathBuf>,
     /// Sends of one delivery before it is dead-lettered.
@@ -46,6 +48,11 @@ impl Config {
             provider_url: base_url("KILLPOINT_PROVIDER_URL")?,
             consumers_url: base_url("KILLPOINT_CONSUMERS_URL")?,
             policy_url: base_url("KILLPOINT_POLICY_URL")?,
+            incarnation: {
+                // Required: without it this incarnation could not be told from the next one.
+                required("KILLPOINT_INCARNATION", "which life of the runtime this is: 1, 2, …")?;
+                number("KILLPOINT_INCARNATION", 1)?
+            },
             probe_socket: optional("KILLPOINT_PROBE_SOCKET")?.map(PathBuf::from),
             delivery_max_attempts: number("KILLPOINT_DELIVERY_MAX_ATTEMPTS", 5)?,
             retry_base: Duration::from_millis(number("KILLPOINT_RETRY_BASE_MS", 25)?.into()),

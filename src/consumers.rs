@@ -5,7 +5,7 @@ use reqwest::{Client, Url};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::http::{describe_error, describe_failure, endpoint};
+use crate::http::{describe_error, describe_failure, endpoint, send};
 
 /// The body of `POST …/{destination}/events`.
 #[derive(Debug, Serialize)]
@@ -30,7 +30,7 @@ impl Consumers {
     /// `Err` says why the send did not count.
     pub async fn send(&self, idempotency_key: &str, event: &Event<'_>) -> Result<(), String> {
         let url = endpoint(&self.base, &[event.destination, "events"]);
-        let sent = self.http.post(url).header("Idempotency-Key", idempotency_key).json(event).send().await;
+        let sent = send(self.http.post(url).header("Idempotency-Key", idempotency_key).json(event)).await;
         match sent {
             Ok(response) if response.status().is_success() => Ok(()),
             Ok(response) => Err(describe_failure(response).await),

@@ -1,7 +1,7 @@
 //! killpoint's reference runtime: an agent runtime that survives being killed at any instant
 //! without turning a crash into a duplicate side effect or a lost delivery.
 //!
-//! It implements `killpoint-contract/2` (CONTRACT.md): durable intent before dispatch, one stable
+//! It implements `killpoint-contract/3` (CONTRACT.md): durable intent before dispatch, one stable
 //! idempotency key per operation, reconciliation of unknown outcomes by lookup, a transactional
 //! outbox for deliveries, and a policy check before every new attempt and every send.
 //!
@@ -13,6 +13,7 @@ mod backoff;
 mod broken;
 mod config;
 mod consumers;
+mod fence;
 mod http;
 mod model;
 mod policy;
@@ -125,8 +126,13 @@ async fn run(broken: Option<Broken>) -> Result<()> {
         );
     }
 
-    let store = Arc::new(Store::open(&config.data_dir)?);
-    worker::recover(&store)?;
+    let mut store = Store::open(&config.data_dir, config.incarnation)?;
+    if broken == Some(Broken::NoStoreFence) {
+        // BROKEN: the fence is raised but never checked: an outlived incarnation's writes land.
+        store = store.unfenced();
+    }
+    let store = Arc::new(store);
+    worker::recover(&store, broken)?;
 
     let probe = match &config.probe_socket {
         Some(path) => Probe::connect(path).await?,

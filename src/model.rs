@@ -224,6 +224,9 @@ pub enum AuditEvent {
     Unknown,
     /// A lookup found no effect for the last attempt.
     NotFound,
+    /// A lookup could not answer (an error, a dropped connection, an unreadable body): nothing is
+    /// known, and the operation is looked up again later.
+    LookupFailed,
     Paused,
     /// A delivery send is about to go out.
     DeliverySent,
@@ -243,6 +246,7 @@ impl AuditEvent {
             Self::Failed => "failed",
             Self::Unknown => "unknown",
             Self::NotFound => "not_found",
+            Self::LookupFailed => "lookup_failed",
             Self::Paused => "paused",
             Self::DeliverySent => "delivery_sent",
             Self::DeliveryAcked => "delivery_acked",

@@ -6,7 +6,7 @@ use reqwest::{Client, StatusCode, Url};
 use serde::{Deserialize, Serialize};
 
 use crate::broken::Broken;
-use crate::http::{describe_error, describe_failure, endpoint};
+use crate::http::{describe_error, describe_failure, endpoint, send};
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -67,7 +67,7 @@ impl Policy {
 
     async fn ask(&self, tenant: &str, actor: &str, operation_id: &str, subject: Subject<'_>) -> Decision {
         let check = Check { tenant, actor, operation_id, subject };
-        let sent = self.http.post(endpoint(&self.base, &["check"])).json(&check).send().await;
+        let sent = send(self.http.post(endpoint(&self.base, &["check"])).json(&check)).await;
         let response = match sent {
             Ok(response) => response,
             Err(error) => return Decision::Unreachable(describe_error(&error)),

@@ -114,6 +114,18 @@ impl Probe {
             None => lost("the probe reader stopped"),
         }
     }
+
+    /// Returns once no announcement is waiting for its answer (at once without the probe).
+    ///
+    /// A task calls it before it starts on an operation: an operation's last announcement can
+    /// follow the commit that settles it (`after_policy_revocation`), so a client may already have
+    /// submitted the next operation while that answer is outstanding. Starting the new work only
+    /// after the answer keeps the order a one-at-a-time workload was always seen in.
+    pub async fn quiet(&self) {
+        if let Some(connection) = &self.connection {
+            drop(connection.lock().await);
+        }
+    }
 }
 
 /// Reads the harness's lines for the whole life of the process. Reading all the time, not only

@@ -8,7 +8,7 @@ use reqwest::{Client, StatusCode, Url};
 use serde_json::{Value, json};
 
 use crate::broken::Broken;
-use crate::http::{describe_error, describe_failure, endpoint};
+use crate::http::{describe_error, describe_failure, endpoint, send};
 use crate::model::{Effect, Tool};
 
 /// What one attempt established.
@@ -57,13 +57,10 @@ impl Provider {
     /// `POST …/tools/{name}` with the operation's arguments, unchanged.
     pub async fn invoke(&self, tool: &Tool, idempotency_key: &str, arguments: &Value) -> Invocation {
         let url = endpoint(&self.base, &["tools", &tool.name]);
-        let sent = self
-            .http
-            .post(url)
-            .header("Idempotency-Key", idempotency_key)
-            .json(&json!({ "arguments": arguments }))
-            .send()
-            .await;
+        let sent = send(
+            self.http.post(url).header("Idempotency-Key", idempotency_key).json(&json!({ "arguments": arguments })),
+        )
+        .await;
         let response = match sent {
             Ok(response) => response,
             Err(error) => return Invocation::Unknown(describe_error(&error)),
@@ -106,7 +103,7 @@ impl Provider {
                 url
             }
         };
-        let response = match self.http.get(url).send().await {
+        let response = match send(self.http.get(url)).await {
             Ok(response) => response,
             Err(error) => return Lookup::Unknown(describe_error(&error)),
         };

@@ -27,7 +27,7 @@ use crate::model::{
 
 /// Bumped whenever the schema changes; a store written by another version is refused rather than
 /// misread.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE agent_operations (
@@ -77,6 +77,13 @@ CREATE TABLE audit (
 );
 
 CREATE INDEX audit_by_operation ON audit (operation_id, id);
+
+-- The fence (CONTRACT.md §9): the newest incarnation that opened the store. Every write
+-- transaction checks that it is still its own, so an outlived incarnation commits nothing.
+CREATE TABLE fence (
+    only        INTEGER PRIMARY KEY CHECK (only = 1),
+    incarnation INTEGER NOT NULL
+);
 ";
 
 /// SQLite's clock, for the human-readable timestamps.
@@ -120,11 +127,15 @@ pub struct Snapshot {
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// This incarnation: the fence every write checks. `None` only for the deliberately broken
+    /// `no-store-fence` variant.
+    incarnation: Option<u32>,
 }
 
 impl Store {
-    /// Opens (creating if needed) `runtime.sqlite3` in `data_dir`.
-    pub fn open(data_dir: &Path) -> Result<Store> {
+    /// Opens (creating if needed) `runtime.sqlite3` in `data_dir` for `incarnation`, and raises the
+    /// fence to it: from this commit on, an older incarnation's writes fail.
+    pub fn open(data_dir: &Path, incarnation: u32) -> Result<Store> {
         std::fs::create_dir_all(data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
         let path = data_dir.join("runtime.sqlite3");
         let mut conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
@@ -150,9 +161,27 @@ impl Store {
                 bail!("{} has schema version {other}; this runtime reads version {SCHEMA_VERSION}", path.display())
             }
         }
+        let newest: Option<u32> = tx.query_row("SELECT incarnation FROM fence", [], |row| row.get(0)).optional()?;
+        if let Some(newest) = newest.filter(|newest| *newest > incarnation) {
+            crate::fence::exit(&format!(
+                "incarnation {newest} has already opened {}; this is incarnation {incarnation}",
+                path.display()
+            ));
+        }
+        tx.execute(
+            "INSERT INTO fence (only, incarnation) VALUES (1, ?1)
+             ON CONFLICT (only) DO UPDATE SET incarnation = excluded.incarnation",
+            [incarnation],
+        )?;
         tx.commit()?;
 
-        Ok(Store { conn: Mutex::new(conn) })
+        Ok(Store { conn: Mutex::new(conn), incarnation: Some(incarnation) })
+    }
+
+    /// The store without its fence check. For the deliberately broken `no-store-fence` variant,
+    /// and nothing else: an outlived incarnation's writes then land.
+    pub fn unfenced(self) -> Store {
+        Store { incarnation: None, ..self }
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -164,9 +193,20 @@ impl Store {
     /// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it. IMMEDIATE takes the write
     /// lock up front, so a transaction never fails halfway with "database is locked" after it has
     /// read the state it is about to change.
+    ///
+    /// The fence is checked inside the same transaction, under the write lock: a newer incarnation
+    /// cannot raise it between the check and the commit.
     fn write<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Some(incarnation) = self.incarnation {
+            let newest: u32 = tx.query_row("SELECT incarnation FROM fence", [], |row| row.get(0))?;
+            if newest != incarnation {
+                crate::fence::exit(&format!(
+                    "the store is fenced by incarnation {newest}; this is incarnation {incarnation}"
+                ));
+            }
+        }
         let value = work(&tx)?;
         tx.commit()?;
         Ok(value)
@@ -386,6 +426,31 @@ impl Store {
         })
     }
 
+    /// The operation whose attempt was dispatched last, of all operations, if any was. For the
+    /// deliberately broken `one-dispatch-slot` variant, and nothing else.
+    pub fn last_dispatched(&self) -> Result<Option<String>> {
+        let conn = self.conn();
+        let id = conn
+            .query_row(
+                "SELECT operation_id FROM audit WHERE event = ?1 ORDER BY id DESC LIMIT 1",
+                [AuditEvent::Dispatched.as_str()],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(id)
+    }
+
+    /// Puts a `DISPATCHED` or `UNKNOWN` operation back to `INTENT_RECORDED`, as if no attempt had
+    /// ever been sent (its attempt count stays). For the deliberately broken `one-dispatch-slot`
+    /// and `restart-after-failed-lookup` variants, and nothing else: a request that may have been
+    /// sent must be looked up, never forgotten.
+    pub fn take_for_never_dispatched(&self, id: &str, why: &str) -> Result<()> {
+        self.write(|tx| {
+            transition(tx, id, &[ExecutionState::Dispatched, ExecutionState::Unknown], ExecutionState::IntentRecorded)?;
+            append_audit(tx, id, AuditEvent::IntentRecorded, why)
+        })
+    }
+
     /// `FAILED` for good. `event` says who decided: the provider, the policy, or lookups that kept
     /// finding no effect.
     pub fn record_failure(&self, id: &str, event: AuditEvent, reason: &str) -> Result<()> {
@@ -437,15 +502,19 @@ impl Store {
         Ok(deliveries)
     }
 
-    /// When the earliest waiting delivery is due, if any is waiting.
-    pub fn next_delivery_due(&self) -> Result<Option<SystemTime>> {
+    /// When each operation's earliest waiting delivery is due, for the operations that have one.
+    pub fn delivery_schedule(&self) -> Result<Vec<(String, SystemTime)>> {
         let conn = self.conn();
-        let millis: Option<i64> = conn.query_row(
-            "SELECT MIN(next_attempt_at) FROM deliveries WHERE state IN (?1, ?2)",
-            params![DeliveryState::Pending, DeliveryState::Sent],
-            |row| row.get(0),
+        let mut statement = conn.prepare_cached(
+            "SELECT operation_id, MIN(next_attempt_at) FROM deliveries
+             WHERE state IN (?1, ?2) GROUP BY operation_id",
         )?;
-        Ok(millis.map(from_epoch_millis))
+        let schedule = statement
+            .query_map(params![DeliveryState::Pending, DeliveryState::Sent], |row| {
+                Ok((row.get(0)?, from_epoch_millis(row.get(1)?)))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(schedule)
     }
 
     /// Durable before the send, so that a restart sends again (with the same key) instead of
@@ -761,7 +830,7 @@ mod tests {
     #[test]
     fn resubmission_is_idempotent_and_a_different_body_conflicts() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let op = submission("op-1", &["ledger"]);
 
         assert_eq!(store.submit(&op, "h1").unwrap(), Submitted::Created);
@@ -774,11 +843,11 @@ mod tests {
     fn dispatched_becomes_unknown_in_the_next_incarnation() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), 1).unwrap();
             dispatched(&store, "op-1", &[]);
             // Dropped without any shutdown, as after a SIGKILL.
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let recovered = store.recover_interrupted(SystemTime::now()).unwrap();
 
         assert_eq!(recovered.unknown, ["op-1"]);
@@ -793,7 +862,7 @@ mod tests {
     #[test]
     fn success_and_its_deliveries_are_written_together() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let op = dispatched(&store, "op-1", &["mailer", "ledger"]);
         let now = SystemTime::now();
 
@@ -818,7 +887,7 @@ mod tests {
     #[test]
     fn a_failing_outbox_write_leaves_no_success_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         // The API refuses duplicate destinations; here one makes the second outbox insert fail
         // after the success has been written inside the same transaction.
         let op = dispatched(&store, "op-1", &["ledger", "ledger"]);
@@ -835,7 +904,7 @@ mod tests {
     #[test]
     fn a_recorded_success_cannot_be_recorded_again() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let op = dispatched(&store, "op-1", &["ledger"]);
         store.record_success(&op, &effect(), SystemTime::now()).unwrap();
 
@@ -850,7 +919,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let later = SystemTime::now() + Duration::from_secs(3600);
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), 1).unwrap();
             let op = dispatched(&store, "op-1", &["ledger"]);
             store.record_success(&op, &effect(), SystemTime::now()).unwrap();
             let delivery = deliveries(&store, "op-1").remove(0);
@@ -858,7 +927,7 @@ mod tests {
             // Even if the row said "not before an hour from now", a restart sends it at once.
             store.postpone_delivery(&delivery, later).unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let now = SystemTime::now();
         let recovered = store.recover_interrupted(now).unwrap();
 
@@ -871,7 +940,7 @@ mod tests {
     #[test]
     fn failed_sends_wait_and_then_dead_letter() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let op = dispatched(&store, "op-1", &["ledger"]);
         let now = SystemTime::now();
         store.record_success(&op, &effect(), now).unwrap();
@@ -881,24 +950,27 @@ mod tests {
         let retry_at = now + Duration::from_secs(60);
         store.schedule_delivery_retry(&delivery, retry_at, "HTTP 503").unwrap();
         assert!(store.due_deliveries(now).unwrap().is_empty());
-        assert_eq!(store.next_delivery_due().unwrap(), Some(from_epoch_millis(epoch_millis(retry_at))));
+        assert_eq!(
+            store.delivery_schedule().unwrap(),
+            [("op-1".to_owned(), from_epoch_millis(epoch_millis(retry_at)))]
+        );
 
         store.dead_letter(&delivery, "policy: revoked").unwrap();
         let delivery = deliveries(&store, "op-1").remove(0);
         assert_eq!(delivery.state, DeliveryState::DeadLettered);
         assert_eq!(delivery.last_error.as_deref(), Some("policy: revoked"));
-        assert_eq!(store.next_delivery_due().unwrap(), None);
+        assert!(store.delivery_schedule().unwrap().is_empty());
     }
 
     #[test]
     fn a_store_from_another_schema_version_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        Store::open(dir.path()).unwrap();
+        Store::open(dir.path(), 1).unwrap();
         let conn = Connection::open(dir.path().join("runtime.sqlite3")).unwrap();
         conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
 
-        let error = Store::open(dir.path()).err().unwrap();
+        let error = Store::open(dir.path(), 1).err().unwrap();
         assert!(error.to_string().contains("schema version 99"), "{error}");
     }
 }

@@ -1,26 +1,33 @@
-//! The worker: the one loop that executes operations, reconciles unknown outcomes and delivers
-//! results (CONTRACT.md §4–§6, §8).
+//! The worker: executes operations, reconciles unknown outcomes and delivers results
+//! (CONTRACT.md §4–§6, §8), working on many operations at once.
 //!
-//! One loop, one thing at a time, always in the same order: operations by creation, deliveries by
-//! (operation, destination). A crash can then be placed at any boundary and the next incarnation
-//! replays the same story, which is what makes the harness's traces comparable from run to run.
+//! One scheduling loop hands out the work and never does any itself. Each operation that needs
+//! work gets its own task, and never more than one at a time: the loop keeps the ids of the
+//! operations it has a task for, and an operation is not looked at again until its task is over.
+//! So within one operation everything happens in order — executing or reconciling it (`UNKNOWN`
+//! ones looked up, `INTENT_RECORDED` ones attempted), then its due deliveries one destination after
+//! the other, by name — while operations progress side by side. An operation's deliveries share
+//! its task rather than getting one each so that one operation's story is always told in the same
+//! order: a sequential workload reads exactly as it did when the worker did one thing at a time.
 //!
-//! Each pass:
-//! 1. reconciles `UNKNOWN` operations that are not paused;
-//! 2. executes `INTENT_RECORDED` operations;
-//! 3. sends the deliveries that are due.
+//! The loop wakes when a task ends, something is submitted, a delivery falls due or a backed-off
+//! operation may go again; each time it starts tasks for what has become due.
 //!
-//! then sleeps until something is submitted or the next retry is due.
+//! What the tasks share is behind locks that are never held across an `.await`: the store (one
+//! short transaction per call), the backoff schedule, and the broken `policy-cache` variant's
+//! memory. The probe serialises announcements itself: a task blocked on it holds up other tasks
+//! only at their next announcement, never at the store.
 //!
 //! The places where a `--broken` variant deviates are marked `BROKEN:`.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 
 use crate::backoff::{Backoff, Task};
 use crate::broken::Broken;
@@ -37,6 +44,7 @@ use crate::store::Store;
 const MAX_PROVIDER_ATTEMPTS: u32 = 5;
 
 /// What to do next with the operation in hand.
+#[derive(Clone, Copy)]
 enum Next {
     /// Ask the policy, then the provider.
     Attempt,
@@ -46,93 +54,160 @@ enum Next {
     Stop,
 }
 
+/// What one task does for its operation.
+enum Work {
+    /// Take the operation as far as it can go now, starting with `Next`.
+    Execute(Operation, Next),
+    /// Send these deliveries of the operation, in this order.
+    Deliver(Vec<Delivery>),
+}
+
 pub struct Worker {
+    shared: Arc<Shared>,
+    /// Notified by the API on every new submission.
+    wake: Arc<Notify>,
+    /// The running tasks; each yields its operation's id when it ends.
+    tasks: JoinSet<(String, Result<()>)>,
+    /// The operations that have a task: at most one each.
+    in_flight: HashSet<String>,
+}
+
+/// Everything a task works with.
+struct Shared {
     store: Arc<Store>,
     provider: Provider,
     consumers: Consumers,
     policy: Policy,
     probe: Probe,
-    /// Notified by the API on every new submission.
-    wake: Arc<Notify>,
-    backoff: Backoff,
+    backoff: Mutex<Backoff>,
     delivery_max_attempts: u32,
     retry_base: Duration,
     broken: Option<Broken>,
     /// Only for the broken `policy-cache` variant: the answers it wrongly reuses.
-    policy_cache: HashSet<(String, String)>,
+    policy_cache: Mutex<HashSet<(String, String)>>,
 }
 
 impl Worker {
     pub fn new(config: &Config, store: Arc<Store>, probe: Probe, wake: Arc<Notify>, broken: Option<Broken>) -> Worker {
-        let http = crate::http::client();
-        Worker {
+        let incarnation = match broken {
+            // BROKEN: no fencing token on any request: the world cannot refuse an outlived
+            // incarnation, and cannot tell it from the current one.
+            Some(Broken::NoFenceHeader) => None,
+            _ => Some(config.incarnation),
+        };
+        let http = crate::http::client(incarnation);
+        let shared = Shared {
             store,
             provider: Provider::new(http.clone(), config.provider_url.clone()).with_broken(broken),
             consumers: Consumers::new(http.clone(), config.consumers_url.clone()),
             policy: Policy::new(http, config.policy_url.clone()).with_broken(broken),
             probe,
-            wake,
-            backoff: Backoff::default(),
+            backoff: Mutex::default(),
             delivery_max_attempts: config.delivery_max_attempts,
             retry_base: config.retry_base,
             broken,
-            policy_cache: HashSet::new(),
-        }
+            policy_cache: Mutex::default(),
+        };
+        Worker { shared: Arc::new(shared), wake, tasks: JoinSet::new(), in_flight: HashSet::new() }
     }
 
-    /// Runs for the life of the process. Returns only on a store error: without its store the
-    /// runtime cannot know what it has done, so it stops, and the next incarnation recovers from
-    /// what was committed.
+    /// Runs for the life of the process. Returns only on a store error (or a task's panic):
+    /// without its store the runtime cannot know what it has done, so it stops, and the next
+    /// incarnation recovers from what was committed.
     pub async fn run(mut self) -> Result<Infallible> {
         loop {
-            self.pass().await?;
-            self.wait().await?;
+            let wake_at = self.start_due_work()?;
+            let sleep = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                Some(ended) = self.tasks.join_next() => {
+                    let (id, worked) = ended.context("a worker task panicked")?;
+                    self.in_flight.remove(&id);
+                    worked.with_context(|| format!("working on {id}"))?;
+                }
+                () = self.wake.notified() => {}
+                () = sleep => {}
+            }
         }
     }
 
-    async fn pass(&mut self) -> Result<()> {
-        for operation in self.store.operations_to_work(ExecutionState::Unknown)? {
-            if !self.is_waiting(&operation) {
-                self.drive(operation, Next::Reconcile).await?;
-            }
-        }
-        for operation in self.store.operations_to_work(ExecutionState::IntentRecorded)? {
-            if !self.is_waiting(&operation) {
-                self.drive(operation, Next::Attempt).await?;
-            }
-        }
-        for delivery in self.store.due_deliveries(SystemTime::now())? {
-            self.deliver(delivery).await?;
-        }
-        Ok(())
-    }
-
-    /// Sleeps until a submission arrives, a delivery falls due, or a backed-off task may go again.
-    async fn wait(&self) -> Result<()> {
-        let next_delivery = self.store.next_delivery_due()?.map(|at| {
-            let from_now = at.duration_since(SystemTime::now()).unwrap_or_default();
-            Instant::now() + from_now
-        });
-        let next_retry = self.backoff.next_wake(Instant::now());
-        let wake_at = [next_delivery, next_retry].into_iter().flatten().min();
-        match wake_at {
-            Some(at) => {
-                tokio::select! {
-                    () = self.wake.notified() => {}
-                    () = tokio::time::sleep_until(at.into()) => {}
+    /// Starts a task for every operation that has work due and no task yet: `UNKNOWN` ones first,
+    /// then `INTENT_RECORDED` ones, then due deliveries, each oldest operation first. Returns when
+    /// the loop must look again if nothing else wakes it: the next delivery or backoff that falls
+    /// due for an operation without a task (one with a task is looked at again when it ends).
+    fn start_due_work(&mut self) -> Result<Option<Instant>> {
+        let store = Arc::clone(&self.shared.store);
+        let now = SystemTime::now();
+        for (state, next) in
+            [(ExecutionState::Unknown, Next::Reconcile), (ExecutionState::IntentRecorded, Next::Attempt)]
+        {
+            for operation in store.operations_to_work(state)? {
+                if !self.in_flight.contains(&operation.id) && !self.shared.is_waiting(&operation) {
+                    self.start(Work::Execute(operation, next));
                 }
             }
-            None => self.wake.notified().await,
         }
-        Ok(())
+        let mut due = store.due_deliveries(now)?.into_iter().peekable();
+        while let Some(first) = due.next() {
+            let mut deliveries = vec![first];
+            while let Some(next) = due.next_if(|d| d.operation_id == deliveries[0].operation_id) {
+                deliveries.push(next);
+            }
+            if !self.in_flight.contains(&deliveries[0].operation_id) {
+                self.start(Work::Deliver(deliveries));
+            }
+        }
+
+        let next_delivery = store
+            .delivery_schedule()?
+            .into_iter()
+            .filter(|(id, _)| !self.in_flight.contains(id))
+            .map(|(_, at)| Instant::now() + at.duration_since(SystemTime::now()).unwrap_or_default())
+            .min();
+        let next_retry = self.shared.backoff().next_wake(Instant::now());
+        Ok([next_delivery, next_retry].into_iter().flatten().min())
+    }
+
+    fn start(&mut self, work: Work) {
+        let id = match &work {
+            Work::Execute(operation, _) => operation.id.clone(),
+            Work::Deliver(deliveries) => deliveries[0].operation_id.clone(),
+        };
+        self.in_flight.insert(id.clone());
+        let shared = Arc::clone(&self.shared);
+        self.tasks.spawn(async move { (id, shared.work(work).await) });
+    }
+}
+
+impl Shared {
+    fn backoff(&self) -> MutexGuard<'_, Backoff> {
+        // Every change to the schedule is one call that cannot leave it half-changed.
+        self.backoff.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn is_waiting(&self, operation: &Operation) -> bool {
-        self.backoff.is_waiting(&Task::Operation(operation.id.clone()), Instant::now())
+        self.backoff().is_waiting(&Task::Operation(operation.id.clone()), Instant::now())
+    }
+
+    async fn work(&self, work: Work) -> Result<()> {
+        self.probe.quiet().await;
+        match work {
+            Work::Execute(operation, first) => self.drive(operation, first).await,
+            Work::Deliver(deliveries) => {
+                for delivery in deliveries {
+                    self.deliver(delivery).await?;
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Takes one operation as far as it can go now.
-    async fn drive(&mut self, mut operation: Operation, first: Next) -> Result<()> {
+    async fn drive(&self, mut operation: Operation, first: Next) -> Result<()> {
         let mut next = first;
         loop {
             next = match next {
@@ -146,7 +221,7 @@ impl Worker {
     // ---- execution ------------------------------------------------------------------------
 
     /// One new attempt: policy, write-ahead, provider (CONTRACT.md §4, steps 2–7).
-    async fn attempt(&mut self, operation: &mut Operation) -> Result<Next> {
+    async fn attempt(&self, operation: &mut Operation) -> Result<Next> {
         let id = operation.id.clone();
         let attempt = operation.attempts + 1;
 
@@ -174,7 +249,7 @@ impl Worker {
             }
             Decision::Unreachable(why) => {
                 // No decision is not permission.
-                let delay = self.backoff.failed(Task::Operation(id.clone()), Instant::now());
+                let delay = self.backoff().failed(Task::Operation(id.clone()), Instant::now());
                 eprintln!("{id} attempt {attempt} waits: policy unreachable ({why}); again in {delay:?}");
                 return Ok(Next::Stop);
             }
@@ -235,7 +310,7 @@ impl Worker {
 
     /// May this operation's tool be called now? Asked before every new attempt, including those
     /// that follow a reconciliation: permission given earlier may have been revoked since.
-    async fn tool_policy(&mut self, operation: &Operation) -> Result<Decision> {
+    async fn tool_policy(&self, operation: &Operation) -> Result<Decision> {
         if self.broken == Some(Broken::NoPolicyRecheck)
             && self.store.has_audit_event(&operation.id, AuditEvent::PolicyAllowed)?
         {
@@ -244,7 +319,7 @@ impl Worker {
         }
         let decision = self.ask_policy(operation, Subject::Tool(&operation.tool.name)).await;
         if decision == Decision::Allowed {
-            self.backoff.succeeded(&Task::Operation(operation.id.clone()));
+            self.backoff().succeeded(&Task::Operation(operation.id.clone()));
             self.store.record_audit(
                 &operation.id,
                 AuditEvent::PolicyAllowed,
@@ -256,19 +331,19 @@ impl Worker {
 
     /// One question to the policy service, asked afresh every time: an answer is about *now*, and
     /// a permission can be withdrawn between two attempts or two sends without any crash.
-    async fn ask_policy(&mut self, operation: &Operation, subject: Subject<'_>) -> Decision {
+    async fn ask_policy(&self, operation: &Operation, subject: Subject<'_>) -> Decision {
         let asked = match subject {
             Subject::Tool(tool) => (operation.id.clone(), format!("tool {tool}")),
             Subject::Destination(destination) => (operation.id.clone(), format!("destination {destination}")),
         };
         if self.broken == Some(Broken::PolicyCache) {
             // BROKEN: an earlier approval, kept in memory, stands in for asking again.
-            if self.policy_cache.contains(&asked) {
+            if self.policy_cache.lock().unwrap_or_else(|p| p.into_inner()).contains(&asked) {
                 return Decision::Allowed;
             }
             let decision = self.policy.check(&operation.tenant, &operation.actor, &operation.id, subject).await;
             if decision == Decision::Allowed {
-                self.policy_cache.insert(asked);
+                self.policy_cache.lock().unwrap_or_else(|p| p.into_inner()).insert(asked);
             }
             return decision;
         }
@@ -276,7 +351,7 @@ impl Worker {
     }
 
     /// An attempt went unanswered: recover by the tool's kind (CONTRACT.md §4 step 9, §5).
-    async fn reconcile(&mut self, operation: &mut Operation) -> Result<Next> {
+    async fn reconcile(&self, operation: &mut Operation) -> Result<Next> {
         let id = operation.id.clone();
         if self.broken == Some(Broken::BlindRetry) && operation.attempts < MAX_PROVIDER_ATTEMPTS {
             // BROKEN: "no answer" is taken to mean "did not happen", and the request is sent again.
@@ -315,7 +390,7 @@ impl Worker {
 
     /// Asks the provider whether the last attempt had an effect. A lookup reads what happened; it
     /// executes nothing, so no policy decision is needed for it.
-    async fn look_up(&mut self, operation: &mut Operation) -> Result<Next> {
+    async fn look_up(&self, operation: &mut Operation) -> Result<Next> {
         let id = operation.id.clone();
         let by = match &operation.provider_ref {
             Some(provider_ref) => LookupBy::ProviderRef(provider_ref),
@@ -346,7 +421,8 @@ impl Worker {
                 Ok(Next::Attempt)
             }
             Lookup::Unknown(why) => {
-                let delay = self.backoff.failed(Task::Operation(id.clone()), Instant::now());
+                self.store.record_audit(&id, AuditEvent::LookupFailed, &why)?;
+                let delay = self.backoff().failed(Task::Operation(id.clone()), Instant::now());
                 eprintln!("{id} lookup failed ({why}); again in {delay:?}");
                 Ok(Next::Stop)
             }
@@ -354,7 +430,7 @@ impl Worker {
     }
 
     /// Records a confirmed success together with its outbox.
-    async fn succeed(&mut self, operation: &mut Operation, effect: Effect) -> Result<()> {
+    async fn succeed(&self, operation: &mut Operation, effect: Effect) -> Result<()> {
         let id = operation.id.clone();
         let attempt = operation.attempts;
         self.probe.at(Boundary::AfterProviderSuccess, &id, attempt, None).await;
@@ -370,7 +446,7 @@ impl Worker {
             self.probe.at(Boundary::AfterResultWrite, &id, attempt, None).await;
         }
 
-        self.backoff.succeeded(&Task::Operation(id));
+        self.backoff().succeeded(&Task::Operation(id));
         operation.execution = ExecutionState::Succeeded;
         operation.provider_ref = Some(effect.provider_ref);
         operation.result = Some(effect.result);
@@ -381,7 +457,7 @@ impl Worker {
 
     /// One send of one delivery (CONTRACT.md §6). Never calls the tool: the result was recorded
     /// with the success, and a delivery only carries it.
-    async fn deliver(&mut self, delivery: Delivery) -> Result<()> {
+    async fn deliver(&self, delivery: Delivery) -> Result<()> {
         let id = delivery.operation_id.clone();
         let destination = delivery.destination.clone();
         let operation = self
@@ -395,7 +471,7 @@ impl Worker {
 
         let task = Task::Delivery { operation_id: id.clone(), destination: destination.clone() };
         match self.ask_policy(&operation, Subject::Destination(&destination)).await {
-            Decision::Allowed => self.backoff.succeeded(&task),
+            Decision::Allowed => self.backoff().succeeded(&task),
             Decision::Refused(reason) => {
                 let reason = format!("policy: {reason}");
                 self.store.dead_letter(&delivery, &reason)?;
@@ -403,7 +479,7 @@ impl Worker {
                 return Ok(());
             }
             Decision::Unreachable(why) => {
-                let delay = self.backoff.failed(task, Instant::now());
+                let delay = self.backoff().failed(task, Instant::now());
                 self.store.postpone_delivery(&delivery, SystemTime::now() + delay)?;
                 eprintln!("{id} -> {destination} waits: policy unreachable ({why}); again in {delay:?}");
                 return Ok(());
@@ -470,8 +546,28 @@ fn delivery_retry_delay(base: Duration, failed_sends: u32) -> Duration {
 
 /// Run once at start, before the API serves anything, so that nobody ever reads an operation as
 /// `DISPATCHED` that no living process is dispatching.
-pub fn recover(store: &Store) -> Result<()> {
+pub fn recover(store: &Store, broken: Option<Broken>) -> Result<()> {
+    if broken == Some(Broken::OneDispatchSlot) {
+        // BROKEN: one "operation in flight" slot, the last one dispatched, instead of every
+        // operation's own DISPATCHED: any other request in flight is forgotten and sent again.
+        let slot = store.last_dispatched()?;
+        for operation in store.operations_to_work(ExecutionState::Dispatched)? {
+            if slot.as_ref() != Some(&operation.id) {
+                store.take_for_never_dispatched(&operation.id, "not in the dispatch slot: never dispatched")?;
+            }
+        }
+    }
     let recovered = store.recover_interrupted(SystemTime::now())?;
+    if broken == Some(Broken::RestartAfterFailedLookup) {
+        // BROKEN: an operation whose last lookup could not answer is taken for one whose attempt
+        // never reached the provider, and is attempted as new.
+        for operation in store.operations_to_work(ExecutionState::Unknown)? {
+            let last = store.snapshot(&operation.id)?.and_then(|snapshot| snapshot.audit.last().cloned());
+            if last.is_some_and(|entry| entry.event == AuditEvent::LookupFailed.as_str()) {
+                store.take_for_never_dispatched(&operation.id, "last lookup failed: taken for never dispatched")?;
+            }
+        }
+    }
     for id in &recovered.unknown {
         eprintln!("{id} was DISPATCHED when the last incarnation stopped: now UNKNOWN");
     }

@@ -277,3 +277,16 @@ fn after_submit_with_a_destination() {
 fn after_submit_without_a_kill() {
     insta::assert_snapshot!(error(&format!("{}action = \"drop\"\n", with("\"after_dispatch\"", "\"after_submit\""))));
 }
+
+#[test]
+fn freeze_where_no_commit_follows() {
+    insta::assert_snapshot!(error(&format!("{GOOD}action = \"freeze\"\n")));
+}
+
+#[test]
+fn freeze_with_a_revocation() {
+    insta::assert_snapshot!(error(&format!(
+        "{}action = \"freeze\"\nrevoke = [\"tool\"]\n",
+        with("\"after_dispatch\"", "\"before_dispatch\"")
+    )));
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A killpoint runtime in Python 3, standard library only.
 
-It implements `killpoint-contract/2` (CONTRACT.md) and nothing else: it was written from the
+It implements `killpoint-contract/3` (CONTRACT.md) and nothing else: it was written from the
 contract document alone, to show that the document is enough to build a certifiable runtime.
 
 Shape of the program:
@@ -35,7 +35,7 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-CONTRACT = "killpoint-contract/2"
+CONTRACT = "killpoint-contract/3"
 KINDS = ("idempotent_by_key", "non_idempotent_with_lookup", "non_idempotent_no_lookup",
          "safely_repeatable")
 LOOKUP_KINDS = ("idempotent_by_key", "non_idempotent_with_lookup")
@@ -66,12 +66,15 @@ class Config:
         contract = env.get("KILLPOINT_CONTRACT", CONTRACT)
         if contract != CONTRACT:
             sys.exit(f"this runtime implements {CONTRACT}, the harness asked for {contract}")
-        missing = [name for name in ("KILLPOINT_DATA_DIR", "KILLPOINT_PROVIDER_URL",
+        missing = [name for name in ("KILLPOINT_DATA_DIR", "KILLPOINT_INCARNATION",
+                                     "KILLPOINT_PROVIDER_URL",
                                      "KILLPOINT_CONSUMERS_URL", "KILLPOINT_POLICY_URL")
                    if not env.get(name)]
         if missing:
             sys.exit(f"missing environment variable(s): {', '.join(missing)}")
         self.data_dir = env["KILLPOINT_DATA_DIR"]
+        # The fencing token (section 9): sent on every request, and the store's fence.
+        self.incarnation = int(env["KILLPOINT_INCARNATION"])
         host, _, port = env.get("KILLPOINT_LISTEN", "127.0.0.1:0").rpartition(":")
         self.listen = (host or "127.0.0.1", int(port))
         self.provider = env["KILLPOINT_PROVIDER_URL"].rstrip("/")
@@ -87,6 +90,10 @@ class Config:
 # --------------------------------------------------------------------------------------------
 
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS fence (  -- the newest incarnation that opened the store (section 9)
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    incarnation INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS operations (
     seq             INTEGER PRIMARY KEY AUTOINCREMENT,  -- submission order = processing order
     id              TEXT NOT NULL UNIQUE,
@@ -133,8 +140,9 @@ class Store:
     SQLITE_BUSY between our own threads. Nothing slow (network, probe) runs under the lock.
     """
 
-    def __init__(self, data_dir):
+    def __init__(self, data_dir, incarnation):
         os.makedirs(data_dir, exist_ok=True)
+        self.incarnation = incarnation
         self.lock = threading.Lock()
         # isolation_level=None: we write BEGIN/COMMIT ourselves, so a transaction is exactly
         # what `tx()` encloses and nothing is left open by the sqlite3 module's implicit rules.
@@ -144,11 +152,23 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")  # a COMMIT is on disk before we go on
         self.db.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
+        # Raise the fence: from this commit on, an older incarnation's transactions fail.
+        self.db.execute("BEGIN IMMEDIATE")
+        row = self.db.execute("SELECT incarnation FROM fence").fetchone()
+        if row is not None and row[0] > incarnation:
+            fenced(f"incarnation {row[0]} has already opened the store")
+        self.db.execute("INSERT INTO fence (only, incarnation) VALUES (1, ?) ON CONFLICT (only) "
+                        "DO UPDATE SET incarnation = excluded.incarnation", (incarnation,))
+        self.db.execute("COMMIT")
 
     @contextlib.contextmanager
     def tx(self):
         with self.lock:
             self.db.execute("BEGIN IMMEDIATE")
+            # The fence, checked under the write lock of the transaction it guards.
+            newest = self.db.execute("SELECT incarnation FROM fence").fetchone()[0]
+            if newest != self.incarnation:
+                fenced(f"the store is fenced by incarnation {newest}")
             try:
                 yield self.db
             except BaseException:
@@ -257,6 +277,16 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
 
 
+def fenced(why):
+    """A newer incarnation owns the data dir (section 9): not another request, not another
+    commit. The open transaction, if any, dies uncommitted with the process."""
+    log(f"fenced: {why}; exiting")
+    os._exit(3)
+
+
+INCARNATION = None  # set by main(): the fencing token every request carries
+
+
 def http(method, url, body=None, key=None):
     """Returns (status, parsed JSON body or None). Raises OSError/ValueError-like errors when no
     complete answer was read (connection refused or dropped, timeout, truncated body)."""
@@ -265,15 +295,19 @@ def http(method, url, body=None, key=None):
     request.add_header("Content-Type", "application/json")
     if key is not None:
         request.add_header("Idempotency-Key", key)
+    request.add_header("Killpoint-Incarnation", str(INCARNATION))
     try:
         with OPENER.open(request, timeout=HTTP_TIMEOUT_S) as response:
             status, raw = response.status, response.read()
     except urllib.error.HTTPError as error:  # a complete non-2xx answer
         status, raw = error.code, error.read()
     try:
-        return status, json.loads(raw) if raw else None
+        answer = json.loads(raw) if raw else None
     except ValueError:
         return status, raw.decode(errors="replace")
+    if status == 409 and isinstance(answer, dict) and answer.get("error") == "fenced":
+        fenced(f"{url} answered 409 fenced")
+    return status, answer
 
 
 def check_policy(cfg, op, **subject):
@@ -654,8 +688,10 @@ class Api(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------------------------
 
 def main():
+    global INCARNATION
     cfg = Config(os.environ)
-    store = Store(cfg.data_dir)
+    INCARNATION = cfg.incarnation
+    store = Store(cfg.data_dir, cfg.incarnation)
     recover(store)
     probe = Probe(cfg.probe_socket)  # connected before the ready line, as promised
     worker = Worker(cfg, store, probe)

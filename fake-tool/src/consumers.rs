@@ -5,11 +5,13 @@
 //! checker can tell "received twice" (fine) from "applied twice" (a duplicate).
 
 use crate::faults::Faults;
-use crate::ledger::{Event, Ledger};
+use crate::fence::Fence;
+use crate::ledger::{Event, Ledger, Service};
 use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,7 @@ pub(crate) struct Consumers {
     pub(crate) faults: Arc<Faults>,
     points: mpsc::UnboundedSender<KillPoint>,
     shutdown: watch::Receiver<bool>,
+    fence: Arc<Fence>,
     state: Arc<Mutex<Receipts>>,
 }
 
@@ -38,8 +41,9 @@ impl Consumers {
         faults: Arc<Faults>,
         points: mpsc::UnboundedSender<KillPoint>,
         shutdown: watch::Receiver<bool>,
+        fence: Arc<Fence>,
     ) -> Self {
-        Consumers { ledger, faults, points, shutdown, state: Arc::default() }
+        Consumers { ledger, faults, points, shutdown, fence, state: Arc::default() }
     }
 }
 
@@ -49,9 +53,17 @@ pub(crate) async fn receive(
     Path(destination): Path<String>,
     headers: HeaderMap,
     Json(payload): Json<Value>,
-) -> (StatusCode, Json<Value>) {
+) -> axum::response::Response {
     let key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let operation = payload.get("operation_id").and_then(Value::as_str).map(str::to_owned);
+    // Before any fault or hold is consumed: a fenced receipt is no receipt.
+    let incarnation = match consumers.fence.admit(&headers) {
+        Ok(incarnation) => incarnation,
+        Err(stale) => {
+            let what = format!("deliver to {destination}");
+            return stale.refuse(&consumers.ledger, Service::Consumer, operation, Some(destination), what);
+        }
+    };
     let fault = consumers.faults.consume_consumer(&destination);
     let apply = fault.as_ref().is_none_or(|f| f.apply);
     let status = fault.as_ref().and_then(|f| StatusCode::from_u16(f.status).ok()).unwrap_or(StatusCode::ACCEPTED);
@@ -71,14 +83,17 @@ pub(crate) async fn receive(
                 Some(k) => state.seen.insert((destination.clone(), k.clone())),
                 None => true,
             };
-        let seq = consumers.ledger.record(Event::ConsumerReceipt {
-            destination: destination.clone(),
-            operation: operation.clone(),
-            idempotency_key: key,
-            applied,
-            status: status.as_u16(),
-            payload,
-        });
+        let seq = consumers.ledger.record_from(
+            Event::ConsumerReceipt {
+                destination: destination.clone(),
+                operation: operation.clone(),
+                idempotency_key: key,
+                applied,
+                status: status.as_u16(),
+                payload,
+            },
+            incarnation,
+        );
         (seq, hold)
     };
 
@@ -88,11 +103,12 @@ pub(crate) async fn receive(
         // Held until the world shuts down: the runtime is killed before it learns of the 202.
         let mut shutdown = consumers.shutdown.clone();
         let _ = shutdown.wait_for(|down| *down).await;
-        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "error": "the fake world shut down while holding" })));
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "error": "the fake world shut down while holding" })))
+            .into_response();
     }
     if status.is_success() {
-        (status, Json(json!({ "operation_id": operation, "delivery": "accepted" })))
+        (status, Json(json!({ "operation_id": operation, "delivery": "accepted" }))).into_response()
     } else {
-        (status, Json(json!({ "error": "consumer unavailable (injected fault)" })))
+        (status, Json(json!({ "error": "consumer unavailable (injected fault)" }))).into_response()
     }
 }

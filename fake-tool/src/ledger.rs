@@ -242,6 +242,39 @@ pub enum Event {
     },
     /// The harness withdrew a permission.
     Revocation { tenant: String, actor: Option<String>, subject: Subject },
+    /// A request from an outlived incarnation (its `Killpoint-Incarnation` is below the current
+    /// one) was answered `409 {"error":"fenced"}` and applied nowhere. The entry's `incarnation`
+    /// is the stale one.
+    Fenced {
+        service: Service,
+        /// The operation the request named, when it named one.
+        operation: Option<String>,
+        /// The delivery's destination, for a consumer receipt or a destination check.
+        destination: Option<String>,
+        /// What was asked, for the trace: "call charge_card", "check destination ledger".
+        what: String,
+        /// The incarnation the harness had declared current.
+        current: u32,
+    },
+}
+
+/// Which part of the fake world a request went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    Provider,
+    Consumer,
+    Policy,
+}
+
+impl std::fmt::Display for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Service::Provider => "provider",
+            Service::Consumer => "consumer",
+            Service::Policy => "policy",
+        })
+    }
 }
 
 impl Event {
@@ -251,7 +284,8 @@ impl Event {
             Event::ProviderCall { operation, .. }
             | Event::ProviderLookup { operation, .. }
             | Event::ConsumerReceipt { operation, .. }
-            | Event::PolicyCheck { operation, .. } => operation.as_deref(),
+            | Event::PolicyCheck { operation, .. }
+            | Event::Fenced { operation, .. } => operation.as_deref(),
             Event::Revocation { .. } => None,
         }
     }
@@ -275,6 +309,10 @@ pub struct Entry {
     pub seq: u64,
     /// When it was recorded: microseconds since the scenario's world started ([`Clock::micros`]).
     pub at_micros: u64,
+    /// The `Killpoint-Incarnation` the request carried (the fencing token); absent for a request
+    /// without one, and for what the harness itself did (revocations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incarnation: Option<u32>,
     #[serde(flatten)]
     pub event: Event,
 }
@@ -293,10 +331,15 @@ impl Ledger {
 
     /// Appends `event`, stamping it with the next tick, and returns the stamp.
     pub fn record(&self, event: Event) -> u64 {
+        self.record_from(event, None)
+    }
+
+    /// Appends `event`, caused by a request that carried `incarnation`; returns its stamp.
+    pub fn record_from(&self, event: Event, incarnation: Option<u32>) -> u64 {
         let mut entries = self.entries.lock().expect("ledger lock poisoned");
         // Tick under the lock so entries are in sequence order in the vector.
         let seq = self.clock.tick();
-        entries.push(Entry { seq, at_micros: self.clock.micros(), event });
+        entries.push(Entry { seq, at_micros: self.clock.micros(), incarnation, event });
         seq
     }
 

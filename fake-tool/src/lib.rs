@@ -7,12 +7,13 @@
 
 pub(crate) mod consumers;
 pub mod faults;
+pub mod fence;
 pub mod ledger;
 pub mod policy;
 pub(crate) mod provider;
 pub mod world;
 
 pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, LookupFault, PolicyFault, PolicySubject, ProviderFault};
-pub use ledger::{Clock, Effect, Entry, Event, Injected, Ledger, PolicyAnswer, Response, Subject, ToolKind};
+pub use ledger::{Clock, Effect, Entry, Event, Injected, Ledger, PolicyAnswer, Response, Service, Subject, ToolKind};
 pub use policy::Revocation;
 pub use world::{KillPoint, World};

@@ -9,10 +9,11 @@
 //! decision it finally gets).
 
 use crate::faults::{self, Faults};
-use crate::ledger::{Event, Injected, Ledger, PolicyAnswer, Subject};
+use crate::fence::Fence;
+use crate::ledger::{Event, Injected, Ledger, PolicyAnswer, Service, Subject};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -44,12 +45,13 @@ impl Revocation {
 pub(crate) struct Policy {
     pub(crate) ledger: Arc<Ledger>,
     faults: Arc<Faults>,
+    fence: Arc<Fence>,
     revocations: Arc<Mutex<Vec<Revocation>>>,
 }
 
 impl Policy {
-    pub(crate) fn new(ledger: Arc<Ledger>, faults: Arc<Faults>) -> Self {
-        Policy { ledger, faults, revocations: Arc::default() }
+    pub(crate) fn new(ledger: Arc<Ledger>, faults: Arc<Faults>, fence: Arc<Fence>) -> Self {
+        Policy { ledger, faults, fence, revocations: Arc::default() }
     }
 
     /// Puts `revocation` in force and records it; returns its sequence number.
@@ -75,7 +77,11 @@ pub(crate) struct CheckRequest {
 }
 
 /// `POST /policy/check`
-pub(crate) async fn check(State(policy): State<Policy>, Json(request): Json<CheckRequest>) -> Response {
+pub(crate) async fn check(
+    State(policy): State<Policy>,
+    headers: HeaderMap,
+    Json(request): Json<CheckRequest>,
+) -> Response {
     let subject = match (request.tool, request.destination) {
         (Some(tool), None) => Subject::Tool(tool),
         (None, Some(destination)) => Subject::Destination(destination),
@@ -85,6 +91,18 @@ pub(crate) async fn check(State(policy): State<Policy>, Json(request): Json<Chec
                 Json(json!({ "error": "expected exactly one of \"tool\" or \"destination\"" })),
             )
                 .into_response();
+        }
+    };
+    // Before any decision or fault: a fenced check is no check.
+    let incarnation = match policy.fence.admit(&headers) {
+        Ok(incarnation) => incarnation,
+        Err(stale) => {
+            let destination = match &subject {
+                Subject::Destination(d) => Some(d.clone()),
+                Subject::Tool(_) | Subject::Operation(_) => None,
+            };
+            let what = format!("check {subject}");
+            return stale.refuse(&policy.ledger, Service::Policy, request.operation_id, destination, what);
         }
     };
     // In a block of its own: the lock guard must be gone before a late answer awaits.
@@ -101,14 +119,17 @@ pub(crate) async fn check(State(policy): State<Policy>, Json(request): Json<Chec
         };
         // Recorded under the revocations lock: a revocation and a check are ordered on the clock as
         // they were decided.
-        policy.ledger.record(Event::PolicyCheck {
-            tenant: request.tenant.clone(),
-            actor: request.actor.clone(),
-            operation: request.operation_id.clone(),
-            subject: subject.clone(),
-            answer,
-            injected,
-        });
+        policy.ledger.record_from(
+            Event::PolicyCheck {
+                tenant: request.tenant.clone(),
+                actor: request.actor.clone(),
+                operation: request.operation_id.clone(),
+                subject: subject.clone(),
+                answer,
+                injected,
+            },
+            incarnation,
+        );
         (refused, injected)
     };
     match injected {

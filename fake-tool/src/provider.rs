@@ -5,7 +5,8 @@
 //! per idempotency key, so a runtime that mints a new key per retry cannot hide a duplicate.
 
 use crate::faults::{self, FaultResponse, Faults};
-use crate::ledger::{Effect, Event, Injected, Ledger, Response, ToolKind};
+use crate::fence::Fence;
+use crate::ledger::{Effect, Event, Injected, Ledger, Response, Service, ToolKind};
 use crate::policy::Policy;
 use crate::world::KillPoint;
 use axum::Json;
@@ -45,6 +46,7 @@ pub(crate) struct Provider {
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Where a fault's revocations are put in force.
     policy: Policy,
+    fence: Arc<Fence>,
     effects: Arc<Mutex<Effects>>,
 }
 
@@ -55,8 +57,9 @@ impl Provider {
         held: mpsc::UnboundedSender<KillPoint>,
         shutdown: watch::Receiver<bool>,
         policy: Policy,
+        fence: Arc<Fence>,
     ) -> Self {
-        Provider { ledger, faults, held, shutdown, policy, effects: Arc::default() }
+        Provider { ledger, faults, held, shutdown, policy, fence, effects: Arc::default() }
     }
 }
 
@@ -82,6 +85,13 @@ pub(crate) async fn call(
     };
     let key = idempotency_key(&headers);
     let operation = body.pointer("/arguments/_killpoint/operation").and_then(Value::as_str).map(str::to_owned);
+    // Before anything is counted or applied: a fenced call is no call.
+    let incarnation = match provider.fence.admit(&headers) {
+        Ok(incarnation) => incarnation,
+        Err(stale) => {
+            return stale.refuse(&provider.ledger, Service::Provider, operation, None, format!("call {tool}"));
+        }
+    };
 
     let (seq, fault, status, answer) = {
         let mut effects = provider.effects.lock().expect("provider lock");
@@ -144,15 +154,18 @@ pub(crate) async fn call(
         };
         let result = stored.as_ref().map(|s| s.result.clone());
         // Recorded under the provider lock so call numbers and ledger order agree.
-        let seq = provider.ledger.record(Event::ProviderCall {
-            tool: tool.clone(),
-            operation: operation.clone(),
-            idempotency_key: key.clone(),
-            call,
-            effect,
-            response,
-            result: result.clone(),
-        });
+        let seq = provider.ledger.record_from(
+            Event::ProviderCall {
+                tool: tool.clone(),
+                operation: operation.clone(),
+                idempotency_key: key.clone(),
+                call,
+                effect,
+                response,
+                result: result.clone(),
+            },
+            incarnation,
+        );
         // The fault's revocations take effect now: after the provider has the call, before the
         // runtime can know anything about its answer.
         for revocation in fault.iter().flat_map(|f| f.revocations.iter().cloned()) {
@@ -210,6 +223,17 @@ pub(crate) async fn call(
     }
 }
 
+impl Provider {
+    /// The operation a lookup is about, by the effect's reference or the key its calls used.
+    fn attributed(&self, tool: &str, by_key: Option<&str>, by_ref: Option<&str>) -> Option<String> {
+        let effects = self.effects.lock().expect("provider lock");
+        let by_ref = by_ref.and_then(|r| effects.all.iter().find(|e| e.tool == tool && e.provider_ref == r));
+        by_ref
+            .and_then(|e| e.operation.clone())
+            .or_else(|| by_key.and_then(|k| effects.keys.get(&(tool.to_owned(), k.to_owned())).cloned()))
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct LookupQuery {
     idempotency_key: Option<String>,
@@ -220,20 +244,22 @@ pub(crate) async fn lookup_by_key(
     State(provider): State<Provider>,
     Path(tool): Path<String>,
     Query(query): Query<LookupQuery>,
+    headers: HeaderMap,
 ) -> axum::response::Response {
     let Some(key) = query.idempotency_key else {
         return error(StatusCode::BAD_REQUEST, "expected ?idempotency_key=… or /effects/{provider_ref}")
             .into_response();
     };
-    lookup(&provider, &tool, Some(key), None).await
+    lookup(&provider, &tool, Some(key), None, &headers).await
 }
 
 /// `GET /provider/tools/{tool}/effects/{provider_ref}` — look an effect up by reference.
 pub(crate) async fn lookup_by_ref(
     State(provider): State<Provider>,
     Path((tool, provider_ref)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> axum::response::Response {
-    lookup(&provider, &tool, None, Some(provider_ref)).await
+    lookup(&provider, &tool, None, Some(provider_ref), &headers).await
 }
 
 async fn lookup(
@@ -241,8 +267,16 @@ async fn lookup(
     tool: &str,
     by_key: Option<String>,
     by_ref: Option<String>,
+    headers: &HeaderMap,
 ) -> axum::response::Response {
-    let (injected, answer) = look(provider, tool, by_key, by_ref);
+    let incarnation = match provider.fence.admit(headers) {
+        Ok(incarnation) => incarnation,
+        Err(stale) => {
+            let operation = provider.attributed(tool, by_key.as_deref(), by_ref.as_deref());
+            return stale.refuse(&provider.ledger, Service::Provider, operation, None, format!("lookup {tool}"));
+        }
+    };
+    let (injected, answer) = look(provider, tool, by_key, by_ref, incarnation);
     match injected {
         Some(Injected::Late(ms)) => {
             // The fault itself is lateness: the fake provider being slow, not a wait for anything.
@@ -256,7 +290,13 @@ async fn lookup(
 
 /// The truthful answer to a lookup, recorded with what will be sent instead, if a lookup fault
 /// spoils it.
-fn look(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Option<String>) -> (Option<Injected>, Answer) {
+fn look(
+    provider: &Provider,
+    tool: &str,
+    by_key: Option<String>,
+    by_ref: Option<String>,
+    incarnation: Option<u32>,
+) -> (Option<Injected>, Answer) {
     let Some(kind) = ToolKind::for_tool(tool) else {
         return (None, error(StatusCode::NOT_FOUND, format!("no tool named {tool:?}")));
     };
@@ -293,15 +333,18 @@ fn look(provider: &Provider, tool: &str, by_key: Option<String>, by_ref: Option<
         Some(Injected::Garbage) => (false, 200),
         Some(Injected::Dropped) => (false, status.as_u16()),
     };
-    provider.ledger.record(Event::ProviderLookup {
-        tool: tool.to_owned(),
-        operation,
-        by_key,
-        by_ref,
-        found: sent_found,
-        status: sent_status,
-        injected,
-    });
+    provider.ledger.record_from(
+        Event::ProviderLookup {
+            tool: tool.to_owned(),
+            operation,
+            by_key,
+            by_ref,
+            found: sent_found,
+            status: sent_status,
+            injected,
+        },
+        incarnation,
+    );
     let answer = match found {
         Some(e) => (status, Json(json!({ "provider_ref": e.provider_ref, "result": e.result }))),
         None if status == StatusCode::NOT_IMPLEMENTED => {

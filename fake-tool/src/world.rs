@@ -5,6 +5,7 @@
 
 use crate::consumers::{self, Consumers};
 use crate::faults::{ConsumerFault, ConsumerHold, Faults, LookupFault, PolicyFault, ProviderFault};
+use crate::fence::Fence;
 use crate::ledger::{Clock, Entry, Ledger};
 use crate::policy::{self, Policy, Revocation};
 use crate::provider::{self, Provider};
@@ -33,6 +34,7 @@ pub struct World {
     ledger: Arc<Ledger>,
     faults: Arc<Faults>,
     policy: Policy,
+    fence: Arc<Fence>,
     shutdown: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
 }
@@ -45,18 +47,25 @@ impl World {
         let faults = Arc::new(Faults::default());
         let (points_tx, points_rx) = mpsc::unbounded_channel();
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let policy = Policy::new(ledger.clone(), faults.clone());
+        let fence = Arc::new(Fence::default());
+        let policy = Policy::new(ledger.clone(), faults.clone(), fence.clone());
 
-        let provider =
-            Provider::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone(), policy.clone());
+        let provider = Provider::new(
+            ledger.clone(),
+            faults.clone(),
+            points_tx.clone(),
+            shutdown_rx.clone(),
+            policy.clone(),
+            fence.clone(),
+        );
         let provider_routes = Router::new()
             .route("/tools/{tool}", post(provider::call))
             .route("/tools/{tool}/effects", get(provider::lookup_by_key))
             .route("/tools/{tool}/effects/{provider_ref}", get(provider::lookup_by_ref))
             .with_state(provider);
-        let consumer_routes = Router::new()
-            .route("/{destination}/events", post(consumers::receive))
-            .with_state(Consumers::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone()));
+        let consumer_routes = Router::new().route("/{destination}/events", post(consumers::receive)).with_state(
+            Consumers::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone(), fence.clone()),
+        );
         let policy_routes = Router::new()
             .route("/check", post(policy::check))
             .route("/revocations", post(policy::revoke))
@@ -79,7 +88,7 @@ impl World {
                 eprintln!("killpoint fake world: server error: {e}");
             }
         });
-        Ok((World { addr, ledger, faults, policy, shutdown, server: Some(server) }, points_rx))
+        Ok((World { addr, ledger, faults, policy, fence, shutdown, server: Some(server) }, points_rx))
     }
 
     pub fn base_url(&self) -> String {
@@ -113,6 +122,12 @@ impl World {
     }
     pub fn arm_policy(&self, fault: PolicyFault) {
         self.faults.arm_policy(fault);
+    }
+
+    /// Declares `incarnation` current, before it starts: from now on a request carrying a lower
+    /// `Killpoint-Incarnation` is refused `409 fenced` and applied nowhere. Never lowered.
+    pub fn fence(&self, incarnation: u32) {
+        self.fence.raise(incarnation);
     }
 
     /// Withdraws a permission from now on; returns the revocation's sequence number.

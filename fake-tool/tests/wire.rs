@@ -135,3 +135,39 @@ async fn a_provider_fault_puts_its_revocations_in_force_once_when_it_receives_th
     assert_eq!(kinds, ["call 1", "revocation", "call 2"]);
     world.shutdown().await;
 }
+
+/// A request whose `Killpoint-Incarnation` is below the one the harness declared current is
+/// answered `409 fenced` and applied nowhere; the current one and one without the header are
+/// served, each ledger entry showing the incarnation it carried.
+#[tokio::test]
+async fn a_stale_incarnation_is_fenced_and_applies_nothing() {
+    let (world, _points) = World::start(Clock::default()).await.expect("start the fake world");
+    world.fence(2);
+    let with_incarnation = |operation: &str, incarnation: &str| {
+        call(operation).replacen(
+            "Idempotency-Key:",
+            &format!("Killpoint-Incarnation: {incarnation}\r\nIdempotency-Key:"),
+            1,
+        )
+    };
+    let stale = exchange(&world, with_incarnation("op-stale", "1")).await;
+    let stale = String::from_utf8_lossy(&stale);
+    assert!(stale.starts_with("HTTP/1.1 409"), "{stale}");
+    assert!(stale.ends_with(r#"{"error":"fenced"}"#), "{stale}");
+    let current = exchange(&world, with_incarnation("op-current", "2")).await;
+    assert!(String::from_utf8_lossy(&current).starts_with("HTTP/1.1 200"));
+    let unfenced = exchange(&world, call("op-unfenced")).await;
+    assert!(String::from_utf8_lossy(&unfenced).starts_with("HTTP/1.1 200"));
+
+    let seen: Vec<(&str, Option<u32>)> = world
+        .entries()
+        .iter()
+        .map(|e| match &e.event {
+            fake_tool::Event::Fenced { current: 2, .. } => ("fenced", e.incarnation),
+            fake_tool::Event::ProviderCall { .. } => ("call", e.incarnation),
+            _ => ("other", e.incarnation),
+        })
+        .collect();
+    assert_eq!(seen, [("fenced", Some(1)), ("call", Some(2)), ("call", None)]);
+    world.shutdown().await;
+}

@@ -205,7 +205,9 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         if run.aborted.is_none() {
             // An approximate kill lands wherever the runtime happens to be, possibly between a
             // write-ahead and its request: each may leave one count the ledger cannot show.
-            let slack = u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count()).unwrap_or(u32::MAX);
+            let slack = u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count())
+                .unwrap_or(u32::MAX)
+                .saturating_add(kills_beside(scenario, run, op));
             truthful_status(op, &ledger, report, slack, &mut found);
             // An expectation assumes every fault of the operation landed where the file says. One
             // that needs the probe (absent) or landed only approximately leaves the right outcome
@@ -222,11 +224,110 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     }
     intent_durable(run, &mut violations);
     idempotent_submission(run, &mut violations);
+    fenced(run, &mut violations);
     if run.aborted.is_none() {
         world_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error: None }
+}
+
+/// The request a ledger entry records, as (operation, destination): its *flow*. One operation's
+/// execution (tool checks, calls, lookups) is one sequence of requests, and each of its
+/// deliveries another (destination checks, sends); a runtime may run flows concurrently, but
+/// never two requests of one flow, so only within a flow does "after" prove "in spite of".
+/// `None` for what the harness did (revocations).
+fn flow(entry: &Entry) -> Option<(Option<&str>, Option<&str>)> {
+    let operation = entry.event.operation();
+    match &entry.event {
+        Event::ProviderCall { .. } | Event::ProviderLookup { .. } => Some((operation, None)),
+        Event::ConsumerReceipt { destination, .. } => Some((operation, Some(destination.as_str()))),
+        Event::PolicyCheck { subject: Subject::Destination(d), .. } => Some((operation, Some(d.as_str()))),
+        Event::PolicyCheck { .. } => Some((operation, None)),
+        Event::Fenced { destination, .. } => Some((operation, destination.as_deref())),
+        Event::Revocation { .. } => None,
+    }
+}
+
+/// Contract §9. Judged only on what the evidence proves: a request without the header; a request
+/// of an outlived incarnation, after it was resumed, in the flow it was frozen in (the boundary
+/// it was frozen at is followed by a commit, which its fenced store refuses, before any request
+/// of that flow); a request in a flow after that flow was answered `409 fenced`; a resumed
+/// incarnation still running at the deadline.
+fn fenced(run: &Run, violations: &mut Vec<Violation>) {
+    let unmarked: Vec<&Entry> = run.ledger.iter().filter(|e| flow(e).is_some() && e.incarnation.is_none()).collect();
+    if let Some(first) = unmarked.first() {
+        violations.push(Violation {
+            invariant: Invariant::Fenced,
+            operation: first.event.operation().map(str::to_owned),
+            message: format!(
+                "{} request(s) to the fake world carried no `Killpoint-Incarnation` header (the first at #{}); every request must carry the incarnation's number, the fencing token that lets the world refuse an outlived incarnation",
+                unmarked.len(),
+                first.seq
+            ),
+            evidence: evidence(unmarked.iter().copied().take(5)),
+        });
+    }
+    for mark in &run.timeline {
+        match &mark.happening {
+            Happening::Resumed { incarnation, message } => {
+                let frozen_flow = (Some(message.operation_id.as_str()), message.destination.as_deref());
+                let late: Vec<&Entry> = run
+                    .ledger
+                    .iter()
+                    .filter(|e| e.seq > mark.seq && e.incarnation == Some(*incarnation))
+                    .filter(|e| flow(e).is_some_and(|f| f.0 == frozen_flow.0 && (f.1 == frozen_flow.1 || message.destination.is_none())))
+                    .collect();
+                if !late.is_empty() {
+                    violations.push(Violation {
+                        invariant: Invariant::Fenced,
+                        operation: Some(message.operation_id.clone()),
+                        message: format!(
+                            "incarnation {incarnation}, frozen at `{}` of `{}` and outlived by incarnation {}, sent {} request(s) for it after it was resumed: a commit had to come first, and a newer incarnation had fenced its store; it must have exited instead",
+                            message.boundary,
+                            message.operation_id,
+                            incarnation + 1,
+                            late.len()
+                        ),
+                        evidence: evidence(late),
+                    });
+                }
+            }
+            Happening::ZombieOutlived { incarnation, waited } => violations.push(Violation {
+                invariant: Invariant::Fenced,
+                operation: None,
+                message: format!(
+                    "incarnation {incarnation}, outlived by a newer one and then resumed, was still running {:.1} s later; a fenced incarnation must exit at once (the harness SIGKILLed it)",
+                    waited.as_secs_f64()
+                ),
+                evidence: Vec::new(),
+            }),
+            _ => {}
+        }
+    }
+    for refusal in run.ledger.iter().filter(|e| matches!(e.event, Event::Fenced { .. })) {
+        let refused_flow = flow(refusal);
+        let after: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| e.seq > refusal.seq && e.incarnation == refusal.incarnation && flow(e) == refused_flow)
+            .collect();
+        if !after.is_empty() {
+            let incarnation = refusal.incarnation.map_or("?".to_owned(), |n| n.to_string());
+            violations.push(Violation {
+                invariant: Invariant::Fenced,
+                operation: refusal.event.operation().map(str::to_owned),
+                message: format!(
+                    "incarnation {incarnation} was answered `409 fenced` at #{} and went on with {} more request(s) of the same work; a fenced incarnation must exit at once",
+                    refusal.seq,
+                    after.len()
+                ),
+                evidence: evidence(std::iter::once(refusal).chain(after)),
+            });
+            // One proof is enough: later refusals only repeat it.
+            break;
+        }
+    }
 }
 
 fn coverage(scenario: &Scenario, run: &Run) -> Vec<Coverage> {
@@ -802,6 +903,22 @@ fn dead_letter_bound(
     }
 }
 
+/// Kills at another operation's boundary while `op` was in flight beside it (the same wave). Such
+/// a kill lands wherever `op` happens to be, possibly between its write-ahead and its request,
+/// like an approximate kill: one count of slack each.
+fn kills_beside(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
+    let Some(wave) = scenario.waves().into_iter().find(|wave| wave.iter().any(|o| o.id == op.id)) else {
+        return 0;
+    };
+    let killed = scenario.faults.iter().zip(&run.hits).filter(|(fault, hit)| {
+        fault.action == crate::scenario::Action::Kill
+            && matches!(hit, Hit::Exact | Hit::Approximate)
+            && fault.operation != op.id
+            && wave.iter().any(|o| o.id == fault.operation)
+    });
+    u32::try_from(killed.count()).unwrap_or(u32::MAX)
+}
+
 fn truthful_status(
     op: &Operation,
     ledger: &OperationLedger,
@@ -822,8 +939,8 @@ fn truthful_status(
     // ledger cannot show. No exact kill point lands there: the probe's boundaries all lie outside
     // that window (`before_dispatch` comes before DISPATCHED is written, every other one after
     // the answer), and the provider's and consumers' holds come after the request arrived. Only
-    // an approximate kill (black-box `after_provider_success`) may, hence one count of slack
-    // each. A request received but not counted is always a miscount.
+    // an approximate kill (black-box `after_provider_success`), or a kill at the boundary of
+    // another operation in flight beside this one, may, hence one count of slack each. A request received but not counted is always a miscount.
     let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
     if report.attempts < calls || report.attempts > calls.saturating_add(slack) {
         let why = if report.attempts < calls {

@@ -264,6 +264,20 @@ pub const RULES: &[Rule] = &[
             ("policy-fail-open", "policy_unavailable"),
         ],
     },
+    Rule { id: "§9-1", check: by(&[Fenced]), proven_by: &[("no-fence-header", "zombie_worker")] },
+    Rule {
+        id: "§9-2",
+        // The outlived incarnation's next step at a freezable boundary is a commit: a request of
+        // that operation after its resume proves the commit landed (or was skipped). What it
+        // wrote also shows in the final reads (`delivered_once`, `expected_outcome`, …), but
+        // those invariants judge other rules too, so they do not speak for this one.
+        check: by(&[Fenced]),
+        proven_by: &[("no-store-fence", "zombie_worker")],
+    },
+    // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), but no
+    // broken variant reaches it yet: the reference's store fence stops a resumed incarnation
+    // before the world can refuse it.
+    Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[] },
 ];
 
 /// A numbered rule as the contract states it.

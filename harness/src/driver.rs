@@ -73,6 +73,33 @@ pub enum Happening {
         incarnation: u32,
         status: String,
     },
+    /// A `freeze` fault: the runtime announced `message` and was SIGSTOPped instead of answered;
+    /// the next incarnation starts on the same data dir while this one still exists.
+    Frozen {
+        incarnation: u32,
+        message: ProbeMessage,
+    },
+    /// The frozen incarnation was SIGCONTed and its held announcement answered `resume`. Marked
+    /// before the signal: anything it does afterwards comes later on the clock.
+    Resumed {
+        incarnation: u32,
+        message: ProbeMessage,
+    },
+    /// A resumed (outlived) incarnation announced a boundary; the harness answered `resume`.
+    ZombieAnnounced {
+        incarnation: u32,
+        message: ProbeMessage,
+    },
+    /// The resumed incarnation exited, as a fenced one must.
+    ZombieExited {
+        incarnation: u32,
+        status: String,
+    },
+    /// The resumed incarnation was still running at the deadline; the harness SIGKILLed it.
+    ZombieOutlived {
+        incarnation: u32,
+        waited: Duration,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -148,18 +175,22 @@ pub struct Run {
 }
 
 /// What a SIGKILL would leave behind at one instant: the bytes of every file under the data dir
-/// and how much the fake world has seen. Two instants with the same fingerprint are the same crash
-/// state: the next incarnation starts from the same disk and the same world.
+/// and the fake world's state. Two instants with the same fingerprint are the same crash state:
+/// the next incarnation starts from the same disk and the same world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     pub data: u64,
-    pub world_entries: usize,
+    /// Entries of the world's ledger that change what the world will answer: provider calls,
+    /// consumer receipts, revocations — and lookups and policy checks only where a fault counts
+    /// them. A plain lookup or policy check is a question, not a change.
+    pub world: usize,
 }
 
 impl Fingerprint {
-    /// Taken while the runtime is blocked on the probe; files that vanish while being read (a
-    /// concurrent task's journal) still change the hash, which only ever prunes less.
-    pub fn take(data: &Path, world: &World) -> Fingerprint {
+    /// Taken while the runtime is blocked on the probe. SQLite's shared-memory index (`*-shm`)
+    /// is left out: it is rebuilt from the journal on open, not state. Files that change while
+    /// being read (another task's) still change the hash, which only ever prunes less.
+    pub fn take(data: &Path, world: &World, scenario: &Scenario) -> Fingerprint {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         let mut stack = vec![data.to_owned()];
@@ -167,7 +198,11 @@ impl Fingerprint {
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let path = entry.path();
-                if path.is_dir() { stack.push(path) } else { files.push(path) }
+                if path.is_dir() {
+                    stack.push(path)
+                } else if !path.to_string_lossy().ends_with("-shm") {
+                    files.push(path)
+                }
             }
         }
         files.sort();
@@ -175,7 +210,18 @@ impl Fingerprint {
             file.hash(&mut hasher);
             std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
         }
-        Fingerprint { data: hasher.finish(), world_entries: world.entries().len() }
+        let counts_lookups = !scenario.lookup_faults.is_empty();
+        let counts_checks = !scenario.policy_faults.is_empty();
+        let world = world
+            .entries()
+            .iter()
+            .filter(|e| match e.event {
+                fake_tool::Event::ProviderLookup { .. } => counts_lookups,
+                fake_tool::Event::PolicyCheck { .. } => counts_checks,
+                _ => true,
+            })
+            .count();
+        Fingerprint { data: hasher.finish(), world }
     }
 }
 
@@ -212,6 +258,9 @@ struct Driver<'a> {
     /// `Some(data dir)` when fingerprints are taken.
     fingerprint_data: Option<PathBuf>,
     fingerprints: Vec<(u64, Fingerprint)>,
+    /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
+    /// was frozen at; resumed once the operation they were frozen in has settled.
+    zombies: Vec<(Incarnation, ProbeMessage)>,
 }
 
 impl Driver<'_> {
@@ -284,6 +333,75 @@ impl Driver<'_> {
                 let operation = Some(id.clone());
                 self.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
             }
+        }
+    }
+
+    /// Fires a `freeze` fault: SIGSTOP instead of SIGKILL, the world told that the next
+    /// incarnation is current before it starts (its fencing token), and the frozen one kept
+    /// aside with its unanswered announcement.
+    async fn freeze(&mut self, message: ProbeMessage, launch: &Launch<'_>) -> Result<(), String> {
+        let frozen_at = Instant::now();
+        self.last_kill = Some(frozen_at);
+        let number = self.incarnation.number;
+        self.mark(Happening::Frozen { incarnation: number, message: message.clone() });
+        self.incarnation.freeze();
+        self.world.fence(number + 1);
+        self.mark(Happening::Started { incarnation: number + 1 });
+        // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
+        let next = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
+        let frozen = std::mem::replace(&mut self.incarnation, next);
+        self.zombies.push((frozen, message));
+        self.client = Client::new(&self.incarnation.api);
+        self.restarts.push(frozen_at.elapsed());
+        self.after_restart().await;
+        Ok(())
+    }
+
+    /// Resumes every frozen incarnation, one at a time: SIGCONT, `resume` to the announcement it
+    /// was frozen at (and to any it makes after), then waits for it to exit — the event a fenced
+    /// incarnation owes — until the scenario's deadline, when it is recorded as outliving its
+    /// fence and SIGKILLed. Reaped either way.
+    async fn resume_zombies(&mut self) {
+        for (mut zombie, message) in std::mem::take(&mut self.zombies) {
+            let number = zombie.number;
+            let started = tokio::time::Instant::now();
+            let deadline = started + self.scenario.deadline;
+            self.mark(Happening::Resumed { incarnation: number, message });
+            zombie.thaw();
+            let mut answer = zombie.probe.is_some();
+            loop {
+                // One answer per announcement: the one it was frozen at, then each it makes.
+                if answer && let Some(probe) = zombie.probe.as_mut() {
+                    // A failed write means it exited (the wait below sees it); a write that never
+                    // ends means it stopped reading, and the deadline bounds it.
+                    if tokio::time::timeout_at(deadline, probe.resume()).await.is_err() {
+                        zombie.probe = None;
+                    }
+                }
+                answer = false;
+                tokio::select! {
+                    biased;
+                    status = zombie.child.wait() => {
+                        let status = describe_status(status.ok());
+                        self.mark(Happening::ZombieExited { incarnation: number, status });
+                        break;
+                    }
+                    next = next_probe(&mut zombie.probe) => match next {
+                        Ok(Some(message)) => {
+                            self.mark(Happening::ZombieAnnounced { incarnation: number, message });
+                            answer = true;
+                        }
+                        // Closed or unreadable: it is on its way out, or says nothing more.
+                        Ok(None) | Err(_) => zombie.probe = None,
+                    },
+                    _ = tokio::time::sleep_until(deadline) => {
+                        self.mark(Happening::ZombieOutlived { incarnation: number, waited: started.elapsed() });
+                        break;
+                    }
+                }
+            }
+            // Also sweeps what it started, and reaps it.
+            zombie.kill().await;
         }
     }
 
@@ -386,10 +504,15 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         forgotten: BTreeSet::new(),
         fingerprint_data: options.fingerprints.then(|| data.clone()),
         fingerprints: Vec::new(),
+        zombies: Vec::new(),
     };
 
     let mut unsettled = Vec::new();
     let aborted = drive(&mut driver, &launch, &mut points, &mut unsettled).await.err();
+    // A run that stopped early may still hold frozen incarnations: none is left behind.
+    for (mut zombie, _) in std::mem::take(&mut driver.zombies) {
+        zombie.kill().await;
+    }
 
     // The final word of the runtime on every operation, read before it is stopped.
     let mut reports = BTreeMap::new();
@@ -491,6 +614,8 @@ async fn drive(
             submit(driver, launch, op).await?;
         }
         settle(driver, launch, points, &wave, unsettled).await?;
+        // The wave settled under the newer incarnation: now the outlived one wakes up.
+        driver.resume_zombies().await;
     }
     // Once per run, when the runtime has settled everything (a stuck one would make each request
     // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
@@ -587,6 +712,11 @@ async fn settle(
                     )),
                 };
                 match driver.fault_for(&message) {
+                    Some(i) if scenario.faults[i].action == Action::Freeze => {
+                        driver.hits[i] = Hit::Exact;
+                        driver.freeze(message, launch).await?;
+                        deadline = tokio::time::Instant::now() + scenario.deadline;
+                    }
                     Some(i) => {
                         driver.hits[i] = Hit::Exact;
                         driver.mark(Happening::Boundary { message, killed: true });
@@ -598,7 +728,7 @@ async fn settle(
                         driver.mark(Happening::Boundary { message, killed: false });
                         if let Some(data) = &driver.fingerprint_data {
                             let seq = driver.timeline.last().map_or(0, |m| m.seq);
-                            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world)));
+                            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world, driver.scenario)));
                         }
                         if let Some(probe) = driver.incarnation.probe.as_mut() {
                             // A failed write means the runtime died; the wait branch reports it.
@@ -666,6 +796,8 @@ async fn settle(
                 return Ok(());
             }
         }
+        // The operation settled under the newer incarnation: now the outlived one wakes up.
+        driver.resume_zombies().await;
     }
 }
 
@@ -691,6 +823,10 @@ async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result
 
 /// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
 fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
+    // Only the probe holds a runtime still at the boundary to freeze it there.
+    if fault.action == Action::Freeze {
+        return probe;
+    }
     match fault.at {
         // The harness is the client: it sees the answer whether or not the runtime has a probe.
         Boundary::AfterSubmit | Boundary::AfterDispatch => true,
@@ -728,7 +864,8 @@ fn arm(world: &World, scenario: &Scenario, probe: bool) {
                 call: fault.occurrence,
                 effect: fault.effect,
                 response: match fault.action {
-                    Action::Kill => FaultResponse::Hold,
+                    // A freeze is refused at `after_dispatch` when the scenario is read.
+                    Action::Kill | Action::Freeze => FaultResponse::Hold,
                     Action::Fail => FaultResponse::Status(fault.status.unwrap_or(503)),
                     Action::Reject => FaultResponse::Reject(fault.status.unwrap_or(422)),
                     Action::Drop => FaultResponse::Drop,

@@ -98,6 +98,9 @@ impl Case {
     /// A stable name: `after_dispatch.charge.1`, `before_dispatch.charge.1+revoke_operation`,
     /// `after_dispatch.charge.1/after_provider_success.charge.2`.
     pub fn name(&self) -> String {
+        if self.kills.is_empty() {
+            return "no_kill".to_owned();
+        }
         let mut name = self.kills.iter().map(Point::slug).collect::<Vec<_>>().join("/");
         for r in &self.revoke {
             name.push_str(&match r {
@@ -141,7 +144,7 @@ impl Case {
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub base: Scenario,
-    /// Hand-placed kills that were dropped.
+    /// Hand-placed kills (and freezes) that were dropped.
     pub dropped: usize,
     /// World faults kept (provider answers, lookups, policy, consumers).
     pub kept: usize,
@@ -152,7 +155,7 @@ impl Workload {
         let mut base = scenario.clone();
         let before = base.faults.len();
         let (dropped_kills, kept): (Vec<Fault>, Vec<Fault>) =
-            base.faults.iter().cloned().partition(|f| f.action == Action::Kill);
+            base.faults.iter().cloned().partition(|f| matches!(f.action, Action::Kill | Action::Freeze));
         base.faults = kept;
         base.catches.clear();
         // An expectation that only a dropped kill explains goes back to `succeeded`: without it,
@@ -338,9 +341,9 @@ pub struct Finding {
 /// What an exploration did.
 #[derive(Debug, Default)]
 pub struct Exploration {
-    /// The record run's verdict: a workload that fails with no kill at all is reported first.
+    /// The record run's verdict. A workload that fails with no kill at all is also the first of
+    /// `failures`, as the case with no kill (`no_kill`).
     pub record: Option<Verdict>,
-    pub record_story: Option<String>,
     /// Crash points found, per depth (index 0: depth 1).
     pub points: Vec<usize>,
     pub pruned: Vec<(Point, Pruned)>,
@@ -373,13 +376,15 @@ pub fn shard_of(name: &str, shards: u64) -> u64 {
 pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
     let record_options = RunOptions { fingerprints: true, ..options.run.clone() };
     let (verdict, run) = crate::run_scenario(&workload.base, target, &record_options)?;
-    let story =
-        (case_status(&verdict) == CaseStatus::Fail).then(|| crate::report::story(&workload.base, &verdict, &run));
+    let failed = case_status(&verdict) == CaseStatus::Fail;
+    let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
     let seen = points(&workload.base, &run, None);
     let found = seen.len();
     let (to_run, pruned) = prune(&workload.base, seen);
     let cases = schedules(&workload.base, &to_run);
-    Ok(Plan { record: verdict, record_story: story, points: found, pruned, cases, probe: run.probe })
+    let probe = run.probe;
+    let record_artifacts = failed.then(|| run.keep_artifacts());
+    Ok(Plan { record: verdict, record_story: story, record_artifacts, points: found, pruned, cases, probe })
 }
 
 /// The depth-1 plan of a workload.
@@ -387,6 +392,8 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
 pub struct Plan {
     pub record: Verdict,
     pub record_story: Option<String>,
+    /// The record run's data dir and logs, kept when it failed.
+    pub record_artifacts: Option<std::path::PathBuf>,
     pub points: usize,
     pub pruned: Vec<(Point, Pruned)>,
     pub cases: Vec<Case>,
@@ -420,7 +427,6 @@ pub fn explore(
     let plan = plan(&workload, target, options)?;
     let mut result = Exploration {
         record: Some(plan.record.clone()),
-        record_story: plan.record_story.clone(),
         points: vec![plan.points],
         pruned: plan.pruned.clone(),
         ..Exploration::default()
@@ -433,8 +439,19 @@ pub fn explore(
             })
             .collect();
     }
-    if plan.record_story.is_some() && options.first_failure {
-        return Ok(result);
+    if let Some(story) = &plan.record_story {
+        let case = Case { kills: Vec::new(), revoke: Vec::new() };
+        let scenario = case.scenario(&workload);
+        result.failures.push(Finding {
+            case,
+            scenario,
+            verdict: plan.record.clone(),
+            artifacts: plan.record_artifacts.clone(),
+            story: Some(story.clone()),
+        });
+        if options.first_failure {
+            return Ok(result);
+        }
     }
     let depth2 = options.depth >= 2;
     let mut level: Vec<Case> = plan.cases;
@@ -453,7 +470,7 @@ pub fn explore(
         let judged: BTreeSet<String> = mine.iter().map(Case::name).collect();
         let keep_runs = depth == 1 && depth2;
         let outcomes = run_all(&workload, &to_run, target, options, keep_runs, &judged, progress, &result)?;
-        result.ran.push(judged.len());
+        result.ran.push(outcomes.iter().filter(|(f, _)| judged.contains(&f.case.name())).count());
         let mut next = Vec::new();
         for (finding, run) in outcomes {
             if judged.contains(&finding.case.name()) {

@@ -18,7 +18,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 /// The contract version this harness speaks.
-pub const CONTRACT: &str = "killpoint-contract/2";
+pub const CONTRACT: &str = "killpoint-contract/3";
 
 /// How to run the runtime under test.
 #[derive(Debug, Clone)]
@@ -248,6 +248,19 @@ impl Incarnation {
             (_, false) => {}
         }
         Ok(())
+    }
+
+    /// SIGSTOPs the whole process group: the runtime stays alive, with everything it had in memory
+    /// and its probe announcement unanswered, like a worker in a long GC pause or on a suspended
+    /// VM. A stopped process still dies of SIGKILL, so [`Incarnation::kill`] and the drop still
+    /// reap it on every path.
+    pub fn freeze(&self) {
+        let _ = killpg(self.pgid, Signal::SIGSTOP);
+    }
+
+    /// SIGCONTs the process group: the frozen runtime carries on where it stopped.
+    pub fn thaw(&self) {
+        let _ = killpg(self.pgid, Signal::SIGCONT);
     }
 
     /// SIGKILLs the whole process group and reaps the runtime.

@@ -71,10 +71,17 @@ pub enum Invariant {
     /// unknown fields ignored) is `200` with the operation's id and state, another body `409`, a
     /// malformed one `400` and creates nothing. Contract §3, `POST /operations`.
     IdempotentSubmission,
+    /// Overlapping incarnations are fenced: every request to the fake world carries
+    /// `Killpoint-Incarnation`; an incarnation resumed after being outlived sends nothing more
+    /// for the flow it was frozen in (a commit had to come first, and its store is fenced); one
+    /// answered `409 fenced` sends nothing more in that flow; and a resumed incarnation exits
+    /// within the scenario's deadline. CONTRACT.md §9: the incarnation number is the fencing
+    /// token.
+    Fenced,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 16] = [
+    pub const ALL: [Invariant; 17] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -91,6 +98,7 @@ impl Invariant {
         Invariant::FaultsReached,
         Invariant::IntentDurable,
         Invariant::IdempotentSubmission,
+        Invariant::Fenced,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -111,6 +119,7 @@ impl Invariant {
             Invariant::FaultsReached => "faults_reached",
             Invariant::IntentDurable => "intent_durable",
             Invariant::IdempotentSubmission => "idempotent_submission",
+            Invariant::Fenced => "fenced",
         }
     }
 

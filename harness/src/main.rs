@@ -457,10 +457,6 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
     bar.finish_and_clear();
     let elapsed = started.elapsed();
     let mut failed = false;
-    if let Some(story) = &result.record_story {
-        failed = true;
-        eprintln!("the workload fails with no kill at all:\n{story}");
-    }
     for finding in &result.failures {
         failed = true;
         if let Some(story) = &finding.story {

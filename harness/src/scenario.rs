@@ -111,6 +111,11 @@ pub enum Action {
     NoRef,
     /// `after_dispatch` only: the provider answers `delay_ms` late; no kill.
     Delay,
+    /// `before_dispatch`, `after_provider_success` or `after_delivery_send` (a commit or a request
+    /// follows them): SIGSTOP the runtime instead of killing it, start the next incarnation on
+    /// the same data dir, let it settle the operation, then SIGCONT the frozen one and resume its
+    /// announcement. It must find itself fenced and exit (CONTRACT.md §9).
+    Freeze,
 }
 
 impl Action {
@@ -124,6 +129,7 @@ impl Action {
             Action::Garbage => "garbage",
             Action::NoRef => "no_ref",
             Action::Delay => "delay",
+            Action::Freeze => "freeze",
         }
     }
 }
@@ -430,7 +436,12 @@ impl Scenario {
                 }
                 (None, false) => None,
             };
-            if f.at.site() != Site::Provider && (f.action != Action::Kill || f.effect == Some(false)) {
+            if f.action == Action::Freeze {
+                freezable(&f, &op.id).map_err(|why| at(Some(span.clone()), why))?;
+            }
+            if f.at.site() != Site::Provider
+                && (!matches!(f.action, Action::Kill | Action::Freeze) || f.effect == Some(false))
+            {
                 return Err(at(
                     Some(span),
                     format!(
@@ -729,6 +740,25 @@ impl Scenario {
         paths.sort();
         Ok(paths.iter().map(|p| Scenario::load(p)).collect())
     }
+}
+
+/// A freeze is only meaningful where the contract says a commit or a request follows the
+/// boundary: that is what the resumed incarnation must not do once it is outlived.
+fn freezable(fault: &FaultFile, operation: &str) -> Result<(), String> {
+    const FREEZABLE: [Boundary; 3] =
+        [Boundary::BeforeDispatch, Boundary::AfterProviderSuccess, Boundary::AfterDeliverySend];
+    if !FREEZABLE.contains(&fault.at) {
+        return Err(format!(
+            "`action = \"freeze\"` applies at a boundary the runtime announces and where a commit or a request follows it (`before_dispatch`, `after_provider_success`, `after_delivery_send`), not `{}`",
+            fault.at
+        ));
+    }
+    if !fault.revoke.is_empty() {
+        return Err(format!(
+            "`revoke` does not go with `action = \"freeze\"` (fault on `{operation}`): a freeze tests fencing, not policy; put the revocation on a fault of its own"
+        ));
+    }
+    Ok(())
 }
 
 /// Why `fault` can never fire, when the scenario itself rules it out: a fault that cannot be

@@ -90,7 +90,28 @@ pub fn describe_mark(mark: &Mark) -> String {
         Happening::Exited { incarnation, status } => {
             format!("runtime   incarnation {incarnation} exited on its own ({status})")
         }
+        Happening::Frozen { incarnation, message } => {
+            format!("runtime   {}: FREEZE (SIGSTOP incarnation {incarnation})", announcement(message))
+        }
+        Happening::Resumed { incarnation, message } => {
+            format!("harness   SIGCONT incarnation {incarnation}, answer {}: resume", announcement(message))
+        }
+        Happening::ZombieAnnounced { incarnation, message } => {
+            format!("runtime   incarnation {incarnation} (outlived) {}: resume", announcement(message))
+        }
+        Happening::ZombieExited { incarnation, status } => {
+            format!("runtime   incarnation {incarnation} (outlived) exited ({status})")
+        }
+        Happening::ZombieOutlived { incarnation, waited } => {
+            format!("harness   incarnation {incarnation} (outlived) still running after {waited:.1?}: SIGKILL")
+        }
     }
+}
+
+/// "before_dispatch charge attempt 1 -> ledger"
+fn announcement(message: &crate::probe::ProbeMessage) -> String {
+    let destination = message.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
+    format!("{} {} attempt {}{destination}", message.boundary, message.operation_id, message.attempt)
 }
 
 pub fn describe_entry(entry: &Entry) -> String {
@@ -157,6 +178,13 @@ pub fn describe_entry(entry: &Entry) -> String {
         }
         Event::Revocation { tenant, actor, subject } => {
             format!("harness   revoke {subject} for {tenant}/{}", actor.as_deref().unwrap_or("*"))
+        }
+        Event::Fenced { service, operation, what, current, .. } => {
+            let stale = entry.incarnation.map_or("?".to_owned(), |n| n.to_string());
+            let operation = operation.as_deref().map(|o| format!(" for {o}")).unwrap_or_default();
+            format!(
+                "{service:<9} {what}{operation} from incarnation {stale}: refused 409 fenced (incarnation {current} is current)"
+            )
         }
     }
 }

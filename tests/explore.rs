@@ -1,0 +1,125 @@
+//! `killpoint explore` under `cargo test`.
+//!
+//! - `explore::<workload>::<case>`: every depth-1 crash point of the concurrent five-operation
+//!   workload (`scenarios/concurrent_wave.toml`) is a trial of its own, with a stable name, so
+//!   `cargo nextest run --partition hash:K/N` spreads them over CI machines. Listing them takes one
+//!   record run of the workload (the points are the boundary occurrences it passes).
+//! - `explore_finds::<variant>`: for every broken variant the standard scenarios catch, explore of
+//!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself, and
+//!   the scenario file it writes reproduces that failure.
+
+use killpoint::explore::{self, CaseStatus, ExploreOptions, Workload};
+use killpoint::{Scenario, Target, run_scenario};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
+    let mut trials = explored_points(&root.join("scenarios/concurrent_wave.toml"), &target);
+    trials.extend(found_by_explore(&root.join("scenarios"), &target));
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// One trial per depth-1 case of the workload, against the reference runtime.
+fn explored_points(path: &std::path::Path, target: &Target) -> Vec<Trial> {
+    let scenario = match Scenario::load(path) {
+        Ok(s) => s,
+        Err(e) => return vec![Trial::test("explore", move || Err(e.to_string().into()))],
+    };
+    let workload = Arc::new(Workload::of(&scenario));
+    let plan = match explore::plan(&workload, target, &ExploreOptions::default()) {
+        Ok(plan) => plan,
+        Err(e) => {
+            return vec![Trial::test("explore", move || Err(format!("the record run could not run: {e}").into()))];
+        }
+    };
+    let mut trials = vec![{
+        let (record, story) = (plan.record.clone(), plan.record_story.clone());
+        Trial::test(format!("explore::{}::no_kill", scenario.name), move || match story {
+            Some(story) if !record.passed() => Err(story.into()),
+            _ => Ok(()),
+        })
+    }];
+    for case in plan.cases {
+        let (workload, target) = (workload.clone(), target.clone());
+        trials.push(Trial::test(format!("explore::{}::{}", scenario.name, case.name()), move || {
+            let (finding, run) = explore::run_case(&workload, &case, &target, &Default::default())
+                .map_err(|e| format!("the case could not run: {e}"))?;
+            match finding.status() {
+                CaseStatus::Fail => {
+                    let kept = run.keep_artifacts();
+                    Err(format!("{}\n  {}", finding.story.unwrap_or_default(), killpoint::artifacts::kept_at(&kept))
+                        .into())
+                }
+                CaseStatus::Pass | CaseStatus::Partial | CaseStatus::NotReached => Ok(()),
+            }
+        }));
+    }
+    trials
+}
+
+/// One trial per broken variant named in the standard scenarios' `[[catches]]`.
+fn found_by_explore(dir: &std::path::Path, target: &Target) -> Vec<Trial> {
+    let mut by_variant: BTreeMap<String, Vec<Scenario>> = BTreeMap::new();
+    for scenario in Scenario::load_dir(dir).into_iter().flatten().flatten() {
+        for catch in &scenario.catches {
+            by_variant.entry(catch.broken.clone()).or_default().push(scenario.clone());
+        }
+    }
+    by_variant
+        .into_iter()
+        .map(|(variant, scenarios)| {
+            let target = target.clone();
+            Trial::test(format!("explore_finds::{}", variant.replace('-', "_")), move || {
+                finds(&variant, &scenarios, &target)
+            })
+        })
+        .collect()
+}
+
+/// Explores each workload that catches `variant` until one fails; the failing case, written as a
+/// scenario file and read back, must fail the variant again on the same invariants.
+fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), Failed> {
+    let mut broken = target.clone();
+    broken.args.extend(["--broken".to_owned(), variant.to_owned()]);
+    let dir = tempfile::tempdir().map_err(|e| format!("no temp dir: {e}"))?;
+    // Depth 2 only when depth 1 finds nothing: some bugs (`restart-after-failed-lookup`) show only
+    // when the recovery from a crash crashes too.
+    let depths =
+        [1, 2].map(|depth| ExploreOptions { depth, first_failure: true, jobs: 1, ..ExploreOptions::default() });
+    for (options, scenario) in depths.iter().flat_map(|options| scenarios.iter().map(move |s| (options, s))) {
+        let result = explore::explore(scenario, &broken, options, &|_, _, _, _| {})
+            .map_err(|e| format!("exploring `{}` could not run: {e}", scenario.name))?;
+        let Some(finding) = result.failures.first() else { continue };
+        // Hand-placed kills are gone: whatever was found, explore chose the crash points.
+        let workload = Workload::of(scenario);
+        if finding.scenario.faults.len() != workload.base.faults.len() + finding.case.kills.len() {
+            return Err(format!("the failing case of `{}` carries faults explore did not place", scenario.name).into());
+        }
+        let path = dir.path().join(format!("{}.toml", finding.scenario.name));
+        std::fs::write(&path, finding.scenario.to_toml())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let replayed = Scenario::load(&path).map_err(|e| format!("the written file does not parse: {e}"))?;
+        let (verdict, run) = run_scenario(&replayed, &broken, &Default::default())
+            .map_err(|e| format!("the written case could not run: {e}"))?;
+        let expected = finding.verdict.failed_invariants();
+        let again = verdict.failed_invariants();
+        if again.is_disjoint(&expected) {
+            let story = killpoint::report::story(&replayed, &verdict, &run);
+            return Err(format!(
+                "explore found `{}` failing {expected:?} with `--broken {variant}`, but its written file {} did not reproduce it (violated {again:?})\n{story}",
+                finding.case.name(),
+                path.display()
+            )
+            .into());
+        }
+        return Ok(());
+    }
+    let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    Err(format!("explore of {names:?}, to depth 2, found no failure with `--broken {variant}`").into())
+}
