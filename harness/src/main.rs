@@ -320,6 +320,7 @@ fn random(target: &Target, args: &Args) -> ExitCode {
         seed,
         out: args.out.clone(),
         max_shrink_iters: 64,
+        waves: true,
         run: RunOptions { probe: args.probe, ..RunOptions::default() },
     };
     println!(
