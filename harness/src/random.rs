@@ -142,7 +142,7 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
     // The report of the last failing run. Proptest returns the last value that failed while it
     // shrank, so this is the report of the case it returns.
     let last = Mutex::new((String::new(), BTreeSet::new()));
-    let result = runner.run(&cases(options.waves), |scenario| {
+    let result = runner.run(&cases(options.waves, options.run.probe), |scenario| {
         runs.fetch_add(1, Ordering::Relaxed);
         let (failed, violated) = match run_scenario(&scenario, target, &options.run) {
             Ok((verdict, _)) if verdict.passed() => return Ok(()),
@@ -163,8 +163,14 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
     };
 
     let file = options.out.join(format!("random-{}.toml", options.seed));
-    let command = rerun_command(&file, target);
-    let replay = format!("killpoint random --seed {} --cases {}{}", options.seed, options.cases, runtime_flags(target));
+    let command = rerun_command(&file, target, options.run.probe);
+    let replay = format!(
+        "killpoint random --seed {} --cases {}{}{}",
+        options.seed,
+        options.cases,
+        if options.run.probe { "" } else { " --no-probe" },
+        runtime_flags(target)
+    );
     let (story, violated_then) = last.into_inner().unwrap_or_else(|e| e.into_inner());
     let names: Vec<&str> = violated_then.iter().map(|i| i.as_str()).collect();
     let mut scenario = minimal;
@@ -223,9 +229,10 @@ fn target_words(target: &Target) -> String {
     words
 }
 
-/// `killpoint run FILE --runtime PATH -- ARGS…`
-pub fn rerun_command(file: &Path, target: &Target) -> String {
-    format!("killpoint run {}{}", shell_word(&file.display().to_string()), runtime_flags(target))
+/// `killpoint run FILE [--no-probe] --runtime PATH -- ARGS…`
+pub fn rerun_command(file: &Path, target: &Target, probe: bool) -> String {
+    let black_box = if probe { "" } else { " --no-probe" };
+    format!("killpoint run {}{black_box}{}", shell_word(&file.display().to_string()), runtime_flags(target))
 }
 
 fn shell_word(word: &str) -> String {
@@ -301,9 +308,13 @@ fn genes() -> impl Strategy<Value = Genes> {
 
 /// The strategy: scenarios built from genes, each read back through the scenario parser, so that
 /// only what a scenario file may say is ever run.
-pub fn cases(waves: bool) -> impl Strategy<Value = Scenario> {
+///
+/// `probe`: the runtime implements the boundary probe. Without it, faults are drawn only where
+/// the harness stops the runtime exactly from outside (`after_submit`, `after_dispatch`), which
+/// count their occurrences as the probe would.
+pub fn cases(waves: bool, probe: bool) -> impl Strategy<Value = Scenario> {
     genes().prop_filter_map("a drawn schedule that a scenario file would refuse", move |g| {
-        let drawn = schedule(&g, waves);
+        let drawn = schedule(&g, waves, probe);
         Scenario::parse(&drawn.path, &drawn.to_toml()).ok()
     })
 }
@@ -406,7 +417,7 @@ impl Plan {
 /// picks one of the boundary occurrences still ahead and strikes there; the walk then goes on as
 /// the runtime must. Returns the faults and the outcome a correct runtime reaches: the
 /// expectation, derived from the schedule.
-fn plan(id: &str, gene: &OperationGene, budget: usize, may_revoke: bool) -> Plan {
+fn plan(id: &str, gene: &OperationGene, budget: usize, probe: bool) -> Plan {
     let destinations: Vec<String> = gene.destinations.iter().map(|d| (*d).to_owned()).collect();
     let mut seen: BTreeMap<(Boundary, Option<String>), u32> = BTreeMap::new();
     let mut phase = Phase::Submit;
@@ -423,7 +434,8 @@ fn plan(id: &str, gene: &OperationGene, budget: usize, may_revoke: bool) -> Plan
             // Without deliveries the operation is settled the instant its success is written, and
             // the harness may read it so before the runtime announces `after_result_write`: a kill
             // there would race the harness moving on (scenarios/README.md, the last note).
-            if !(point.0 == Boundary::AfterResultWrite && destinations.is_empty()) {
+            let outside = matches!(point.0, Boundary::AfterSubmit | Boundary::AfterDispatch);
+            if !(point.0 == Boundary::AfterResultWrite && destinations.is_empty()) && (probe || outside) {
                 ahead.push((point, p));
             }
             p = next;
@@ -447,7 +459,7 @@ fn plan(id: &str, gene: &OperationGene, budget: usize, may_revoke: bool) -> Plan
             (Boundary::AfterDispatch, Blow::Delay) => Action::Delay,
             _ => Action::Kill,
         };
-        let revoke = g.revoke && action == Action::Kill && may_revoke && !plan.revokes;
+        let revoke = g.revoke && action == Action::Kill && !plan.revokes;
         plan.revokes |= revoke;
         let blow = if action == Action::Kill { Blow::Kill } else { g.blow };
         phase = after_blow(gene.kind, &at_phase, blow, revoke, &destinations);
@@ -485,7 +497,7 @@ struct Member {
 }
 
 /// Reads genes into a scenario, expectations included.
-fn schedule(genes: &Genes, waves_allowed: bool) -> Scenario {
+fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scenario {
     let mut operations = Vec::new();
     let mut faults = Vec::new();
     let mut revoked: HashSet<(usize, ToolKind)> = HashSet::new();
@@ -501,7 +513,7 @@ fn schedule(genes: &Genes, waves_allowed: bool) -> Scenario {
         let plan = if revoked.contains(&key) {
             Plan { faults: Vec::new(), outcome: Some(Outcome::Refused), revokes: false }
         } else {
-            plan(&id, gene, budget, true)
+            plan(&id, gene, budget, probe)
         };
         let member = Member {
             key,
@@ -599,7 +611,7 @@ mod tests {
         let mut shapes = BTreeSet::new();
         for _ in 0..500 {
             let g = strategy.new_tree(&mut runner).unwrap().current();
-            let drawn = schedule(&g, true);
+            let drawn = schedule(&g, true, true);
             if let Err(e) = Scenario::parse(&drawn.path, &drawn.to_toml()) {
                 panic!("{e}\n{}", drawn.to_toml());
             }
