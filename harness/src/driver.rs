@@ -736,8 +736,8 @@ async fn settle(
                             // would block the harness for ever): the deadline bounds it.
                             if tokio::time::timeout_at(deadline, probe.resume()).await.is_err() {
                                 return Err(format!(
-                                    "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before the deadline ({:?}) of {} (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
-                                    driver.incarnation.number, scenario.deadline, waiting_for(&pending), tail_of_logs(launch.logs, 15)
+                                    "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before {}'s deadline ({:?}) (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
+                                    driver.incarnation.number, waiting_for(&pending), scenario.deadline, tail_of_logs(launch.logs, 15)
                                 ));
                             }
                         }
@@ -796,8 +796,6 @@ async fn settle(
                 return Ok(());
             }
         }
-        // The operation settled under the newer incarnation: now the outlived one wakes up.
-        driver.resume_zombies().await;
     }
 }
 

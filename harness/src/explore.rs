@@ -92,6 +92,9 @@ pub struct Case {
     pub kills: Vec<Point>,
     /// Permissions withdrawn at the first kill (`kill+revoke` cases).
     pub revoke: Vec<Revoke>,
+    /// The first point freezes the runtime (SIGSTOP, a replacement takes over, then the frozen one
+    /// is resumed: CONTRACT.md §9) instead of killing it.
+    pub freeze: bool,
 }
 
 impl Case {
@@ -102,6 +105,9 @@ impl Case {
             return "no_kill".to_owned();
         }
         let mut name = self.kills.iter().map(Point::slug).collect::<Vec<_>>().join("/");
+        if self.freeze {
+            name.push_str("+freeze");
+        }
         for r in &self.revoke {
             name.push_str(&match r {
                 Revoke::Tool => "+revoke_tool".to_owned(),
@@ -121,15 +127,30 @@ impl Case {
             let mut fault = point.kill();
             if i == 0 {
                 fault.revoke = self.revoke.clone();
+                if self.freeze {
+                    fault.action = Action::Freeze;
+                }
             }
             scenario.faults.push(fault);
         }
+        // Operations in flight beside a killed one: a kill lands wherever they are, possibly
+        // between a write-ahead and its request, so a tool with no lookup may have to pause.
+        let waves = workload.base.waves();
+        let beside: Vec<String> = waves
+            .iter()
+            .filter(|w| w.len() > 1 && w.iter().any(|o| self.kills.iter().any(|p| p.operation == o.id)))
+            .flat_map(|w| w.iter().map(|o| o.id.clone()))
+            .collect();
         for op in &mut scenario.operations {
             let killed_after_call = self.kills.iter().any(|p| {
                 p.operation == op.id && matches!(p.at, Boundary::AfterDispatch | Boundary::AfterProviderSuccess)
             });
-            if op.tool == ToolKind::NonIdempotentNoLookup && killed_after_call && op.expect == Outcome::Succeeded {
-                op.expect = Outcome::Paused;
+            if op.tool == ToolKind::NonIdempotentNoLookup && op.expect == Outcome::Succeeded {
+                if killed_after_call {
+                    op.expect = Outcome::Paused;
+                } else if beside.contains(&op.id) {
+                    op.expect = Outcome::SucceededOrGaveUp;
+                }
             }
             if self.revoke.contains(&Revoke::Operation) && self.kills[0].operation == op.id {
                 op.expect = Outcome::Refused;
@@ -279,21 +300,32 @@ fn prune(scenario: &Scenario, seen: Vec<Seen>) -> (Vec<Point>, Vec<(Point, Prune
     (run, pruned)
 }
 
-/// The schedules of depth 1 for `points`: a kill at each, plus, where a withdrawn permission has a
+/// The schedules of depth 1 for `points`: a kill at each, a freeze where one is allowed, plus, where a withdrawn permission has a
 /// certain outcome, the same kill with the operation cancelled (before its first call) or a
 /// destination revoked (with the result written, nothing delivered).
-fn schedules(scenario: &Scenario, points: &[Point]) -> Vec<Case> {
+fn schedules(scenario: &Scenario, points: &[Point], probe: bool) -> Vec<Case> {
     let mut cases = Vec::new();
     for p in points {
-        cases.push(Case { kills: vec![p.clone()], revoke: Vec::new() });
+        cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: false });
+        // A freeze where the contract says a commit follows (§9): the outlived incarnation must
+        // find itself fenced there. Only the probe can stop a runtime at these points.
+        if matches!(p.at, Boundary::BeforeDispatch | Boundary::AfterProviderSuccess | Boundary::AfterDeliverySend)
+            && probe
+        {
+            cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: true });
+        }
         let op = scenario.operation(&p.operation).expect("points are the scenario's operations");
         let first_call = !scenario.faults.iter().any(|f| f.operation == p.operation);
         if p.at == Boundary::BeforeDispatch && p.occurrence == 1 && first_call && op.expect == Outcome::Succeeded {
-            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Operation] });
+            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Operation], freeze: false });
         }
         if p.at == Boundary::AfterResultWrite && p.occurrence == 1 && op.expect == Outcome::Succeeded {
             for d in &op.destinations {
-                cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Destination(d.clone())] });
+                cases.push(Case {
+                    kills: vec![p.clone()],
+                    revoke: vec![Revoke::Destination(d.clone())],
+                    freeze: false,
+                });
             }
         }
     }
@@ -381,7 +413,7 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let seen = points(&workload.base, &run, None);
     let found = seen.len();
     let (to_run, pruned) = prune(&workload.base, seen);
-    let cases = schedules(&workload.base, &to_run);
+    let cases = schedules(&workload.base, &to_run, run.probe);
     let probe = run.probe;
     let record_artifacts = failed.then(|| run.keep_artifacts());
     Ok(Plan { record: verdict, record_story: story, record_artifacts, points: found, pruned, cases, probe })
@@ -440,7 +472,7 @@ pub fn explore(
             .collect();
     }
     if let Some(story) = &plan.record_story {
-        let case = Case { kills: Vec::new(), revoke: Vec::new() };
+        let case = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false };
         let scenario = case.scenario(&workload);
         result.failures.push(Finding {
             case,
@@ -497,7 +529,7 @@ pub fn explore(
                 for q in to_run {
                     let mut kills = finding.case.kills.clone();
                     kills.push(q);
-                    next.push(Case { kills, revoke: finding.case.revoke.clone() });
+                    next.push(Case { kills, revoke: finding.case.revoke.clone(), freeze: false });
                 }
             }
         }
@@ -654,4 +686,121 @@ pub fn pruned_summary(pruned: &[(Point, Pruned)]) -> BTreeMap<&'static str, usiz
         .or_default() += 1;
     }
     by
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn workload(text: &str) -> Workload {
+        Workload::of(&Scenario::parse(Path::new("scenarios/w.toml"), text).expect("valid scenario"))
+    }
+
+    const TWO: &str = r#"
+description = "two at once"
+[[operation]]
+id = "sms"
+tool = "send_sms"
+destinations = ["mailer"]
+expect = "succeeded"
+wave = 1
+[[operation]]
+id = "charge"
+tool = "charge_card"
+expect = "paused"
+wave = 1
+[[fault]]
+at = "after_dispatch"
+operation = "charge"
+revoke = ["tool"]
+"#;
+
+    fn point(at: Boundary, operation: &str, occurrence: u32) -> Point {
+        Point { at, operation: operation.into(), occurrence, destination: None }
+    }
+
+    #[test]
+    fn a_workload_drops_kills_and_the_expectations_only_they_explain() {
+        let w = workload(TWO);
+        assert_eq!((w.dropped, w.kept), (1, 0));
+        assert!(w.base.faults.is_empty());
+        // `paused` came from the dropped kill: without it the charge succeeds.
+        assert_eq!(w.base.operation("charge").map(|o| o.expect), Some(Outcome::Succeeded));
+    }
+
+    #[test]
+    fn expectations_follow_the_kills() {
+        let w = workload(TWO);
+        let at_sms = Case { kills: vec![point(Boundary::AfterDispatch, "sms", 1)], revoke: Vec::new(), freeze: false };
+        let s = at_sms.scenario(&w);
+        assert_eq!(s.operation("sms").map(|o| o.expect), Some(Outcome::Paused));
+        assert_eq!(s.faults.len(), 1);
+        // A kill beside the SMS may cut its request off: succeeded, or paused.
+        let beside =
+            Case { kills: vec![point(Boundary::BeforeDispatch, "charge", 1)], revoke: Vec::new(), freeze: false };
+        assert_eq!(beside.scenario(&w).operation("sms").map(|o| o.expect), Some(Outcome::SucceededOrGaveUp));
+        let cancelled = Case {
+            kills: vec![point(Boundary::BeforeDispatch, "charge", 1)],
+            revoke: vec![Revoke::Operation],
+            freeze: false,
+        };
+        let s = cancelled.scenario(&w);
+        assert_eq!(s.operation("charge").map(|o| o.expect), Some(Outcome::Refused));
+        assert_eq!(s.faults[0].revoke, vec![Revoke::Operation]);
+    }
+
+    #[test]
+    fn names_are_stable_and_say_the_schedule() {
+        let case = Case {
+            kills: vec![
+                point(Boundary::AfterDispatch, "charge", 1),
+                point(Boundary::AfterProviderSuccess, "charge", 2),
+            ],
+            revoke: Vec::new(),
+            freeze: false,
+        };
+        assert_eq!(case.name(), "after_dispatch.charge.1/after_provider_success.charge.2");
+        let none = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false };
+        assert_eq!(none.name(), "no_kill");
+    }
+
+    #[test]
+    fn the_same_crash_state_twice_in_a_row_is_pruned() {
+        let w = workload(TWO);
+        let state = Fingerprint { data: 7, world: 3 };
+        let seen = vec![
+            Seen { point: point(Boundary::BeforeDispatch, "sms", 1), seq: 1, fingerprint: Some(state) },
+            Seen { point: point(Boundary::BeforeDispatch, "charge", 1), seq: 2, fingerprint: Some(state) },
+            Seen { point: point(Boundary::AfterDispatch, "charge", 1), seq: 3, fingerprint: None },
+            Seen {
+                point: point(Boundary::AfterProviderSuccess, "charge", 1),
+                seq: 4,
+                fingerprint: Some(Fingerprint { data: 8, world: 4 }),
+            },
+        ];
+        let (run, pruned) = prune(&w.base, seen);
+        assert_eq!(run.len(), 3);
+        assert_eq!(
+            pruned,
+            vec![(
+                point(Boundary::BeforeDispatch, "charge", 1),
+                Pruned::SameState { earlier: point(Boundary::BeforeDispatch, "sms", 1) }
+            )]
+        );
+    }
+
+    #[test]
+    fn shards_cover_every_name_once() {
+        let names: Vec<String> = (0..200).map(|i| format!("w/after_dispatch.op{i}.1")).collect();
+        let mut counts = [0usize; 3];
+        for name in &names {
+            let shard = shard_of(name, 3);
+            assert!((1..=3).contains(&shard));
+            counts[shard as usize - 1] += 1;
+            assert_eq!(shard, shard_of(name, 3), "stable");
+        }
+        assert_eq!(counts.iter().sum::<usize>(), 200);
+        assert!(counts.iter().all(|&c| c > 40), "{counts:?}");
+    }
 }
