@@ -22,6 +22,7 @@ pub mod explore;
 pub mod incarnation;
 pub mod invariant;
 pub mod probe;
+pub mod random;
 pub mod report;
 pub mod scenario;
 pub mod scenario_file;

@@ -5,6 +5,7 @@
 //! killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
 //! ```
 //! `certify` runs every scenario against the runtime and prints the scenario × verdict ×
 //! invariants table; it exits 0 only if every scenario passes. `bench` runs the whole matrix N
@@ -27,6 +28,9 @@ const USAGE: &str = "usage:
   killpoint explore SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
                       kill the workload at every boundary occurrence it passes (its hand-placed kills
                       are dropped, its world faults kept); each failure is written as a scenario file
+  killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+                      N drawn workloads and fault schedules (default 100, from seed S, default a new
+                      one); the first that fails is shrunk and written to DIR as a scenario file
 
 options:
   --runtime PATH      the runtime to certify (default: killpoint-runtime built beside this binary)
@@ -46,6 +50,10 @@ explore options:
   --first-failure     stop at the first failing case
   --quiet             no progress, only the summary
 
+random options (--out as for explore):
+  --cases N           schedules to draw (default 100)
+  --seed S            the search's seed: the same seed draws and shrinks the same cases
+
 exit status: 0 when no scenario failed, 1 when one did, 2 for a usage or scenario-file error.";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -53,6 +61,7 @@ enum Command {
     Certify,
     Run,
     Bench,
+    Random,
     Explore,
 }
 
@@ -69,6 +78,8 @@ struct Args {
     json: Option<PathBuf>,
     junit: Option<PathBuf>,
     runtime_args: Vec<String>,
+    cases: u32,
+    seed: Option<u64>,
     depth: u8,
     jobs: Option<usize>,
     shard: Option<(u64, u64)>,
@@ -82,12 +93,15 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         Some("certify") => Command::Certify,
         Some("run") => Command::Run,
         Some("bench") => Command::Bench,
+        Some("random") => Command::Random,
         Some("explore") => Command::Explore,
         Some("-h" | "--help") => return Err(String::new()),
         Some(other) => {
-            return Err(format!("unknown command `{other}`; expected `certify`, `run`, `bench` or `explore`"));
+            return Err(format!(
+                "unknown command `{other}`; expected `certify`, `run`, `bench`, `explore` or `random`"
+            ));
         }
-        None => return Err("expected a command: `certify`, `run`, `bench` or `explore`".into()),
+        None => return Err("expected a command: `certify`, `run`, `bench`, `explore` or `random`".into()),
     };
     let mut args = Args {
         command,
@@ -102,6 +116,8 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         json: None,
         junit: None,
         runtime_args: Vec::new(),
+        cases: 100,
+        seed: None,
         depth: 1,
         jobs: None,
         shard: None,
@@ -121,6 +137,11 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-probe" => args.probe = false,
             "--json" => args.json = Some(value("--json")?.into()),
             "--junit" => args.junit = Some(value("--junit")?.into()),
+            "--cases" if command == Command::Random => args.cases = positive("--cases", value("--cases")?)?,
+            "--seed" if command == Command::Random => {
+                let seed = value("--seed")?;
+                args.seed = Some(seed.parse().map_err(|_| format!("--seed expects a number, found `{seed}`"))?);
+            }
             "--depth" => {
                 args.depth = match value("--depth")?.as_str() {
                     "1" => 1,
@@ -213,6 +234,9 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let target = Target { program, args: args.runtime_args.clone() };
+    if args.command == Command::Random {
+        return random(&target, &args);
+    }
 
     let loaded: Vec<Result<Scenario, String>> = match &args.scenario {
         Some(path) => vec![Scenario::load(path).map_err(|e| e.to_string())],
@@ -247,6 +271,7 @@ fn main() -> ExitCode {
         Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
         Command::Bench if args.scenario.is_some() => bench_explore(&scenarios[0], &target, options, &args),
         Command::Bench => bench(&scenarios, &target, &options, args.runs),
+        Command::Random => unreachable!("`random` draws its own scenarios and returns before the directory is read"),
         Command::Explore => explore(&scenarios[0], &target, options, &args),
     }
 }
@@ -289,6 +314,54 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     }
     let failed = outcomes.iter().any(|o| o.verdict.as_ref().map_or(true, |v| !v.passed()));
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// `killpoint random`: exit 1 with the shrunk case's file and rerun command when a case fails.
+fn random(target: &Target, args: &Args) -> ExitCode {
+    let seed = args.seed.unwrap_or_else(killpoint::random::new_seed);
+    let options = killpoint::random::RandomOptions {
+        cases: args.cases,
+        seed,
+        out: args.out.clone(),
+        max_shrink_iters: 64,
+        waves: true,
+        run: RunOptions { probe: args.probe, ..RunOptions::default() },
+    };
+    println!(
+        "random: {} case(s) against {}, seed {seed} (replay with --seed {seed})",
+        args.cases,
+        target.program.display()
+    );
+    let found = match killpoint::random::search(target, &options) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("killpoint: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rate = f64::from(found.runs) / found.elapsed.as_secs_f64().max(1e-9);
+    println!("{} run(s) in {:.1} s ({rate:.1}/s)", found.runs, found.elapsed.as_secs_f64());
+    match found.failure {
+        None => {
+            println!("every drawn case passed");
+            ExitCode::SUCCESS
+        }
+        Some(failure) => {
+            let violated: Vec<&str> = failure.violated.iter().map(|i| i.as_str()).collect();
+            println!(
+                "a case failed; shrunk to {} fault(s){}, written to {}\nrerun it with:\n  {}",
+                failure.fault_count(),
+                if violated.is_empty() {
+                    " (it passed when run once more: the failure may depend on timing)".to_owned()
+                } else {
+                    format!(", violating {}", violated.join(", "))
+                },
+                failure.file.display(),
+                failure.command
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u32) -> ExitCode {
