@@ -237,34 +237,54 @@ pub fn certify(
     target: &Target,
     options: &crate::RunOptions,
     keep: bool,
+    jobs: usize,
 ) -> Vec<ScenarioOutcome> {
-    scenarios
-        .iter()
-        .map(|scenario| {
-            let started = std::time::Instant::now();
-            match crate::run_scenario(scenario, target, options) {
-                Ok((verdict, run)) => {
-                    let duration = started.elapsed();
-                    let story = (!verdict.passed()).then(|| crate::report::story(scenario, &verdict, &run));
-                    let artifacts = (!verdict.passed() || keep).then(|| run.keep_artifacts());
-                    ScenarioOutcome {
-                        name: scenario.name.clone(),
-                        file: scenario.path.clone(),
-                        verdict: Ok(verdict),
-                        duration,
-                        story,
-                        artifacts,
-                    }
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Each scenario has its own data dir, fake world and ports: they run side by side, `jobs` at a
+    // time, and come back in file order.
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<(usize, ScenarioOutcome)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, scenarios.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(scenario) = scenarios.get(index) else { return };
+                    let outcome = certify_one(scenario, target, options, keep);
+                    outcomes.lock().unwrap_or_else(|p| p.into_inner()).push((index, outcome));
                 }
-                Err(e) => ScenarioOutcome {
-                    name: scenario.name.clone(),
-                    file: scenario.path.clone(),
-                    verdict: Err(format!("could not run: {e}")),
-                    duration: started.elapsed(),
-                    story: None,
-                    artifacts: None,
-                },
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
+    outcomes.sort_by_key(|(i, _)| *i);
+    outcomes.into_iter().map(|(_, o)| o).collect()
+}
+
+fn certify_one(scenario: &Scenario, target: &Target, options: &crate::RunOptions, keep: bool) -> ScenarioOutcome {
+    let started = std::time::Instant::now();
+    match crate::run_scenario(scenario, target, options) {
+        Ok((verdict, run)) => {
+            let duration = started.elapsed();
+            let story = (!verdict.passed()).then(|| crate::report::story(scenario, &verdict, &run));
+            let artifacts = (!verdict.passed() || keep).then(|| run.keep_artifacts());
+            ScenarioOutcome {
+                name: scenario.name.clone(),
+                file: scenario.path.clone(),
+                verdict: Ok(verdict),
+                duration,
+                story,
+                artifacts,
             }
-        })
-        .collect()
+        }
+        Err(e) => ScenarioOutcome {
+            name: scenario.name.clone(),
+            file: scenario.path.clone(),
+            verdict: Err(format!("could not run: {e}")),
+            duration: started.elapsed(),
+            story: None,
+            artifacts: None,
+        },
+    }
 }

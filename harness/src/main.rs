@@ -41,11 +41,13 @@ options:
   --keep-artifacts    keep every data dir and log, not only those of failures
   --json PATH         write the JSON certificate (docs/report.md) to PATH
   --junit PATH        write JUnit XML to PATH
+  --jobs N            scenarios (certify) or cases (explore) run at once (default: the number of cores)
 
 explore options:
   --depth 1|2         2: also kill at every boundary occurrence of each kill's recovery (default 1)
-  --jobs N            cases run at once (default: the number of cores)
-  --shard K/N         only the cases in shard K of N (the split `cargo nextest --partition hash:K/N` uses)
+  --shard K/N         only the cases whose names hash into shard K of N (a stable hash, like
+                      `cargo nextest run --partition hash:K/N` for the trials); unpruned, so the
+                      N shards together run every case exactly once
   --out DIR           where failing cases are written as scenario files (default ./killpoint-found)
   --first-failure     stop at the first failing case
   --quiet             no progress, only the summary
@@ -278,7 +280,8 @@ fn main() -> ExitCode {
 
 fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: &Args) -> ExitCode {
     println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
-    let outcomes = certificate::certify(scenarios, target, options, args.keep);
+    let jobs = args.jobs.unwrap_or(killpoint::explore::ExploreOptions::default().jobs);
+    let outcomes = certificate::certify(scenarios, target, options, args.keep, jobs);
     for o in &outcomes {
         if let Some(story) = &o.story {
             eprintln!("{story}");
