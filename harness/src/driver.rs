@@ -694,6 +694,9 @@ async fn settle(
     };
     let mut deadline = tokio::time::Instant::now() + scenario.deadline;
     let mut poll = tokio::time::interval(Duration::from_millis(5));
+    // After a world entry, the runtime's last commit follows within a millisecond or two: read
+    // again each millisecond, a few times, before falling back to the slow tick.
+    let mut follow_ups = 0u32;
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // A runtime that says it does not know an operation it accepted will not settle it:
@@ -785,7 +788,14 @@ async fn settle(
             // Settling shows in the fake world's ledger (a call, a receipt) a moment before the
             // runtime's last commit: read at each entry, and on a slow tick for what the world
             // cannot see (an ACK written after the consumer's answer).
-            _ = driver.world.changed() => read_pending(driver, &mut pending).await,
+            _ = driver.world.changed() => {
+                read_pending(driver, &mut pending).await;
+                follow_ups = 4;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(1)), if follow_ups > 0 => {
+                follow_ups -= 1;
+                read_pending(driver, &mut pending).await;
+            }
             _ = poll.tick() => read_pending(driver, &mut pending).await,
             _ = tokio::time::sleep_until(deadline) => {
                 unsettled.extend(pending.into_iter().map(|(op, seen)| (op.id.clone(), seen)));
