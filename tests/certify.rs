@@ -76,7 +76,7 @@ fn a_runtime_that_speaks_another_contract_is_refused_by_name() {
 
 fn certificate_of(target: &Target) -> (Certificate, Vec<killpoint::certificate::ScenarioOutcome>) {
     let scenarios = [scenario("after_dispatch"), scenario("after_delivery_send")];
-    let outcomes = certify(&scenarios, target, &RunOptions::default(), false);
+    let outcomes = certify(&scenarios, target, &RunOptions::default(), false, 2);
     (Certificate::new(target, &outcomes), outcomes)
 }
 
@@ -140,7 +140,7 @@ fn artifacts_are_private_removed_on_success_and_kept_on_failure() {
 
     let mut broken = reference();
     broken.args = vec!["--broken".into(), "fresh-delivery-key".into()];
-    let outcomes = certify(&[scenario("after_delivery_send")], &broken, &RunOptions::default(), false);
+    let outcomes = certify(&[scenario("after_delivery_send")], &broken, &RunOptions::default(), false, 1);
     let kept = outcomes[0].artifacts.clone().expect("a failure keeps its artifacts");
     assert!(kept.join("logs/stderr.log").is_file(), "kept at {}", kept.display());
     std::fs::remove_dir_all(&kept).unwrap();

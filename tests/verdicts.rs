@@ -99,7 +99,7 @@ fn a_run_directory_removed_under_the_harness_is_an_error_not_a_failure() {
         std::fs::remove_dir_all(&run_dir).unwrap();
         run_dir
     });
-    let outcomes = certify(&[scenario], &reference(&[]), &options, false);
+    let outcomes = certify(&[scenario], &reference(&[]), &options, false, 1);
     let removed = remover.join().unwrap();
 
     let verdict = outcomes[0].verdict.as_ref().expect("the scenario ran");
