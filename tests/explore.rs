@@ -92,8 +92,14 @@ fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), F
     let dir = tempfile::tempdir().map_err(|e| format!("no temp dir: {e}"))?;
     // Depth 2 only when depth 1 finds nothing: some bugs (`restart-after-failed-lookup`) show only
     // when the recovery from a crash crashes too.
-    let depths =
-        [1, 2].map(|depth| ExploreOptions { depth, first_failure: true, jobs: 1, ..ExploreOptions::default() });
+    // Failures are expected here: their data dirs are not kept.
+    let depths = [1, 2].map(|depth| ExploreOptions {
+        depth,
+        first_failure: true,
+        jobs: 1,
+        keep_failures: false,
+        ..ExploreOptions::default()
+    });
     for (options, scenario) in depths.iter().flat_map(|options| scenarios.iter().map(move |s| (options, s))) {
         let result = explore::explore(scenario, &broken, options, &|_, _, _, _| {})
             .map_err(|e| format!("exploring `{}` could not run: {e}", scenario.name))?;

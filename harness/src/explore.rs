@@ -348,6 +348,9 @@ pub struct ExploreOptions {
     pub shard: Option<(u64, u64)>,
     /// Stop at the first failing case.
     pub first_failure: bool,
+    /// Keep the data dir and logs of each failing case (the report says where). Off where failures
+    /// are expected (a test that explores a broken runtime), so nothing is left behind.
+    pub keep_failures: bool,
     /// Skip points with the same crash state as the one before. With operations in flight
     /// together, which points share a state varies from run to run; trial lists, which must name
     /// the same cases in every process (nextest lists, then runs each trial in a process of its
@@ -363,6 +366,7 @@ impl Default for ExploreOptions {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             shard: None,
             first_failure: false,
+            keep_failures: true,
             prune: true,
         }
     }
@@ -428,7 +432,7 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     };
     let cases = schedules(&workload.base, &to_run, run.probe);
     let probe = run.probe;
-    let record_artifacts = failed.then(|| run.keep_artifacts());
+    let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
     Ok(Plan { record: verdict, record_story: story, record_artifacts, points: found, pruned, cases, probe })
 }
 
@@ -660,7 +664,6 @@ fn run_all(
                     let outcome = run_case(workload, case, target, &options.run).map(|(mut finding, run)| {
                         let failed = finding.status() == CaseStatus::Fail;
                         if failed && judged.contains(&case.name()) {
-                            finding.artifacts = Some(run.artifacts.path().to_owned());
                             failures.fetch_add(1, Ordering::Relaxed);
                             if options.first_failure {
                                 stop.store(true, Ordering::Relaxed);
@@ -670,7 +673,7 @@ fn run_all(
                             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                             progress(&finding, n, total, failures.load(Ordering::Relaxed));
                         }
-                        let keep = failed && judged.contains(&case.name());
+                        let keep = failed && judged.contains(&case.name()) && options.keep_failures;
                         let run = if keep {
                             let path = run.keep_artifacts();
                             finding.artifacts = Some(path);

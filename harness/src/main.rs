@@ -439,6 +439,7 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
         // Shards list the cases each on its own machine: unpruned, they all list the same ones,
         // so together they run every case exactly once.
         prune: args.shard.is_none(),
+        keep_failures: true,
     };
     let workload = explore::Workload::of(scenario);
     println!(
@@ -567,6 +568,7 @@ fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &A
         shard: None,
         first_failure: false,
         prune: true,
+        keep_failures: false,
     };
     println!(
         "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",
