@@ -49,7 +49,16 @@ fn main() -> ExitCode {
 /// python3 is missing the trials are listed as ignored, with the reason on stderr — never passed.
 fn python_runtime(reference: &Suite) -> Vec<libtest_mimic::Trial> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let runtime = root.join("examples/python-runtime/runtime.py");
+    let mut trials = python_suite(reference, &root.join("examples/python-runtime/runtime.py"), "python::");
+    // A runtime whose bug lives between two of its own durable writes (issue 9): it must pass every
+    // scenario with the probe — no boundary lies between those writes — and only a syscall-level
+    // crash point can catch it.
+    trials.extend(python_suite(reference, &root.join("tests/fixtures/split_step_runtime.py"), "split_step::"));
+    trials
+}
+
+fn python_suite(reference: &Suite, runtime: &std::path::Path, prefix: &str) -> Vec<libtest_mimic::Trial> {
+    let runtime = runtime.to_owned();
     let python = std::process::Command::new("python3")
         .arg("--version")
         .stdout(std::process::Stdio::null())
@@ -60,14 +69,14 @@ fn python_runtime(reference: &Suite) -> Vec<libtest_mimic::Trial> {
         target: Target { program: runtime, args: Vec::new() },
         broken_variants: false,
         on_pass: None,
-        prefix: "python::".into(),
+        prefix: prefix.into(),
         ..reference.clone()
     };
     let trials = trials(&suite);
     if python {
         trials
     } else {
-        eprintln!("python3 not found: the Python example runtime's trials are ignored, not passed");
+        eprintln!("python3 not found: the {prefix} trials (Python runtimes) are ignored, not passed");
         trials.into_iter().map(|t| t.with_ignored_flag(true)).collect()
     }
 }
