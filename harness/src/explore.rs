@@ -652,6 +652,8 @@ fn run_all(
     let done = AtomicUsize::new(0);
     let total = judged.len();
     let out: Mutex<Vec<(usize, std::io::Result<(Finding, Option<Run>)>)>> = Mutex::new(Vec::new());
+    // Runs whose recoveries become depth-2 points take fingerprints, so those points can be pruned.
+    let run_options = RunOptions { fingerprints: keep_runs, ..options.run.clone() };
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
             scope.spawn(|| {
@@ -661,7 +663,7 @@ fn run_all(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
-                    let outcome = run_case(workload, case, target, &options.run).map(|(mut finding, run)| {
+                    let outcome = run_case(workload, case, target, &run_options).map(|(mut finding, run)| {
                         let failed = finding.status() == CaseStatus::Fail;
                         if failed && judged.contains(&case.name()) {
                             failures.fetch_add(1, Ordering::Relaxed);
