@@ -71,10 +71,13 @@ pub enum Broken {
     /// Requests carry no `Killpoint-Incarnation` header: the world cannot fence an outlived
     /// incarnation.
     NoFenceHeader,
+    /// An incarnation that finds itself fenced stops the work at hand but does not exit: the
+    /// thread that noticed waits for ever, the process stays up (CONTRACT.md §9-3 says exit).
+    FencedHangs,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 22] = [
+    pub const ALL: [Broken; 23] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -97,6 +100,7 @@ impl Broken {
         Self::RestartAfterFailedLookup,
         Self::NoStoreFence,
         Self::NoFenceHeader,
+        Self::FencedHangs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -123,6 +127,7 @@ impl Broken {
             Self::RestartAfterFailedLookup => "restart-after-failed-lookup",
             Self::NoStoreFence => "no-store-fence",
             Self::NoFenceHeader => "no-fence-header",
+            Self::FencedHangs => "fenced-hangs",
         }
     }
 
@@ -153,6 +158,7 @@ impl Broken {
             }
             Self::NoStoreFence => "never checks the store's fence: an outlived incarnation's writes land",
             Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
+            Self::FencedHangs => "stops working when fenced, but never exits",
         }
     }
 

@@ -15,6 +15,16 @@ pub const EXIT_FENCED: i32 = 3;
 /// the API server and the worker would each have to notice; exiting here cannot be half done.
 /// An open SQLite transaction is rolled back by the exit itself (it was never committed).
 pub fn exit(why: &str) -> ! {
+    if HANG.load(std::sync::atomic::Ordering::Relaxed) {
+        // BROKEN: the work at hand stops, the process does not: this thread waits for ever.
+        eprintln!("killpoint-runtime: fenced: {why}; stopping this work, staying up");
+        loop {
+            std::thread::park();
+        }
+    }
     eprintln!("killpoint-runtime: fenced: {why}; a newer incarnation owns the data dir, exiting");
     std::process::exit(EXIT_FENCED)
 }
+
+/// Set only by the deliberately broken `fenced-hangs` variant.
+pub static HANG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -284,7 +284,7 @@ pub const RULES: &[Rule] = &[
     // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), but no
     // broken variant reaches it yet: the reference's store fence stops a resumed incarnation
     // before the world can refuse it.
-    Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[] },
+    Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[("fenced-hangs", "zombie_worker")] },
 ];
 
 /// A numbered rule as the contract states it.
