@@ -1112,6 +1112,7 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
     let gave_up = if op.tool.supports_lookup() { Outcome::Failed } else { Outcome::Paused };
     let as_expected = match op.expect {
         Outcome::SucceededOrGaveUp => actual == Some(Outcome::Succeeded) || actual == Some(gave_up),
+        Outcome::SucceededOrPaused => actual == Some(Outcome::Succeeded) || actual == Some(Outcome::Paused),
         expect => actual == Some(expect),
     };
     if !as_expected {
@@ -1122,6 +1123,9 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
                 op.tool.tool_name(),
                 if op.tool.supports_lookup() { "has a lookup" } else { "has no lookup" }
             ),
+            Outcome::SucceededOrPaused => {
+                " (SUCCEEDED, or paused if a kill beside it may have cut its request off)".to_owned()
+            }
             _ => String::new(),
         };
         found(

@@ -149,7 +149,7 @@ impl Case {
                 if killed_after_call {
                     op.expect = Outcome::Paused;
                 } else if beside.contains(&op.id) {
-                    op.expect = Outcome::SucceededOrGaveUp;
+                    op.expect = Outcome::SucceededOrPaused;
                 }
             }
             if self.revoke.contains(&Revoke::Operation) && self.kills[0].operation == op.id {
@@ -761,7 +761,7 @@ revoke = ["tool"]
         // A kill beside the SMS may cut its request off: succeeded, or paused.
         let beside =
             Case { kills: vec![point(Boundary::BeforeDispatch, "charge", 1)], revoke: Vec::new(), freeze: false };
-        assert_eq!(beside.scenario(&w).operation("sms").map(|o| o.expect), Some(Outcome::SucceededOrGaveUp));
+        assert_eq!(beside.scenario(&w).operation("sms").map(|o| o.expect), Some(Outcome::SucceededOrPaused));
         let cancelled = Case {
             kills: vec![point(Boundary::BeforeDispatch, "charge", 1)],
             revoke: vec![Revoke::Operation],

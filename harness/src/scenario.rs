@@ -72,6 +72,10 @@ pub enum Outcome {
     /// runtime with a bound at or below it gives up, one with a higher bound (or none) succeeds
     /// on the next attempt, and both are right.
     SucceededOrGaveUp,
+    /// `SUCCEEDED`, or `UNKNOWN` paused for an operator: for a tool without lookup in flight beside
+    /// another operation's kill, which can land between its `DISPATCHED` and its request — the
+    /// runtime cannot know whether the request left, and must pause.
+    SucceededOrPaused,
 }
 
 impl fmt::Display for Outcome {
@@ -82,6 +86,7 @@ impl fmt::Display for Outcome {
             Outcome::Refused => "refused",
             Outcome::Paused => "paused",
             Outcome::SucceededOrGaveUp => "succeeded_or_gave_up",
+            Outcome::SucceededOrPaused => "succeeded_or_paused",
         })
     }
 }
