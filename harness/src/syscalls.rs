@@ -396,7 +396,7 @@ fn errno() -> std::io::Error {
 fn resolve(program: &OsStr) -> Option<PathBuf> {
     let path = Path::new(program);
     if program.as_bytes().contains(&b'/') {
-        return Some(path.to_owned());
+        return path.is_file().then(|| path.to_owned());
     }
     std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(path)).find(|p| p.is_file())
 }
@@ -406,7 +406,7 @@ fn resolve(program: &OsStr) -> Option<PathBuf> {
 pub fn run(program: &OsStr, args: &[OsString], config: Config) -> Result<i32, TracerError> {
     let shown = program.to_string_lossy().into_owned();
     let not_found =
-        || TracerError::Program { program: shown.clone(), source: std::io::Error::from(std::io::ErrorKind::NotFound) };
+        || TracerError::Program { program: shown.clone(), source: std::io::Error::from_raw_os_error(libc::ENOENT) };
     let path = resolve(program).ok_or_else(not_found)?;
     let nul = |_| TracerError::Program {
         program: shown.clone(),
