@@ -96,6 +96,17 @@ pub enum Peer {
     Provider,
     Consumers,
     Policy,
+    /// The fake world, which part not (yet) known: a `connect`, or bytes on a connection that
+    /// has not named a path. The world serves all three under one address, told apart by path.
+    World,
+}
+
+/// One of the fake world's URLs: where it listens and the path prefix that names the part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorldUrl {
+    pub address: SocketAddr,
+    pub path: String,
+    pub peer: Peer,
 }
 
 /// One crash point, as sent to the harness (one JSON line).
@@ -242,10 +253,13 @@ pub struct Config {
     /// `$KILLPOINT_DATA_DIR`, as given and canonical (fds resolve to canonical paths; path
     /// arguments are as the program wrote them).
     pub data_dirs: Vec<PathBuf>,
-    /// The fake world's listening addresses.
-    pub world: Vec<(SocketAddr, Peer)>,
+    /// The fake world's URLs.
+    pub world: Vec<WorldUrl>,
     /// `$KILLPOINT_TRACE_SOCKET`; without it the tracer only counts points.
     pub socket: Option<PathBuf>,
+    /// `$KILLPOINT_TRACE_LOG`: every point is also appended there as it happens (a SIGKILLed
+    /// tracer prints no summary; this file is what a run leaves of its points).
+    pub log: Option<PathBuf>,
 }
 
 impl Config {
@@ -266,26 +280,59 @@ impl Config {
             ("KILLPOINT_POLICY_URL", Peer::Policy),
         ]
         .into_iter()
-        .filter_map(|(name, peer)| Some((url_address(&std::env::var(name).ok()?)?, peer)))
+        .filter_map(|(name, peer)| {
+            let (address, path) = split_url(&std::env::var(name).ok()?)?;
+            Some(WorldUrl { address, path, peer })
+        })
         .collect();
-        Config { data_dirs, world, socket: std::env::var_os("KILLPOINT_TRACE_SOCKET").map(PathBuf::from) }
+        Config {
+            data_dirs,
+            world,
+            socket: std::env::var_os("KILLPOINT_TRACE_SOCKET").map(PathBuf::from),
+            log: std::env::var_os("KILLPOINT_TRACE_LOG").map(PathBuf::from),
+        }
     }
 
     fn is_data(&self, path: &Path) -> bool {
         self.data_dirs.iter().any(|dir| path.starts_with(dir))
     }
 
-    fn peer(&self, address: SocketAddr) -> Option<Peer> {
-        self.world.iter().find(|(a, _)| *a == address).map(|(_, peer)| *peer)
+    fn is_world(&self, address: SocketAddr) -> bool {
+        self.world.iter().any(|url| url.address == address)
+    }
+
+    /// The part of the world at `address` that a request for `path` goes to (the longest
+    /// matching prefix); without a path, the part only if it is the only one at that address.
+    pub fn peer_of(&self, address: SocketAddr, path: Option<&str>) -> Option<Peer> {
+        let mut here = self.world.iter().filter(|url| url.address == address);
+        match path {
+            Some(path) => here
+                .filter(|url| path.starts_with(url.path.as_str()))
+                .max_by_key(|url| url.path.len())
+                .map(|url| url.peer),
+            None => {
+                let first = here.next()?;
+                here.next().is_none().then_some(first.peer)
+            }
+        }
     }
 }
 
-/// `http://127.0.0.1:8080/anything` → 127.0.0.1:8080. Only IP literals: the harness's world
-/// listens on loopback addresses, never on names.
-pub fn url_address(url: &str) -> Option<SocketAddr> {
+/// `http://127.0.0.1:8080/provider` → (127.0.0.1:8080, "/provider"). Only IP literals: the
+/// harness's world listens on loopback addresses, never on names.
+pub fn split_url(url: &str) -> Option<(SocketAddr, String)> {
     let rest = url.strip_prefix("http://")?;
-    let authority = rest.split('/').next()?;
-    authority.parse().ok()
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+    Some((authority.parse().ok()?, format!("/{}", path.trim_end_matches('/'))))
+}
+
+/// The path of an HTTP/1 request line at the start of `head` (`POST /provider/x HTTP/1.1`).
+pub fn request_path(head: &[u8]) -> Option<&str> {
+    let line = head.split(|&b| b == b'\r' || b == b'\n').next()?;
+    let mut words = std::str::from_utf8(line).ok()?.split(' ');
+    let method = words.next()?;
+    let path = words.next()?;
+    (method.bytes().all(|b| b.is_ascii_uppercase()) && path.starts_with('/')).then_some(path)
 }
 
 /// Why the tracer could not trace.
@@ -298,6 +345,8 @@ pub enum TracerError {
     Program { program: String, source: std::io::Error },
     #[error("killpoint-tracer: trace socket {path}: {source}")]
     Socket { path: String, source: std::io::Error },
+    #[error("killpoint-tracer: trace log {path}: {source}")]
+    Log { path: String, source: std::io::Error },
     #[error("killpoint-tracer: expected {{\"action\":\"resume\"}} from the harness, found {found}")]
     Answer { found: String },
     #[error("killpoint-tracer: {what}: {source}")]
@@ -432,6 +481,17 @@ pub fn run(program: &OsStr, args: &[OsString], config: Config) -> Result<i32, Tr
         None => None,
     };
 
+    let log = match &config.log {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|source| TracerError::Log { path: path.display().to_string(), source })?,
+        ),
+        None => None,
+    };
+
     // `go`: the child waits on it until it is seized. `report`: the child's errno if seccomp is
     // refused (written before the filter is in place, so the write itself is not traced).
     let mut go = [0; 2];
@@ -509,9 +569,11 @@ pub fn run(program: &OsStr, args: &[OsString], config: Config) -> Result<i32, Tr
     let mut tracer = Tracer {
         config,
         channel: channel.take(),
+        log,
         tally: Tally::default(),
         pending: HashMap::new(),
         sockets: HashMap::new(),
+        last_peer: HashMap::new(),
         n: 0,
     };
     let status = tracer.trace(pid, report[0], &shown)?;
@@ -540,18 +602,22 @@ struct Pending {
 /// What an fd stands for, as far as crash points go.
 enum FdTarget {
     Data(String),
-    World(Peer),
+    World { inode: u64, address: SocketAddr },
     Other,
 }
 
 struct Tracer {
     config: Config,
     channel: Option<Channel>,
+    log: Option<std::fs::File>,
     tally: Tally,
     /// Threads resumed with PTRACE_SYSCALL to reach the `after` point of their call.
     pending: HashMap<i32, Pending>,
-    /// Socket inode → its fake-world peer, if any (an inode names one socket for its whole life).
-    sockets: HashMap<u64, Option<Peer>>,
+    /// Socket inode → its fake-world address, if it talks to the world (an inode names one
+    /// socket for its whole life).
+    sockets: HashMap<u64, Option<SocketAddr>>,
+    /// Socket inode → the part of the world its last request went to (HTTP/1: answers follow).
+    last_peer: HashMap<u64, Peer>,
     n: u64,
 }
 
@@ -676,7 +742,9 @@ impl Tracer {
     fn announce(&mut self, tid: i32, when: When, pending: &Pending, ret: Option<i64>) -> Result<(), TracerError> {
         self.n += 1;
         *self.tally.points.entry(pending.kind).or_default() += 1;
-        let Some(channel) = &mut self.channel else { return Ok(()) };
+        if self.channel.is_none() && self.log.is_none() {
+            return Ok(());
+        }
         let point = Point {
             n: self.n,
             when,
@@ -689,9 +757,14 @@ impl Tracer {
             ret,
             tid,
         };
-        let path = || self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let mut line = serde_json::to_string(&point).expect("a point serialises");
         line.push('\n');
+        if let Some(log) = &mut self.log {
+            // A log that cannot be written loses measurements, not correctness: carry on.
+            let _ = log.write_all(line.as_bytes());
+        }
+        let path = || self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let Some(channel) = &mut self.channel else { return Ok(()) };
         channel.writer.write_all(line.as_bytes()).map_err(|source| TracerError::Socket { path: path(), source })?;
         let mut answer = String::new();
         let read =
@@ -725,12 +798,32 @@ impl Tracer {
                 };
                 match self.fd_target(tid, fd) {
                     FdTarget::Data(path) => Some(pending(PointKind::Durable, Some(path), None, bytes)),
-                    FdTarget::World(peer) => Some(pending(PointKind::Request, None, Some(peer), bytes)),
+                    FdTarget::World { inode, address } => {
+                        let head = match call {
+                            Call::Write | Call::Pwrite64 | Call::Sendto => read_head(tid, args[1], args[2]),
+                            Call::Sendmsg => msghdr_head(tid, args[1]),
+                            _ => iovec_head(tid, args[1], args[2]),
+                        };
+                        let named =
+                            head.as_deref().and_then(request_path).and_then(|p| self.config.peer_of(address, Some(p)));
+                        let peer = named
+                            .or_else(|| self.last_peer.get(&inode).copied())
+                            .or_else(|| self.config.peer_of(address, None))
+                            .unwrap_or(Peer::World);
+                        self.last_peer.insert(inode, peer);
+                        Some(pending(PointKind::Request, None, Some(peer), bytes))
+                    }
                     FdTarget::Other => None,
                 }
             }
             Call::Read | Call::Recvfrom | Call::Recvmsg => match self.fd_target(tid, fd) {
-                FdTarget::World(peer) => {
+                FdTarget::World { inode, address } => {
+                    let peer = self
+                        .last_peer
+                        .get(&inode)
+                        .copied()
+                        .or_else(|| self.config.peer_of(address, None))
+                        .unwrap_or(Peer::World);
                     let bytes = if call == Call::Recvmsg { msghdr_bytes(tid, args[1]) } else { Some(args[2]) };
                     Some(pending(PointKind::Answer, None, Some(peer), bytes))
                 }
@@ -773,7 +866,8 @@ impl Tracer {
                 })
             }
             Call::Connect => {
-                let peer = self.config.peer(sockaddr(tid, args[1], args[2])?)?;
+                let address = sockaddr(tid, args[1], args[2]).filter(|a| self.config.is_world(*a))?;
+                let peer = self.config.peer_of(address, None).unwrap_or(Peer::World);
                 Some(pending(PointKind::Connect, None, Some(peer), None))
             }
         }
@@ -792,15 +886,15 @@ impl Tracer {
             let Some(inode) = std::str::from_utf8(inode).ok().and_then(|s| s.parse::<u64>().ok()) else {
                 return FdTarget::Other;
             };
-            let peer = match self.sockets.get(&inode) {
-                Some(peer) => *peer,
+            let address = match self.sockets.get(&inode) {
+                Some(address) => *address,
                 None => {
-                    let peer = socket_peer(tid, inode).and_then(|address| self.config.peer(address));
-                    self.sockets.insert(inode, peer);
-                    peer
+                    let address = socket_peer(tid, inode).filter(|a| self.config.is_world(*a));
+                    self.sockets.insert(inode, address);
+                    address
                 }
             };
-            return peer.map_or(FdTarget::Other, FdTarget::World);
+            return address.map_or(FdTarget::Other, |address| FdTarget::World { inode, address });
         }
         if self.config.is_data(&link) { FdTarget::Data(link.display().to_string()) } else { FdTarget::Other }
     }
@@ -851,6 +945,28 @@ fn iovec_bytes(tid: i32, address: u64, count: u64) -> Option<u64> {
     let count = usize::try_from(count).ok().filter(|&c| c <= 1024)?;
     let raw = read_memory(tid, address, count * 16)?;
     Some(raw.chunks_exact(16).map(|iov| u64::from_ne_bytes(iov[8..16].try_into().unwrap())).sum())
+}
+
+/// The first bytes of an iovec array's first buffer: enough for an HTTP request line.
+fn iovec_head(tid: i32, address: u64, count: u64) -> Option<Vec<u8>> {
+    if count == 0 {
+        return None;
+    }
+    let iov = read_memory(tid, address, 16)?;
+    let base = u64::from_ne_bytes(iov[0..8].try_into().ok()?);
+    let len = u64::from_ne_bytes(iov[8..16].try_into().ok()?);
+    read_head(tid, base, len)
+}
+
+fn msghdr_head(tid: i32, address: u64) -> Option<Vec<u8>> {
+    let raw = read_memory(tid, address, 32)?;
+    iovec_head(tid, u64::from_ne_bytes(raw[16..24].try_into().ok()?), u64::from_ne_bytes(raw[24..32].try_into().ok()?))
+}
+
+/// Up to 256 bytes at `address` (not across a page: the next one may be unmapped).
+fn read_head(tid: i32, address: u64, len: u64) -> Option<Vec<u8>> {
+    let to_page_end = 4096 - address % 4096;
+    read_memory(tid, address, len.min(256).min(to_page_end) as usize)
 }
 
 /// The bytes a `struct msghdr`'s iovecs hold (msg_iov at offset 16, msg_iovlen at 24 on x86_64).
@@ -936,10 +1052,31 @@ mod tests {
     }
 
     #[test]
-    fn world_urls_give_addresses() {
-        assert_eq!(url_address("http://127.0.0.1:41000"), Some("127.0.0.1:41000".parse().unwrap()));
-        assert_eq!(url_address("http://127.0.0.1:41000/deliver"), Some("127.0.0.1:41000".parse().unwrap()));
-        assert_eq!(url_address("http://localhost:41000"), None);
+    fn world_urls_give_addresses_and_paths() {
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(split_url("http://127.0.0.1:41000"), Some((at("127.0.0.1:41000"), "/".to_owned())));
+        assert_eq!(split_url("http://127.0.0.1:41000/policy"), Some((at("127.0.0.1:41000"), "/policy".to_owned())));
+        assert_eq!(split_url("http://localhost:41000"), None);
+    }
+
+    #[test]
+    fn requests_name_the_part_of_the_world_by_path() {
+        let address: SocketAddr = "127.0.0.1:41000".parse().unwrap();
+        let url = |path: &str, peer| WorldUrl { address, path: path.to_owned(), peer };
+        let config = Config {
+            world: vec![
+                url("/provider", Peer::Provider),
+                url("/consumers", Peer::Consumers),
+                url("/policy", Peer::Policy),
+            ],
+            ..Config::default()
+        };
+        let path = request_path(b"POST /consumers/ledger HTTP/1.1\r\nhost: x\r\n").unwrap();
+        assert_eq!(path, "/consumers/ledger");
+        assert_eq!(config.peer_of(address, Some(path)), Some(Peer::Consumers));
+        assert_eq!(config.peer_of(address, Some("/elsewhere")), None);
+        assert_eq!(config.peer_of(address, None), None, "three parts share the address");
+        assert_eq!(request_path(b"{\"amount\":3}"), None, "a body is no request line");
     }
 
     #[test]

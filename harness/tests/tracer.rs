@@ -3,7 +3,7 @@
 //! passing a scenario under it (tracing must not break a runtime).
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
-use killpoint::syscalls::{Point, PointKind, When};
+use killpoint::syscalls::{Peer, Point, PointKind, When};
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -156,8 +156,21 @@ fn the_reference_runtime_passes_under_the_tracer() {
         .expect("target/<profile>/killpoint-runtime: build it first (cargo test --workspace does)");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/after_dispatch.toml");
     let scenario = Scenario::load(&path).expect("shipped scenarios parse");
-    let target = Target { program: TRACER.into(), args: vec!["--".to_owned(), runtime.display().to_string()] };
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("points.jsonl");
+    let args = ["--log", &log.display().to_string(), "--", &runtime.display().to_string()].map(str::to_owned);
+    let target = Target { program: TRACER.into(), args: args.to_vec() };
     let (verdict, run) = run_scenario(&scenario, &target, &RunOptions::default()).unwrap();
+    // Every part of the world was seen, each request with its answer, and SQLite's writes.
+    let points: Vec<Point> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let count =
+        |kind, peer| points.iter().filter(|p| p.kind == kind && p.peer == peer && p.when == When::After).count();
+    for peer in [Peer::Provider, Peer::Consumers, Peer::Policy] {
+        let (requests, answers) = (count(PointKind::Request, Some(peer)), count(PointKind::Answer, Some(peer)));
+        assert!(requests > 0 && answers > 0, "{}: {requests} requests, {answers} answers", serde_json::json!(peer));
+    }
+    assert!(count(PointKind::Durable, None) > 0 && count(PointKind::Sync, None) > 0, "SQLite writes and syncs");
     assert!(
         verdict.passed(),
         "after_dispatch under the tracer:\n{}",
