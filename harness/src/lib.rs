@@ -9,6 +9,7 @@
 //!   [`trace`]: the merged timeline. [`artifacts`]: where a run keeps its data dir and logs.
 //! - [`trials`]: turns a scenario directory into `cargo test` trials (libtest-mimic), and
 //!   [`trials::certify_main`] is a third party's whole test target.
+//! - [`syscalls`]: the `killpoint-tracer` process: crash points at the runtime's system calls.
 //! - The runtime contract is `CONTRACT.md` at the repository root.
 
 pub mod artifacts;
@@ -26,6 +27,8 @@ pub mod random;
 pub mod report;
 pub mod scenario;
 pub mod scenario_file;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod syscalls;
 pub mod trace;
 pub mod trials;
 

@@ -1,0 +1,43 @@
+//! `killpoint-tracer [--log PATH] -- PROGRAM ARGS…`: runs PROGRAM and stops it at every durable
+//! write and every exchange with the fake world, announcing each as a crash point on
+//! `$KILLPOINT_TRACE_SOCKET` (see `killpoint::syscalls`). `--log PATH` (or `$KILLPOINT_TRACE_LOG`)
+//! also appends every point to PATH. Exits with PROGRAM's status, 128 + the signal that killed
+//! it, or 125 when the system does not allow tracing.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+const USAGE: &str = "usage: killpoint-tracer [--log PATH] -- PROGRAM [ARGS…]";
+
+fn main() {
+    let mut args = std::env::args_os().skip(1).peekable();
+    let mut config = killpoint::syscalls::Config::from_env();
+    while let Some(arg) = args.next_if(|a| a.to_str().is_some_and(|a| a.starts_with("--"))) {
+        match arg.to_str() {
+            Some("--") => break,
+            Some("--log") => match args.next() {
+                Some(path) => config.log = Some(PathBuf::from(path)),
+                None => usage("--log needs a PATH"),
+            },
+            Some(other) => usage(&format!("unknown option {other}")),
+            None => unreachable!("only UTF-8 options pass the filter"),
+        }
+    }
+    let mut rest: Vec<OsString> = args.collect();
+    if rest.is_empty() {
+        usage("no PROGRAM given");
+    }
+    let program = rest.remove(0);
+    match killpoint::syscalls::run(&program, &rest, config) {
+        Ok(status) => std::process::exit(status),
+        Err(error) => {
+            eprintln!("{error}");
+            std::process::exit(error.exit_code());
+        }
+    }
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("killpoint-tracer: {problem}\n{USAGE}");
+    std::process::exit(2);
+}
