@@ -207,7 +207,9 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             // write-ahead and its request: each may leave one count the ledger cannot show.
             let slack = u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count())
                 .unwrap_or(u32::MAX)
-                .saturating_add(kills_beside(scenario, run, op));
+                .saturating_add(kills_beside(scenario, run, op))
+                // A system-call kill can land exactly between a write-ahead and its request.
+                .saturating_add(u32::try_from(run.syscall_hits.iter().filter(|h| **h).count()).unwrap_or(u32::MAX));
             truthful_status(op, &ledger, report, slack, &mut found);
             // An expectation assumes every fault of the operation landed where the file says. One
             // that needs the probe (absent) or landed only approximately leaves the right outcome
@@ -227,6 +229,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     fenced(run, &mut violations);
     if run.aborted.is_none() {
         world_faults_reached(scenario, run, &mut violations);
+        syscall_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error: None }
@@ -369,6 +372,27 @@ fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run
 /// the file says (a dead policy service: at least one). A runtime that stopped asking before then
 /// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the
 /// rule it tests, unexercised.
+/// A `[[syscall_fault]]` whose point the runtime never passed: that crash point was not exercised.
+fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    for (i, fault) in scenario.syscall_faults.iter().enumerate() {
+        if run.syscall_hits.get(i) != Some(&true) {
+            let when = if fault.when == crate::syscalls::When::Before { "before" } else { "after" };
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: None,
+                message: format!(
+                    "syscall fault {} ({when} {} point {} of incarnation {}) was never reached, so that crash point was not exercised",
+                    i + 1,
+                    fault.kind.name(),
+                    fault.occurrence,
+                    fault.incarnation
+                ),
+                evidence: Vec::new(),
+            });
+        }
+    }
+}
+
 fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for fault in &scenario.lookup_faults {
         let spoilt = run

@@ -65,6 +65,12 @@ pub enum Happening {
         operation: String,
         what: String,
     },
+    /// The tracer stopped the runtime at the system call a `[[syscall_fault]]` names, and the
+    /// harness killed it there.
+    SyscallKill {
+        incarnation: u32,
+        point: crate::traced::SyscallPoint,
+    },
     Killed {
         incarnation: u32,
     },
@@ -134,6 +140,9 @@ pub struct RunOptions {
     pub ready_timeout: Duration,
     /// Where run directories are created; `None`: the system's temp dir.
     pub artifacts_root: Option<PathBuf>,
+    /// Run every incarnation under `killpoint-tracer` and record its system-call crash points
+    /// (`Run::syscall_points`); on anyway when the scenario has `[[syscall_fault]]`s.
+    pub syscalls: bool,
     /// Once the workload settled, send the malformed submissions the contract says to refuse
     /// (`idempotent_submission`). `killpoint explore` checks them in its record run only: they
     /// concern the API, not the crash point.
@@ -151,6 +160,7 @@ impl Default for RunOptions {
             artifacts_root: None,
             fingerprints: false,
             malformed_submissions: true,
+            syscalls: false,
         }
     }
 }
@@ -181,6 +191,10 @@ pub struct Run {
     /// With [`RunOptions::fingerprints`]: the crash state at each announcement, by the `seq` of
     /// its [`Happening::Boundary`] mark.
     pub fingerprints: Vec<(u64, Fingerprint)>,
+    /// With tracing: every system-call crash point passed after each incarnation's ready line.
+    pub syscall_points: Vec<crate::traced::SyscallPoint>,
+    /// Whether each `[[syscall_fault]]` was reached, by index.
+    pub syscall_hits: Vec<bool>,
     pub artifacts: Artifacts,
 }
 
@@ -269,6 +283,12 @@ struct Driver<'a> {
     fingerprint_data: Option<PathBuf>,
     fingerprints: Vec<(u64, Fingerprint)>,
     malformed_submissions: bool,
+    /// With tracing: the tracer's link, and word of a syscall fault's point being reached.
+    traced: Option<crate::traced::Tracing>,
+    syscall_reached: Option<tokio::sync::mpsc::UnboundedReceiver<crate::traced::Reached>>,
+    /// A syscall kill noticed where the driver could not act on it yet (a request failed because
+    /// of it): acted on at the next chance.
+    reached_early: Option<crate::traced::Reached>,
     /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
     /// was frozen at; resumed once the operation they were frozen in has settled.
     zombies: Vec<(Incarnation, ProbeMessage)>,
@@ -319,6 +339,27 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// Whether the tracer's task killed the runtime at a syscall fault's point (the kill is its;
+    /// the restart is the driver's).
+    fn syscall_killed(&mut self) -> bool {
+        if self.reached_early.is_none()
+            && let Some(receiver) = self.syscall_reached.as_mut()
+        {
+            self.reached_early = receiver.try_recv().ok();
+        }
+        self.reached_early.is_some()
+    }
+
+    /// The runtime was killed at a syscall fault's point: mark it, restart on the same data dir,
+    /// and run the restart's checks.
+    async fn syscall_restart(&mut self, reached: crate::traced::Reached, launch: &Launch<'_>) -> Result<(), String> {
+        let incarnation = self.incarnation.number;
+        self.mark(Happening::SyscallKill { incarnation, point: reached.point });
+        self.kill_and_restart(launch).await?;
+        self.after_restart().await;
+        Ok(())
+    }
+
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
     fn forgot(&mut self, operation: &str, answer: String) {
         let incarnation = self.incarnation.number;
@@ -334,13 +375,20 @@ impl Driver<'_> {
             if self.forgotten.contains(&id) {
                 continue;
             }
-            if let Err(ReadError::Unknown(answer)) = self.client.read(&id).await {
+            let read = self.client.read(&id).await;
+            if self.syscall_killed() {
+                return; // the next restart checks again
+            }
+            if let Err(ReadError::Unknown(answer)) = read {
                 self.forgot(&id, answer);
                 continue;
             }
             let op = self.scenario.operation(&id).expect("accepted operations are the scenario's");
             for submission in Resubmission::AGAIN {
                 let answer = self.client.resubmit(op, submission).await;
+                if self.syscall_killed() {
+                    return;
+                }
                 let operation = Some(id.clone());
                 self.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
             }
@@ -359,7 +407,13 @@ impl Driver<'_> {
         self.world.fence(number + 1);
         self.mark(Happening::Started { incarnation: number + 1 });
         // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
+        if let Some(traced) = self.traced.as_mut() {
+            traced.watch(number + 1);
+        }
         let next = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
+        if let Some(traced) = &self.traced {
+            traced.ready();
+        }
         let frozen = std::mem::replace(&mut self.incarnation, next);
         self.zombies.push((frozen, message));
         self.client = Client::new(&self.incarnation.api);
@@ -423,7 +477,13 @@ impl Driver<'_> {
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
         self.mark(Happening::Started { incarnation: number + 1 });
+        if let Some(traced) = self.traced.as_mut() {
+            traced.watch(number + 1);
+        }
         self.incarnation = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
+        if let Some(traced) = &self.traced {
+            traced.ready();
+        }
         self.client = Client::new(&self.incarnation.api);
         self.restarts.push(killed_at.elapsed());
         Ok(())
@@ -468,9 +528,32 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), probe_path.display().to_string()));
     }
+    // Traced: the tracer is the command, the runtime its argument; it announces on its own socket.
+    let tracing = options.syscalls || !scenario.syscall_faults.is_empty();
+    let traced_target;
+    let (mut traced, syscall_reached, target) = if tracing {
+        let Some(tracer) = crate::traced::tracer_binary() else {
+            world.shutdown().await;
+            return Err(std::io::Error::other(
+                "system-call crash points need `killpoint-tracer` beside this program (or KILLPOINT_TRACER); build it with `cargo build --workspace`",
+            ));
+        };
+        let socket = artifacts.path().join("trace.sock");
+        let (traced, reached) = crate::traced::Tracing::new(&socket, scenario.syscall_faults.clone())?;
+        env.push((crate::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
+        let mut args = vec!["--".to_owned(), target.program.display().to_string()];
+        args.extend(target.args.iter().cloned());
+        traced_target = Target { program: tracer, args };
+        (Some(traced), Some(reached), &traced_target)
+    } else {
+        (None, None, target)
+    };
     let launch = Launch { target, env, logs: &logs, probe: listener.as_ref(), ready_timeout: options.ready_timeout };
 
     let timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
+    if let Some(traced) = traced.as_mut() {
+        traced.watch(1);
+    }
     let first = match Incarnation::start(&launch, 1).await {
         Ok(i) => i,
         Err(e) => {
@@ -488,10 +571,15 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 restarts: Vec::new(),
                 recoveries: Vec::new(),
                 fingerprints: Vec::new(),
+                syscall_points: Vec::new(),
+                syscall_hits: vec![false; scenario.syscall_faults.len()],
                 artifacts,
             });
         }
     };
+    if let Some(traced) = &traced {
+        traced.ready();
+    }
     let probe = first.probe.is_some();
     arm(&world, scenario, probe);
     let mut driver = Driver {
@@ -516,6 +604,9 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         fingerprint_data: options.fingerprints.then(|| data.clone()),
         fingerprints: Vec::new(),
         malformed_submissions: options.malformed_submissions,
+        traced,
+        syscall_reached,
+        reached_early: None,
         zombies: Vec::new(),
     };
 
@@ -557,6 +648,10 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             hits[i] = Hit::Exact;
         }
     }
+    let (syscall_points, syscall_hits) = match &driver.traced {
+        Some(traced) => (traced.points(), traced.hits()),
+        None => (Vec::new(), Vec::new()),
+    };
     let Driver { timeline, restarts, recoveries, fingerprints, .. } = driver;
     world.shutdown().await;
     Ok(Run {
@@ -572,6 +667,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         restarts,
         recoveries,
         fingerprints,
+        syscall_points,
+        syscall_hits,
         artifacts,
     })
 }
@@ -642,7 +739,15 @@ async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) ->
     let scenario = driver.scenario;
     // Marked before the request: the runtime may start work before its answer arrives.
     driver.mark(Happening::Submitted { operation: op.id.clone() });
-    match driver.client.submit(op).await {
+    let mut submitted = driver.client.submit(op).await;
+    // Killed at a syscall point while it handled the submission: no answer came, and a client with
+    // no answer submits again (the same body), to the next incarnation.
+    while driver.syscall_killed() {
+        let reached = driver.reached_early.take().expect("syscall_killed said so");
+        driver.syscall_restart(reached, launch).await?;
+        submitted = driver.client.submit(op).await;
+    }
+    match submitted {
         Ok(status) => {
             driver.mark(Happening::Answered { operation: op.id.clone(), status });
             driver.accepted.push(op.id.clone());
@@ -711,6 +816,13 @@ async fn settle(
             unsettled.extend(pending.into_iter().map(|(op, seen)| (op.id.clone(), seen)));
             return Ok(());
         }
+        if driver.syscall_killed()
+            && let Some(reached) = driver.reached_early.take()
+        {
+            driver.syscall_restart(reached, launch).await?;
+            deadline = tokio::time::Instant::now() + scenario.deadline;
+            continue;
+        }
         let incarnation = &mut driver.incarnation;
         tokio::select! {
             biased;
@@ -758,6 +870,10 @@ async fn settle(
                         }
                     }
                 }
+            }
+            Some(reached) = next_syscall(&mut driver.syscall_reached) => {
+                driver.syscall_restart(reached, launch).await?;
+                deadline = tokio::time::Instant::now() + scenario.deadline;
             }
             Some(point) = points.recv() => {
                 let i = point.tag as usize;
@@ -838,6 +954,15 @@ async fn malformed_submissions(driver: &mut Driver<'_>) {
             None => None,
         };
         driver.mark(Happening::Resubmitted { operation: None, incarnation, submission, answer, read_after });
+    }
+}
+
+async fn next_syscall(
+    reached: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::traced::Reached>>,
+) -> Option<crate::traced::Reached> {
+    match reached {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
     }
 }
 

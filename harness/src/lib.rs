@@ -30,6 +30,7 @@ pub mod scenario_file;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod syscalls;
 pub mod trace;
+pub mod traced;
 pub mod trials;
 
 pub use boundary::Boundary;

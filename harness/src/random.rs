@@ -588,6 +588,7 @@ fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scenario {
         operations,
         faults,
         consumer_faults,
+        syscall_faults: Vec::new(),
         lookup_faults: Vec::new(),
         policy_faults: Vec::new(),
         // Fast retries: a drawn case settles in a fraction of a second.

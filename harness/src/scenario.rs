@@ -23,6 +23,8 @@ pub struct Scenario {
     pub operations: Vec<Operation>,
     pub faults: Vec<Fault>,
     pub consumer_faults: Vec<ConsumerFault>,
+    /// Kills at system-call crash points (the runtime runs under `killpoint-tracer`).
+    pub syscall_faults: Vec<SyscallFault>,
     pub lookup_faults: Vec<LookupFault>,
     pub policy_faults: Vec<PolicyFault>,
     pub runtime: RuntimeSettings,
@@ -216,6 +218,23 @@ pub struct ConsumerFault {
     pub apply: bool,
 }
 
+/// A kill at a system-call crash point: the `occurrence`-th point of `kind` (`when` the call is
+/// about to run, or has returned) in incarnation `incarnation`, counted from its ready line.
+/// Seen by `killpoint-tracer` (ptrace + seccomp, Linux x86_64), with or without the probe.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallFault {
+    pub kind: crate::syscalls::PointKind,
+    pub occurrence: u32,
+    pub when: crate::syscalls::When,
+    #[serde(default = "default_incarnation")]
+    pub incarnation: u32,
+}
+
+fn default_incarnation() -> u32 {
+    1
+}
+
 /// Settings passed to the runtime through the contract's environment variables.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -292,6 +311,8 @@ struct File {
     policy_faults: Vec<Spanned<PolicyFaultFile>>,
     #[serde(default)]
     catches: Vec<Catch>,
+    #[serde(default, rename = "syscall_fault")]
+    syscall_faults: Vec<Spanned<SyscallFault>>,
 }
 
 #[derive(Deserialize)]
@@ -674,6 +695,26 @@ impl Scenario {
             policy_faults.push(PolicyFault { times: f.times, operation, subject: f.subject, response });
         }
 
+        let mut syscall_faults: Vec<SyscallFault> = Vec::new();
+        for spanned in file.syscall_faults {
+            let span = spanned.span();
+            let f = spanned.into_inner();
+            if f.occurrence == 0 || f.incarnation == 0 {
+                return Err(at(Some(span), "`occurrence` and `incarnation` count from 1".into()));
+            }
+            if f.kind == crate::syscalls::PointKind::Answer && f.when == crate::syscalls::When::Before {
+                return Err(at(
+                    Some(span),
+                    "an `answer` point is only `after` (a kill before a receive is a kill after what came before it)"
+                        .into(),
+                ));
+            }
+            if syscall_faults.contains(&f) {
+                return Err(at(Some(span), "the same [[syscall_fault]] twice".into()));
+            }
+            syscall_faults.push(f);
+        }
+
         Ok(Scenario {
             name,
             path: path.to_owned(),
@@ -686,6 +727,7 @@ impl Scenario {
             runtime: file.runtime,
             deadline: Duration::from_secs(file.deadline_seconds),
             catches: file.catches,
+            syscall_faults,
         })
     }
 

@@ -26,6 +26,8 @@ struct File<'a> {
     policy_faults: Vec<PolicyFaultFile<'a>>,
     #[serde(rename = "consumer_fault", skip_serializing_if = "Vec::is_empty")]
     consumer_faults: Vec<ConsumerFaultFile<'a>>,
+    #[serde(rename = "syscall_fault", skip_serializing_if = "<[crate::scenario::SyscallFault]>::is_empty")]
+    syscall_faults: &'a [crate::scenario::SyscallFault],
     #[serde(skip_serializing_if = "<[Catch]>::is_empty")]
     catches: &'a [Catch],
 }
@@ -158,6 +160,7 @@ impl Scenario {
                 })
                 .collect(),
             consumer_faults: self.consumer_faults.iter().map(consumer_fault).collect(),
+            syscall_faults: &self.syscall_faults,
             catches: &self.catches,
         };
         // Every field is a string, number, boolean, array or table of them: nothing the TOML

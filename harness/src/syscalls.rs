@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 pub const NOT_PERMITTED_EXIT: i32 = 125;
 
 /// Whether a point is just before the call runs or just after it returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum When {
     Before,

@@ -87,6 +87,13 @@ pub fn describe_mark(mark: &Mark) -> String {
             format!("{who:<9} {rest}: KILL")
         }
         Happening::Killed { incarnation } => format!("harness   SIGKILL incarnation {incarnation}"),
+        Happening::SyscallKill { incarnation, point } => format!(
+            "runtime   {} {} #{} ({}) of incarnation {incarnation}: KILL",
+            serde_json::to_value(point.when).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            point.kind.name(),
+            point.occurrence,
+            point.what
+        ),
         Happening::Exited { incarnation, status } => {
             format!("runtime   incarnation {incarnation} exited on its own ({status})")
         }
