@@ -95,12 +95,23 @@ pub struct Case {
     /// The first point freezes the runtime (SIGSTOP, a replacement takes over, then the frozen one
     /// is resumed: CONTRACT.md §9) instead of killing it.
     pub freeze: bool,
+    /// Kills at system-call crash points (`--points syscalls`), instead of boundary kills.
+    pub syscalls: Vec<crate::scenario::SyscallFault>,
 }
 
 impl Case {
     /// A stable name: `after_dispatch.charge.1`, `before_dispatch.charge.1+revoke_operation`,
     /// `after_dispatch.charge.1/after_provider_success.charge.2`.
     pub fn name(&self) -> String {
+        if !self.syscalls.is_empty() {
+            let when = |w: crate::syscalls::When| if w == crate::syscalls::When::Before { "before" } else { "after" };
+            return self
+                .syscalls
+                .iter()
+                .map(|f| format!("syscall.{}.{}.{}.{}", f.incarnation, f.kind.name(), f.occurrence, when(f.when)))
+                .collect::<Vec<_>>()
+                .join("/");
+        }
         if self.kills.is_empty() {
             return "no_kill".to_owned();
         }
@@ -123,6 +134,7 @@ impl Case {
     /// have acted, so it must pause; an operation cancelled before its first call must be refused.
     pub fn scenario(&self, workload: &Workload) -> Scenario {
         let mut scenario = workload.base.clone();
+        scenario.syscall_faults.extend(self.syscalls.iter().cloned());
         for (i, point) in self.kills.iter().enumerate() {
             let mut fault = point.kill();
             if i == 0 {
@@ -142,6 +154,14 @@ impl Case {
             .flat_map(|w| w.iter().map(|o| o.id.clone()))
             .collect();
         for op in &mut scenario.operations {
+            // A system-call kill can land anywhere, between any operation's write-ahead and its
+            // request too: a tool without lookup may have to pause.
+            if !self.syscalls.is_empty()
+                && op.tool == ToolKind::NonIdempotentNoLookup
+                && op.expect == Outcome::Succeeded
+            {
+                op.expect = Outcome::SucceededOrPaused;
+            }
             let killed_after_call = self.kills.iter().any(|p| {
                 p.operation == op.id && matches!(p.at, Boundary::AfterDispatch | Boundary::AfterProviderSuccess)
             });
@@ -306,7 +326,7 @@ fn prune(scenario: &Scenario, seen: Vec<Seen>) -> (Vec<Point>, Vec<(Point, Prune
 fn schedules(scenario: &Scenario, points: &[Point], probe: bool) -> Vec<Case> {
     let mut cases = Vec::new();
     for p in points {
-        cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: false });
+        cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: false, syscalls: Vec::new() });
         // A freeze where the contract says a commit follows (§9): the outlived incarnation must
         // find itself fenced there. Only the probe can stop a runtime at these points, and only an
         // operation alone in its wave (scenario.rs says why).
@@ -315,12 +335,17 @@ fn schedules(scenario: &Scenario, points: &[Point], probe: bool) -> Vec<Case> {
             && probe
             && alone
         {
-            cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: true });
+            cases.push(Case { kills: vec![p.clone()], revoke: Vec::new(), freeze: true, syscalls: Vec::new() });
         }
         let op = scenario.operation(&p.operation).expect("points are the scenario's operations");
         let first_call = !scenario.faults.iter().any(|f| f.operation == p.operation);
         if p.at == Boundary::BeforeDispatch && p.occurrence == 1 && first_call && op.expect == Outcome::Succeeded {
-            cases.push(Case { kills: vec![p.clone()], revoke: vec![Revoke::Operation], freeze: false });
+            cases.push(Case {
+                kills: vec![p.clone()],
+                revoke: vec![Revoke::Operation],
+                freeze: false,
+                syscalls: Vec::new(),
+            });
         }
         if p.at == Boundary::AfterResultWrite && p.occurrence == 1 && op.expect == Outcome::Succeeded {
             for d in &op.destinations {
@@ -328,11 +353,23 @@ fn schedules(scenario: &Scenario, points: &[Point], probe: bool) -> Vec<Case> {
                     kills: vec![p.clone()],
                     revoke: vec![Revoke::Destination(d.clone())],
                     freeze: false,
+                    syscalls: Vec::new(),
                 });
             }
         }
     }
     cases
+}
+
+/// Where an exploration looks for crash points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Points {
+    /// Every occurrence of every named boundary (probe announcements, provider calls, `202`s).
+    Boundaries,
+    /// System calls, seen by `killpoint-tracer` (Linux x86_64): every sync, rename and unlink under
+    /// the data dir, before and after; every request to the fake world, before; every answer
+    /// from it, after. Plain writes between two of them are not explored yet.
+    Syscalls,
 }
 
 /// How an exploration is run.
@@ -348,6 +385,8 @@ pub struct ExploreOptions {
     pub shard: Option<(u64, u64)>,
     /// Stop at the first failing case.
     pub first_failure: bool,
+    /// Where the crash points are: the named boundaries, or system calls (`killpoint-tracer`).
+    pub points: Points,
     /// Keep the data dir and logs of each failing case (the report says where). Off where failures
     /// are expected (a test that explores a broken runtime), so nothing is left behind.
     pub keep_failures: bool,
@@ -366,6 +405,7 @@ impl Default for ExploreOptions {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             shard: None,
             first_failure: false,
+            points: Points::Boundaries,
             keep_failures: true,
             prune: true,
         }
@@ -419,8 +459,29 @@ pub fn shard_of(name: &str, shards: u64) -> u64 {
 
 /// The record run and the depth-1 cases of `workload`, without running them: what the trials list.
 pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
-    let record_options = RunOptions { fingerprints: true, ..options.run.clone() };
+    let syscalls = options.points == Points::Syscalls;
+    let record_options = RunOptions { fingerprints: !syscalls, syscalls, ..options.run.clone() };
     let (verdict, run) = crate::run_scenario(&workload.base, target, &record_options)?;
+    if syscalls {
+        let failed = case_status(&verdict) == CaseStatus::Fail;
+        let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
+        let cases: Vec<Case> = run
+            .syscall_points
+            .iter()
+            .filter(|p| p.incarnation == 1 && explored(p))
+            .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: vec![p.fault()] })
+            .collect();
+        let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
+        return Ok(Plan {
+            record: verdict,
+            record_story: story,
+            record_artifacts,
+            points: cases.len(),
+            pruned: Vec::new(),
+            cases,
+            probe: true,
+        });
+    }
     let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
     let seen = points(&workload.base, &run, None);
@@ -434,6 +495,18 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let probe = run.probe;
     let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
     Ok(Plan { record: verdict, record_story: story, record_artifacts, points: found, pruned, cases, probe })
+}
+
+/// The system-call points explored: syncs, renames and unlinks (before and after), requests
+/// (before), answers (after).
+fn explored(point: &crate::traced::SyscallPoint) -> bool {
+    use crate::syscalls::{PointKind, When};
+    match point.kind {
+        PointKind::Sync | PointKind::Rename | PointKind::Unlink => true,
+        PointKind::Request => point.when == When::Before,
+        PointKind::Answer => point.when == When::After,
+        PointKind::Durable | PointKind::Connect => false,
+    }
 }
 
 /// The depth-1 plan of a workload.
@@ -489,7 +562,7 @@ pub fn explore(
             .collect();
     }
     if let Some(story) = &plan.record_story {
-        let case = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false };
+        let case = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: Vec::new() };
         let scenario = case.scenario(&workload);
         result.failures.push(Finding {
             case,
@@ -502,7 +575,8 @@ pub fn explore(
             return Ok(result);
         }
     }
-    let depth2 = options.depth >= 2;
+    // Depth 2 over system calls (a crash point of the recovery's calls) is not built yet.
+    let depth2 = options.depth >= 2 && options.points == Points::Boundaries;
     let mut level: Vec<Case> = plan.cases;
     let mut depth = 1;
     loop {
@@ -550,7 +624,7 @@ pub fn explore(
                 for q in to_run {
                     let mut kills = finding.case.kills.clone();
                     kills.push(q);
-                    next.push(Case { kills, revoke: finding.case.revoke.clone(), freeze: false });
+                    next.push(Case { kills, revoke: finding.case.revoke.clone(), freeze: false, syscalls: Vec::new() });
                 }
             }
         }
@@ -754,18 +828,28 @@ revoke = ["tool"]
     #[test]
     fn expectations_follow_the_kills() {
         let w = workload(TWO);
-        let at_sms = Case { kills: vec![point(Boundary::AfterDispatch, "sms", 1)], revoke: Vec::new(), freeze: false };
+        let at_sms = Case {
+            kills: vec![point(Boundary::AfterDispatch, "sms", 1)],
+            revoke: Vec::new(),
+            freeze: false,
+            syscalls: Vec::new(),
+        };
         let s = at_sms.scenario(&w);
         assert_eq!(s.operation("sms").map(|o| o.expect), Some(Outcome::Paused));
         assert_eq!(s.faults.len(), 1);
         // A kill beside the SMS may cut its request off: succeeded, or paused.
-        let beside =
-            Case { kills: vec![point(Boundary::BeforeDispatch, "charge", 1)], revoke: Vec::new(), freeze: false };
+        let beside = Case {
+            kills: vec![point(Boundary::BeforeDispatch, "charge", 1)],
+            revoke: Vec::new(),
+            freeze: false,
+            syscalls: Vec::new(),
+        };
         assert_eq!(beside.scenario(&w).operation("sms").map(|o| o.expect), Some(Outcome::SucceededOrPaused));
         let cancelled = Case {
             kills: vec![point(Boundary::BeforeDispatch, "charge", 1)],
             revoke: vec![Revoke::Operation],
             freeze: false,
+            syscalls: Vec::new(),
         };
         let s = cancelled.scenario(&w);
         assert_eq!(s.operation("charge").map(|o| o.expect), Some(Outcome::Refused));
@@ -781,9 +865,10 @@ revoke = ["tool"]
             ],
             revoke: Vec::new(),
             freeze: false,
+            syscalls: Vec::new(),
         };
         assert_eq!(case.name(), "after_dispatch.charge.1/after_provider_success.charge.2");
-        let none = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false };
+        let none = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: Vec::new() };
         assert_eq!(none.name(), "no_kill");
     }
 

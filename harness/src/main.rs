@@ -49,6 +49,10 @@ explore options:
                       `cargo nextest run --partition hash:K/N` for the trials); unpruned, so the
                       N shards together run every case exactly once
   --out DIR           where failing cases are written as scenario files (default ./killpoint-found)
+  --points boundaries|syscalls
+                      where the crash points are: every named boundary occurrence (default), or
+                      every sync, rename, unlink, request and answer of the runtime's system calls
+                      (Linux x86_64, through killpoint-tracer: no probe needed; depth 1 only)
   --first-failure     stop at the first failing case
   --quiet             no progress, only the summary
 
@@ -88,6 +92,7 @@ struct Args {
     out: PathBuf,
     first_failure: bool,
     quiet: bool,
+    points: killpoint::explore::Points,
 }
 
 fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -126,6 +131,7 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         out: PathBuf::from("killpoint-found"),
         first_failure: false,
         quiet: false,
+        points: killpoint::explore::Points::Boundaries,
     };
     while let Some(arg) = raw.next() {
         let mut value = |flag: &str| raw.next().ok_or(format!("{flag} expects a value"));
@@ -155,6 +161,13 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--shard" => args.shard = Some(shard(&value("--shard")?)?),
             "--out" => args.out = value("--out")?.into(),
             "--first-failure" => args.first_failure = true,
+            "--points" => {
+                args.points = match value("--points")?.as_str() {
+                    "boundaries" => killpoint::explore::Points::Boundaries,
+                    "syscalls" => killpoint::explore::Points::Syscalls,
+                    other => return Err(format!("--points expects `boundaries` or `syscalls`, found `{other}`")),
+                }
+            }
             "--quiet" => args.quiet = true,
             "--" => args.runtime_args = raw.by_ref().collect(),
             "-h" | "--help" => return Err(String::new()),
@@ -451,6 +464,7 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
         // so together they run every case exactly once.
         prune: args.shard.is_none(),
         keep_failures: true,
+        points: args.points,
     };
     let workload = explore::Workload::of(scenario);
     println!(
@@ -580,6 +594,7 @@ fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &A
         first_failure: false,
         prune: true,
         keep_failures: false,
+        points: args.points,
     };
     println!(
         "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",
