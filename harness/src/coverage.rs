@@ -242,6 +242,13 @@ pub const RULES: &[Rule] = &[
         ),
         proven_by: &[],
     },
+    Rule {
+        id: "§7-5",
+        check: Check::NotChecked(
+            "a runtime that refuses tracing fails to start under the tracer, which the report shows as its start failing; no invariant judges it",
+        ),
+        proven_by: &[],
+    },
     Rule { id: "§8-1", check: by(&[PolicyChecked]), proven_by: &[] },
     Rule {
         id: "§8-2",
