@@ -74,10 +74,13 @@ pub enum Broken {
     /// An incarnation that finds itself fenced stops the work at hand but does not exit: the
     /// thread that noticed waits for ever, the process stays up (CONTRACT.md §9-3 says exit).
     FencedHangs,
+    /// The success and its outbox are written before the provider is called (a provisional
+    /// result), the real result over it after: a crash between leaves a success nobody performed.
+    ResultBeforeCall,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 23] = [
+    pub const ALL: [Broken; 24] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -101,6 +104,7 @@ impl Broken {
         Self::NoStoreFence,
         Self::NoFenceHeader,
         Self::FencedHangs,
+        Self::ResultBeforeCall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -128,6 +132,7 @@ impl Broken {
             Self::NoStoreFence => "no-store-fence",
             Self::NoFenceHeader => "no-fence-header",
             Self::FencedHangs => "fenced-hangs",
+            Self::ResultBeforeCall => "result-before-call",
         }
     }
 
@@ -159,6 +164,7 @@ impl Broken {
             Self::NoStoreFence => "never checks the store's fence: an outlived incarnation's writes land",
             Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
             Self::FencedHangs => "stops working when fenced, but never exits",
+            Self::ResultBeforeCall => "writes the success before calling the provider",
         }
     }
 

@@ -411,6 +411,19 @@ impl Store {
         self.write(|tx| write_success(tx, id, effect))
     }
 
+    /// Replaces a recorded success's reference and result. For the deliberately broken
+    /// `result-before-call` variant, and nothing else: it records a provisional success before the
+    /// provider is called, and the real one over it after.
+    pub fn overwrite_effect(&self, id: &str, effect: &Effect) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE agent_operations SET provider_ref = ?2, result_json = ?3 WHERE operation_id = ?1",
+                params![id, effect.provider_ref, serde_json::to_string(&effect.result)?],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Only the second half of `record_success`. For the deliberately broken `split-outbox`
     /// variant, and nothing else.
     pub fn enqueue_deliveries(&self, operation: &Operation, now: SystemTime) -> Result<()> {

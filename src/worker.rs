@@ -269,6 +269,21 @@ impl Shared {
             self.store.record_dispatch(&id, attempt, &key)?;
             eprintln!("{id} attempt {attempt} dispatched");
             invocation
+        } else if self.broken == Some(Broken::ResultBeforeCall) {
+            // BROKEN: the success and its outbox are written before the provider is called, with
+            // a provisional result, and the real result over it once the provider answers. A crash
+            // in between leaves a success the provider never saw, and deliveries of a made-up result.
+            self.store.record_dispatch(&id, attempt, &key)?;
+            eprintln!("{id} attempt {attempt} dispatched");
+            let provisional = Effect { provider_ref: format!("pending:{key}"), result: serde_json::Value::Null };
+            self.store.record_success(operation, &provisional, SystemTime::now())?;
+            let invocation = self.provider.invoke(&operation.tool, &key, &operation.arguments).await;
+            if let Invocation::Succeeded(effect) = &invocation {
+                self.store.overwrite_effect(&id, effect)?;
+                eprintln!("{id} attempt {attempt} succeeded: provider_ref {}", effect.provider_ref);
+                return Ok(Next::Stop);
+            }
+            invocation
         } else {
             // Write-ahead: DISPATCHED is durable before the provider sees anything. From here on,
             // whatever happens to this process, the next incarnation knows that a request may have

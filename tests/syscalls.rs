@@ -99,6 +99,15 @@ fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
     assert!(violated.iter().any(|i| i == "at_most_once"), "{violated:?}");
 }
 
+/// The success written before the provider is called: a kill after that commit and before the
+/// request leaves a success the provider never performed.
+#[test]
+fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
+    let (case, violated) = found(&broken("result-before-call")).expect("a failing syscall point");
+    assert!(case.starts_with("syscall."), "{case}");
+    assert!(violated.iter().any(|i| i == "truthful_status"), "{violated:?}");
+}
+
 /// The bug between two of the runtime's own durable writes (`tests/fixtures/split_step_runtime.py`):
 /// it passes every scenario with the probe (the `split_step::` trials), and a syscall point
 /// between its two commits catches it.
