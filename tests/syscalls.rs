@@ -36,8 +36,18 @@ fn options(first_failure: bool) -> ExploreOptions {
     }
 }
 
-fn tracer_available() -> bool {
-    killpoint::traced::tracer_binary().is_some()
+/// Whether this machine lets the tracer trace (ptrace and seccomp; some containers refuse them).
+/// Where it does not, each test says so on stderr and returns: skipped, not passed.
+fn tracing_refused() -> bool {
+    let tracer = killpoint::traced::tracer_binary().expect("killpoint-tracer is built with the workspace");
+    let status = std::process::Command::new(tracer).args(["--", "/bin/true"]).status().expect("the tracer starts");
+    let refused = status.code() == Some(killpoint::syscalls::NOT_PERMITTED_EXIT);
+    if refused {
+        eprintln!(
+            "this machine refuses ptrace or seccomp: system-call crash points cannot be tested here (skipped, not passed)"
+        );
+    }
+    refused
 }
 
 /// Explores `target` and returns the first failing case, written as a file and read back, after
@@ -73,7 +83,9 @@ fn found(target: &Target) -> Option<(String, Vec<String>)> {
 
 #[test]
 fn the_reference_runtime_passes_every_syscall_point_without_the_probe() {
-    assert!(tracer_available(), "killpoint-tracer is built with the workspace");
+    if tracing_refused() {
+        return;
+    }
     let result = explore::explore(&workload(), &reference(), &options(false), &|_, _, _, _| {}).expect("explore runs");
     let stories: Vec<&str> = result.failures.iter().filter_map(|f| f.story.as_deref()).collect();
     assert!(stories.is_empty(), "{}", stories.join("\n"));
@@ -86,6 +98,9 @@ fn the_reference_runtime_passes_every_syscall_point_without_the_probe() {
 /// boundary there without the probe — leaves a success that is never delivered.
 #[test]
 fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
+    if tracing_refused() {
+        return;
+    }
     let (case, violated) = found(&broken("split-outbox")).expect("a failing syscall point");
     assert!(case.starts_with("syscall."), "{case}");
     assert!(violated.iter().any(|i| i == "delivered_once"), "{violated:?}");
@@ -95,6 +110,9 @@ fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
 /// commit leaves an intent that the next incarnation executes again.
 #[test]
 fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
+    if tracing_refused() {
+        return;
+    }
     let (_, violated) = found(&broken("no-write-ahead")).expect("a failing syscall point");
     assert!(violated.iter().any(|i| i == "at_most_once"), "{violated:?}");
 }
@@ -103,6 +121,9 @@ fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
 /// request leaves a success the provider never performed.
 #[test]
 fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
+    if tracing_refused() {
+        return;
+    }
     let (case, violated) = found(&broken("result-before-call")).expect("a failing syscall point");
     assert!(case.starts_with("syscall."), "{case}");
     assert!(violated.iter().any(|i| i == "truthful_status"), "{violated:?}");
@@ -113,6 +134,9 @@ fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
 /// between its two commits catches it.
 #[test]
 fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
+    if tracing_refused() {
+        return;
+    }
     let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
     if !python {
         eprintln!("python3 not found: the split-step fixture cannot run; not passed, skipped");
