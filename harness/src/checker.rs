@@ -368,21 +368,17 @@ fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run
         && calls < fault.occurrence as usize
 }
 
-/// Lookup and policy faults count as reached only when the fake world spoilt as many answers as
-/// the file says (a dead policy service: at least one). A runtime that stopped asking before then
-/// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the
-/// rule it tests, unexercised.
 /// A `[[syscall_fault]]` whose point the runtime never passed: that crash point was not exercised.
 fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for (i, fault) in scenario.syscall_faults.iter().enumerate() {
         if run.syscall_hits.get(i) != Some(&true) {
-            let when = if fault.when == crate::syscalls::When::Before { "before" } else { "after" };
             violations.push(Violation {
                 invariant: Invariant::FaultsReached,
                 operation: None,
                 message: format!(
-                    "syscall fault {} ({when} {} point {} of incarnation {}) was never reached, so that crash point was not exercised",
+                    "syscall fault {} ({} {} point {} of incarnation {}) was never reached, so that crash point was not exercised",
                     i + 1,
+                    fault.when.name(),
                     fault.kind.name(),
                     fault.occurrence,
                     fault.incarnation
@@ -393,6 +389,10 @@ fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<V
     }
 }
 
+/// Lookup and policy faults count as reached only when the fake world spoilt as many answers as
+/// the file says (a dead policy service: at least one). A runtime that stopped asking before then
+/// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the
+/// rule it tests, unexercised.
 fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for fault in &scenario.lookup_faults {
         let spoilt = run

@@ -104,11 +104,10 @@ impl Case {
     /// `after_dispatch.charge.1/after_provider_success.charge.2`.
     pub fn name(&self) -> String {
         if !self.syscalls.is_empty() {
-            let when = |w: crate::syscalls::When| if w == crate::syscalls::When::Before { "before" } else { "after" };
             return self
                 .syscalls
                 .iter()
-                .map(|f| format!("syscall.{}.{}.{}.{}", f.incarnation, f.kind.name(), f.occurrence, when(f.when)))
+                .map(|f| format!("syscall.{}.{}.{}.{}", f.incarnation, f.kind.name(), f.occurrence, f.when.name()))
                 .collect::<Vec<_>>()
                 .join("/");
         }

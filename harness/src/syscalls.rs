@@ -41,6 +41,15 @@ pub enum When {
     After,
 }
 
+impl When {
+    pub fn name(self) -> &'static str {
+        match self {
+            When::Before => "before",
+            When::After => "after",
+        }
+    }
+}
+
 /// What a crash point changes or exchanges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,6 +108,17 @@ pub enum Peer {
     /// The fake world, which part not (yet) known: a `connect`, or bytes on a connection that
     /// has not named a path. The world serves all three under one address, told apart by path.
     World,
+}
+
+impl Peer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Provider => "provider",
+            Peer::Consumers => "consumers",
+            Peer::Policy => "policy",
+            Peer::World => "world",
+        }
+    }
 }
 
 /// One of the fake world's URLs: where it listens and the path prefix that names the part.

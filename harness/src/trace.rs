@@ -89,7 +89,7 @@ pub fn describe_mark(mark: &Mark) -> String {
         Happening::Killed { incarnation } => format!("harness   SIGKILL incarnation {incarnation}"),
         Happening::SyscallKill { incarnation, point } => format!(
             "runtime   {} {} #{} ({}) of incarnation {incarnation}: KILL",
-            serde_json::to_value(point.when).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            point.when.name(),
             point.kind.name(),
             point.occurrence,
             point.what

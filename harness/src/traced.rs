@@ -185,9 +185,7 @@ async fn answer(
 fn describe(point: &Point) -> String {
     let place = match (&point.path, &point.peer) {
         (Some(path), _) => Path::new(path).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        (None, Some(peer)) => {
-            serde_json::to_value(peer).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-        }
+        (None, Some(peer)) => peer.name().to_owned(),
         (None, None) => String::new(),
     };
     format!("{} {place}", point.call).trim_end().to_owned()
