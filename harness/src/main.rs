@@ -573,13 +573,7 @@ fn write_case(
     );
     let path = dir.join(format!("{}.toml", scenario.name));
     std::fs::write(&path, scenario.to_toml())?;
-    let mut command = format!("killpoint run {} --runtime {}", path.display(), target.program.display());
-    if !probe {
-        command.push_str(" --no-probe");
-    }
-    if !target.args.is_empty() {
-        command.push_str(&format!(" -- {}", target.args.join(" ")));
-    }
+    let command = killpoint::random::rerun_command(&path, target, probe);
     Ok((path, command))
 }
 
