@@ -407,13 +407,7 @@ impl Driver<'_> {
         self.world.fence(number + 1);
         self.mark(Happening::Started { incarnation: number + 1 });
         // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
-        if let Some(traced) = self.traced.as_mut() {
-            traced.watch(number + 1);
-        }
-        let next = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
-        if let Some(traced) = &self.traced {
-            traced.ready();
-        }
+        let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
         let frozen = std::mem::replace(&mut self.incarnation, next);
         self.zombies.push((frozen, message));
         self.client = Client::new(&self.incarnation.api);
@@ -477,13 +471,7 @@ impl Driver<'_> {
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
         self.mark(Happening::Started { incarnation: number + 1 });
-        if let Some(traced) = self.traced.as_mut() {
-            traced.watch(number + 1);
-        }
-        self.incarnation = Incarnation::start(launch, number + 1).await.map_err(|e| e.to_string())?;
-        if let Some(traced) = &self.traced {
-            traced.ready();
-        }
+        self.incarnation = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
         self.client = Client::new(&self.incarnation.api);
         self.restarts.push(killed_at.elapsed());
         Ok(())
@@ -551,10 +539,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let launch = Launch { target, env, logs: &logs, probe: listener.as_ref(), ready_timeout: options.ready_timeout };
 
     let timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
-    if let Some(traced) = traced.as_mut() {
-        traced.watch(1);
-    }
-    let first = match Incarnation::start(&launch, 1).await {
+    let first = match start(&launch, 1, &mut traced).await {
         Ok(i) => i,
         Err(e) => {
             world.shutdown().await;
@@ -577,9 +562,6 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             });
         }
     };
-    if let Some(traced) = &traced {
-        traced.ready();
-    }
     let probe = first.probe.is_some();
     arm(&world, scenario, probe);
     let mut driver = Driver {
@@ -671,6 +653,23 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         syscall_hits,
         artifacts,
     })
+}
+
+/// Starts incarnation `number`; when the run traces, its tracer's points are answered from the
+/// start and counted from its ready line.
+async fn start(
+    launch: &Launch<'_>,
+    number: u32,
+    traced: &mut Option<crate::traced::Tracing>,
+) -> Result<Incarnation, crate::incarnation::StartError> {
+    if let Some(traced) = traced.as_mut() {
+        traced.watch(number);
+    }
+    let incarnation = Incarnation::start(launch, number).await?;
+    if let Some(traced) = traced {
+        traced.ready();
+    }
+    Ok(incarnation)
 }
 
 /// Whether the run directory the harness made is still there and usable: a data dir or log
