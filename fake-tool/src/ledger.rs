@@ -357,4 +357,9 @@ impl Ledger {
     pub fn entries(&self) -> Vec<Entry> {
         self.entries.lock().expect("ledger lock poisoned").clone()
     }
+
+    /// How many entries so far satisfy `matches`, without copying the ledger.
+    pub fn count(&self, matches: impl Fn(&Entry) -> bool) -> usize {
+        self.entries.lock().expect("ledger lock poisoned").iter().filter(|e| matches(e)).count()
+    }
 }

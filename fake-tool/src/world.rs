@@ -113,6 +113,11 @@ impl World {
         self.ledger.entries()
     }
 
+    /// How many ledger entries so far satisfy `matches`, without copying the ledger.
+    pub fn count_entries(&self, matches: impl Fn(&Entry) -> bool) -> usize {
+        self.ledger.count(matches)
+    }
+
     pub fn arm_provider(&self, fault: ProviderFault) {
         self.faults.arm_provider(fault);
     }

@@ -236,15 +236,12 @@ impl Fingerprint {
         }
         let counts_lookups = !scenario.lookup_faults.is_empty();
         let counts_checks = !scenario.policy_faults.is_empty();
-        let world = world
-            .entries()
-            .iter()
-            .filter(|e| match e.event {
-                fake_tool::Event::ProviderLookup { .. } => counts_lookups,
-                fake_tool::Event::PolicyCheck { .. } => counts_checks,
-                _ => true,
-            })
-            .count();
+        // Taken at every announcement: counted in place, not on a copy of the ledger.
+        let world = world.count_entries(|e| match e.event {
+            fake_tool::Event::ProviderLookup { .. } => counts_lookups,
+            fake_tool::Event::PolicyCheck { .. } => counts_checks,
+            _ => true,
+        });
         Fingerprint { data: hasher.finish(), world }
     }
 }
