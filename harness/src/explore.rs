@@ -461,39 +461,30 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let syscalls = options.points == Points::Syscalls;
     let record_options = RunOptions { fingerprints: !syscalls, syscalls, ..options.run.clone() };
     let (verdict, run) = crate::run_scenario(&workload.base, target, &record_options)?;
-    if syscalls {
-        let failed = case_status(&verdict) == CaseStatus::Fail;
-        let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
+    let failed = case_status(&verdict) == CaseStatus::Fail;
+    let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
+    let (points, pruned, cases, probe) = if syscalls {
         let cases: Vec<Case> = run
             .syscall_points
             .iter()
             .filter(|p| p.incarnation == 1 && explored(p))
             .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: vec![p.fault()] })
             .collect();
-        let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
-        return Ok(Plan {
-            record: verdict,
-            record_story: story,
-            record_artifacts,
-            points: cases.len(),
-            pruned: Vec::new(),
-            cases,
-            probe: true,
-        });
-    }
-    let failed = case_status(&verdict) == CaseStatus::Fail;
-    let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
-    let seen = points(&workload.base, &run, None);
-    let found = seen.len();
-    let (to_run, pruned) = if options.prune {
-        prune(&workload.base, seen)
+        // The tracer sees every point with or without the probe: no boundary goes unseen.
+        (cases.len(), Vec::new(), cases, true)
     } else {
-        (seen.into_iter().map(|s| s.point).collect(), Vec::new())
+        let seen = points(&workload.base, &run, None);
+        let found = seen.len();
+        let (to_run, pruned) = select(&workload.base, seen, options.prune);
+        (found, pruned, schedules(&workload.base, &to_run, run.probe), run.probe)
     };
-    let cases = schedules(&workload.base, &to_run, run.probe);
-    let probe = run.probe;
     let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
-    Ok(Plan { record: verdict, record_story: story, record_artifacts, points: found, pruned, cases, probe })
+    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, cases, probe })
+}
+
+/// The points to run, and those pruned (with why) when pruning is on.
+fn select(scenario: &Scenario, seen: Vec<Seen>, pruning: bool) -> (Vec<Point>, Vec<(Point, Pruned)>) {
+    if pruning { prune(scenario, seen) } else { (seen.into_iter().map(|s| s.point).collect(), Vec::new()) }
 }
 
 /// The system-call points explored: syncs, renames and unlinks (before and after), requests
@@ -518,7 +509,8 @@ pub struct Plan {
     pub points: usize,
     pub pruned: Vec<(Point, Pruned)>,
     pub cases: Vec<Case>,
-    /// Whether the runtime spoke the probe in the record run.
+    /// Whether every kind of point explored could be seen: the runtime spoke the probe in the
+    /// record run, or the points are system calls (the tracer sees them either way).
     pub probe: bool,
 }
 
@@ -614,11 +606,7 @@ pub fn explore(
                 let seen = points(&finding.scenario, &run, Some((kill_seq, &in_flight)));
                 result.points.resize(2, 0);
                 result.points[1] += seen.len();
-                let (to_run, pruned) = if options.prune {
-                    prune(&finding.scenario, seen)
-                } else {
-                    (seen.into_iter().map(|s| s.point).collect(), Vec::new())
-                };
+                let (to_run, pruned) = select(&finding.scenario, seen, options.prune);
                 result.pruned.extend(pruned);
                 for q in to_run {
                     let mut kills = finding.case.kills.clone();
