@@ -583,7 +583,8 @@ pub fn explore(
             if depth == 1 && depth2 { mine.iter().chain(others.iter()).cloned().collect() } else { mine.clone() };
         let judged: BTreeSet<String> = mine.iter().map(Case::name).collect();
         let keep_runs = depth == 1 && depth2;
-        let outcomes = run_all(&workload, &to_run, target, options, keep_runs, &judged, progress, &result)?;
+        let outcomes =
+            run_all(&workload, &to_run, target, options, keep_runs, &judged, progress, result.failures.len())?;
         result.ran.push(outcomes.iter().filter(|(f, _)| judged.contains(&f.case.name())).count());
         let mut next = Vec::new();
         for (finding, run) in outcomes {
@@ -703,13 +704,13 @@ fn run_all(
     keep_runs: bool,
     judged: &BTreeSet<String>,
     progress: &(dyn Fn(&Finding, usize, usize, usize) + Sync),
-    so_far: &Exploration,
+    failures_so_far: usize,
 ) -> std::io::Result<Vec<(Finding, Option<Run>)>> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let failures = AtomicUsize::new(so_far.failures.len());
+    let failures = AtomicUsize::new(failures_so_far);
     let done = AtomicUsize::new(0);
     let total = judged.len();
     let out: Mutex<Vec<(usize, std::io::Result<(Finding, Option<Run>)>)>> = Mutex::new(Vec::new());
