@@ -725,19 +725,21 @@ fn run_all(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
+                    // Cases of other shards run only for their recoveries (depth 2): not judged here.
+                    let judged = judged.contains(&case.name());
                     let outcome = run_case(workload, case, target, &run_options).map(|(mut finding, run)| {
-                        let failed = finding.status() == CaseStatus::Fail;
-                        if failed && judged.contains(&case.name()) {
+                        let failed = judged && finding.status() == CaseStatus::Fail;
+                        if failed {
                             failures.fetch_add(1, Ordering::Relaxed);
                             if options.first_failure {
                                 stop.store(true, Ordering::Relaxed);
                             }
                         }
-                        if judged.contains(&case.name()) {
+                        if judged {
                             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                             progress(&finding, n, total, failures.load(Ordering::Relaxed));
                         }
-                        let keep = failed && judged.contains(&case.name()) && options.keep_failures;
+                        let keep = failed && options.keep_failures;
                         let run = if keep {
                             let path = run.keep_artifacts();
                             finding.artifacts = Some(path);
