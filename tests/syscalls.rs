@@ -40,7 +40,11 @@ fn options(first_failure: bool) -> ExploreOptions {
 /// Where it does not, each test says so on stderr and returns: skipped, not passed.
 fn tracing_refused() -> bool {
     let tracer = killpoint::traced::tracer_binary().expect("killpoint-tracer is built with the workspace");
-    let status = std::process::Command::new(tracer).args(["--", "/bin/true"]).status().expect("the tracer starts");
+    let status = std::process::Command::new(tracer)
+        .args(["--", "/bin/true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("the tracer starts");
     let refused = status.code() == Some(killpoint::syscalls::NOT_PERMITTED_EXIT);
     if refused {
         eprintln!(
@@ -60,25 +64,20 @@ fn found(target: &Target) -> Option<(String, Vec<String>)> {
     std::fs::write(&path, finding.scenario.to_toml()).expect("written");
     let replayed = Scenario::load(&path).expect("the written file parses");
     assert_eq!(replayed.syscall_faults, finding.scenario.syscall_faults);
-    // A syscall point is addressed by its count from the ready line. Where the runtime's own
-    // threads interleave their commits differently from run to run (its API thread's against its
-    // worker's), the count can shift by one: the replay gets three runs, and says how many it took.
-    // Anchoring points to the world's events (the sync after the provider's answer) is the next step.
+    // A syscall point is addressed from the boundary its incarnation last reached (a world
+    // event: the provider's answer, the policy's), not from the ready line: the replay must fail
+    // on its first run.
     let expected = finding.verdict.failed_invariants();
-    let mut seen = Vec::new();
-    for attempt in 1..=3 {
-        let (verdict, _run) =
-            run_scenario(&replayed, target, &RunOptions { probe: false, ..RunOptions::default() }).expect("it runs");
-        let again = verdict.failed_invariants();
-        if !again.is_disjoint(&expected) {
-            if attempt > 1 {
-                eprintln!("{} reproduced on run {attempt} of 3", path.display());
-            }
-            return Some((finding.case.name(), again.iter().map(|i| i.as_str().to_owned()).collect()));
-        }
-        seen.push(again);
-    }
-    panic!("{} did not reproduce {expected:?} in 3 runs (violated {seen:?})", path.display());
+    let (verdict, _run) =
+        run_scenario(&replayed, target, &RunOptions { probe: false, ..RunOptions::default() }).expect("it runs");
+    let again = verdict.failed_invariants();
+    assert!(
+        !again.is_disjoint(&expected),
+        "{} ({}) did not reproduce {expected:?}: violated {again:?}",
+        path.display(),
+        finding.case.name()
+    );
+    Some((finding.case.name(), again.iter().map(|i| i.as_str().to_owned()).collect()))
 }
 
 #[test]
@@ -165,4 +164,77 @@ fn a_syscall_fault_is_written_and_read_back() {
     assert!(err.to_string().contains("only `after`"), "{err}");
     let _ = Workload::of(&scenario);
     let _ = CaseStatus::Pass;
+}
+
+fn traced_black_box() -> RunOptions {
+    RunOptions { probe: false, syscalls: true, ..RunOptions::default() }
+}
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(&root().join(format!("scenarios/{name}.toml"))).expect("a shipped scenario")
+}
+
+/// Without the probe, the tracer reaches the four boundaries the world cannot see at the system
+/// call that is their edge (CONTRACT.md section 7): every fault of the scenarios that kill there
+/// is hit exactly, and the reference runtime passes.
+#[test]
+fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
+    if tracing_refused() {
+        return;
+    }
+    for name in ["before_dispatch", "after_provider_success", "after_result_write", "after_policy_revocation"] {
+        let scenario = scenario(name);
+        let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
+        assert!(verdict.passed(), "{name}: {}", killpoint::report::story(&scenario, &verdict, &run));
+        for (fault, hit) in scenario.faults.iter().zip(&run.hits) {
+            assert_eq!(*hit, killpoint::Hit::Exact, "{name}: `{}` of `{}`", fault.at, fault.operation);
+        }
+        // Each kill the tracer made names the boundary it was.
+        for fault in scenario.faults.iter().filter(|f| f.at.at_syscall()) {
+            let killed_there = run.timeline.iter().any(|mark| {
+                matches!(&mark.happening, killpoint::Happening::SyscallKill { point, .. }
+                    if point.boundaries.iter().any(|b| b.boundary == fault.at && b.operation == fault.operation))
+            });
+            assert!(killed_there, "{name}: no kill at a system call marked `{}` of `{}`", fault.at, fault.operation);
+        }
+    }
+}
+
+/// The black box's old `after_provider_success` was a kill as soon as the provider answered:
+/// wherever the runtime then was, so a runtime that retries blindly passed when the kill landed
+/// after its commit. At the receive that completes the answer, the verdict is the same every time.
+#[test]
+fn black_box_after_provider_success_gives_the_same_verdict_every_run() {
+    if tracing_refused() {
+        return;
+    }
+    let scenario = scenario("after_provider_success");
+    for (target, fails) in [(broken("blind-retry"), true), (reference(), false)] {
+        let mut verdicts = Vec::new();
+        for _ in 0..20 {
+            let (verdict, _run) = run_scenario(&scenario, &target, &traced_black_box()).expect("it runs");
+            verdicts.push(verdict.failed_invariants());
+        }
+        let first = verdicts[0].clone();
+        assert_eq!(!first.is_empty(), fails, "{:?}: {first:?}", target.args);
+        assert!(verdicts.iter().all(|v| *v == first), "{:?}: verdicts differ between runs: {verdicts:?}", target.args);
+    }
+}
+
+#[test]
+fn a_syscall_fault_can_count_from_a_boundary() {
+    let text = "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"set_status\"\nexpect = \"succeeded\"\n\n[[syscall_fault]]\nkind = \"sync\"\noccurrence = 2\nwhen = \"before\"\nsince = { boundary = \"after_provider_success\", operation = \"a\" }\n";
+    let scenario = Scenario::parse(Path::new("scenarios/s.toml"), text).expect("valid");
+    assert_eq!(scenario.syscall_faults[0].describe(), "sync before #2 after after_provider_success #1 of a");
+    let again = Scenario::parse(Path::new("scenarios/s.toml"), &scenario.to_toml()).expect("valid");
+    assert_eq!(again.syscall_faults, scenario.syscall_faults);
+    let both = text.replace("occurrence = 2\n", "occurrence = 2\nincarnation = 1\n");
+    let err = Scenario::parse(Path::new("scenarios/s.toml"), &both).unwrap_err().to_string();
+    assert!(err.contains("not both"), "{err}");
+    let outside = text.replace("after_provider_success", "after_dispatch");
+    let err = Scenario::parse(Path::new("scenarios/s.toml"), &outside).unwrap_err().to_string();
+    assert!(err.contains("`since` needs a boundary reached at a system call"), "{err}");
+    let stranger = text.replace("operation = \"a\" }", "operation = \"b\" }");
+    let err = Scenario::parse(Path::new("scenarios/s.toml"), &stranger).unwrap_err().to_string();
+    assert!(err.contains("does not have"), "{err}");
 }

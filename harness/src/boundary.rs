@@ -57,6 +57,19 @@ impl Boundary {
         Boundary::AfterPolicyRevocation,
     ];
 
+    /// The boundaries `killpoint-tracer` reaches at a system call, without the probe (CONTRACT.md
+    /// section 7, "Boundaries at system calls"); the others are reached from outside exactly.
+    pub const AT_SYSCALL: [Boundary; 4] = [
+        Boundary::BeforeDispatch,
+        Boundary::AfterProviderSuccess,
+        Boundary::AfterResultWrite,
+        Boundary::AfterPolicyRevocation,
+    ];
+
+    pub fn at_syscall(self) -> bool {
+        Boundary::AT_SYSCALL.contains(&self)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Boundary::AfterSubmit => "after_submit",

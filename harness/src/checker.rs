@@ -376,12 +376,9 @@ fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<V
                 invariant: Invariant::FaultsReached,
                 operation: None,
                 message: format!(
-                    "syscall fault {} ({} {} point {} of incarnation {}) was never reached, so that crash point was not exercised",
+                    "syscall fault {} ({}) was never reached, so that crash point was not exercised",
                     i + 1,
-                    fault.when.name(),
-                    fault.kind.name(),
-                    fault.occurrence,
-                    fault.incarnation
+                    fault.describe()
                 ),
                 evidence: Vec::new(),
             });

@@ -12,7 +12,7 @@ use crate::boundary::{Boundary, Site};
 use crate::client::{Answer, Client, OperationReport, ReadError, Resubmission};
 use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
 use crate::probe::ProbeMessage;
-use crate::scenario::{Action, Operation, Revoke, RuntimeSettings, Scenario};
+use crate::scenario::{Action, Anchor, Operation, Revoke, RuntimeSettings, Scenario};
 use fake_tool::{
     Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, LookupFault, PolicyFault, ProviderFault, Revocation,
     Subject, World,
@@ -351,6 +351,12 @@ impl Driver<'_> {
     /// and run the restart's checks.
     async fn syscall_restart(&mut self, reached: crate::traced::Reached, launch: &Launch<'_>) -> Result<(), String> {
         let incarnation = self.incarnation.number;
+        if let crate::traced::Target::Boundary(i) = reached.target {
+            // The runtime is dead already (the tracer's task killed it): a revocation in force
+            // before the restart is one in force at the kill.
+            self.hits[i] = Hit::Exact;
+            self.revoke(i);
+        }
         self.mark(Happening::SyscallKill { incarnation, point: reached.point });
         self.kill_and_restart(launch).await?;
         self.after_restart().await;
@@ -560,7 +566,15 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         }
     };
     let probe = first.probe.is_some();
-    arm(&world, scenario, probe);
+    let tracer_reaches = traced.is_some() && !probe;
+    arm(&world, scenario, probe, tracer_reaches);
+    if let Some(traced) = traced.as_ref().filter(|_| tracer_reaches) {
+        let at_syscalls = scenario.faults.iter().enumerate().filter(|(_, f)| by_tracer(f)).map(|(index, f)| {
+            let at = Anchor { boundary: f.at, operation: f.operation.clone(), occurrence: f.occurrence };
+            crate::traced::BoundaryFault { index, at }
+        });
+        traced.arm_boundaries(at_syscalls.collect());
+    }
     let mut driver = Driver {
         scenario,
         clock: clock.clone(),
@@ -571,7 +585,9 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         hits: scenario
             .faults
             .iter()
-            .map(|f| if reachable(f, probe) { Hit::NotReached } else { Hit::NeedsProbe })
+            .map(|f| {
+                if reachable(f, probe) || (tracer_reaches && by_tracer(f)) { Hit::NotReached } else { Hit::NeedsProbe }
+            })
             .collect(),
         client: Client::new(&first.api),
         incarnation: first,
@@ -969,6 +985,13 @@ async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result
     }
 }
 
+/// Whether, without the probe, `killpoint-tracer` fires this fault: a kill at a boundary it
+/// reaches exactly at a system call, not narrowed to an attempt (the tracer counts occurrences,
+/// not the runtime's attempt numbers).
+fn by_tracer(fault: &crate::scenario::Fault) -> bool {
+    fault.at.at_syscall() && fault.action == Action::Kill && fault.attempt.is_none()
+}
+
 /// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
 fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
     // Only the probe holds a runtime still at the boundary to freeze it there.
@@ -1003,7 +1026,7 @@ fn revocations(scenario: &Scenario, fault: &crate::scenario::Fault) -> Vec<Revoc
 /// Arms the fake world for the faults it stops the runtime at (tagged with the fault's index):
 /// `after_dispatch` always; without the probe, also the outside views of
 /// `after_provider_success` and `after_delivery_send`.
-fn arm(world: &World, scenario: &Scenario, probe: bool) {
+fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool) {
     for (i, fault) in scenario.faults.iter().enumerate() {
         let tag = i as u64;
         match fault.at {
@@ -1027,14 +1050,18 @@ fn arm(world: &World, scenario: &Scenario, probe: bool) {
                 // any other action's are the provider's, when it receives the call: once either way.
                 revocations: if fault.action == Action::Kill { Vec::new() } else { revocations(scenario, fault) },
             }),
-            Boundary::AfterProviderSuccess if !probe && reachable(fault, probe) => world.arm_provider(ProviderFault {
-                operation: fault.operation.clone(),
-                call: fault.occurrence,
-                effect: true,
-                response: FaultResponse::AnswerAndSignal,
-                tag,
-                revocations: Vec::new(),
-            }),
+            Boundary::AfterProviderSuccess
+                if !probe && !(tracer_reaches && by_tracer(fault)) && reachable(fault, probe) =>
+            {
+                world.arm_provider(ProviderFault {
+                    operation: fault.operation.clone(),
+                    call: fault.occurrence,
+                    effect: true,
+                    response: FaultResponse::AnswerAndSignal,
+                    tag,
+                    revocations: Vec::new(),
+                })
+            }
             Boundary::AfterDeliverySend if !probe && reachable(fault, probe) => world.arm_consumer_hold(ConsumerHold {
                 operation: fault.operation.clone(),
                 destination: fault.destination.clone().expect("validated: delivery faults name a destination"),

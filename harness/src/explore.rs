@@ -107,7 +107,13 @@ impl Case {
             return self
                 .syscalls
                 .iter()
-                .map(|f| format!("syscall.{}.{}.{}.{}", f.incarnation, f.kind.name(), f.occurrence, f.when.name()))
+                .map(|f| {
+                    let from = match &f.since {
+                        Some(a) => format!("{}.{}.{}", a.boundary, a.operation, a.occurrence),
+                        None => f.incarnation().to_string(),
+                    };
+                    format!("syscall.{from}.{}.{}.{}", f.kind.name(), f.occurrence, f.when.name())
+                })
                 .collect::<Vec<_>>()
                 .join("/");
         }

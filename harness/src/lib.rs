@@ -35,7 +35,7 @@ pub mod trials;
 
 pub use boundary::Boundary;
 pub use checker::{Verdict, Violation, check};
-pub use driver::{Run, RunOptions};
+pub use driver::{Happening, Hit, Run, RunOptions};
 pub use incarnation::Target;
 pub use invariant::Invariant;
 pub use scenario::Scenario;

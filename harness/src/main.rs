@@ -50,9 +50,11 @@ explore options:
                       N shards together run every case exactly once
   --out DIR           where failing cases are written as scenario files (default ./killpoint-found)
   --points boundaries|syscalls
-                      where the crash points are: every named boundary occurrence (default), or
-                      every sync, rename, unlink, request and answer of the runtime's system calls
-                      (Linux x86_64, through killpoint-tracer: no probe needed; depth 1 only)
+                      explore: where the crash points are: every named boundary occurrence
+                      (default), or every sync, rename, unlink, request and answer of the runtime's
+                      system calls (Linux x86_64, through killpoint-tracer: no probe needed; depth 1
+                      only). certify/run/bench: `syscalls` runs the runtime under killpoint-tracer,
+                      which with --no-probe reaches every boundary exactly (CONTRACT.md section 7)
   --first-failure     stop at the first failing case
   --quiet             no progress, only the summary
 
@@ -281,7 +283,10 @@ fn main() -> ExitCode {
         eprintln!("killpoint: no scenario to run (directory {}, filter {:?})", args.scenarios.display(), args.filter);
         return ExitCode::from(2);
     }
-    let options = RunOptions { probe: args.probe, ..RunOptions::default() };
+    // certify/run/bench under the tracer: without the probe, it reaches the boundaries the
+    // world cannot see, exactly (CONTRACT.md section 7). Explore decides for its own runs.
+    let traced = args.points == killpoint::explore::Points::Syscalls && args.command != Command::Explore;
+    let options = RunOptions { probe: args.probe, syscalls: traced, ..RunOptions::default() };
     match args.command {
         Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
         Command::Bench if args.scenario.is_some() => bench_explore(&scenarios[0], &target, options, &args),

@@ -219,20 +219,59 @@ pub struct ConsumerFault {
 }
 
 /// A kill at a system-call crash point: the `occurrence`-th point of `kind` (`when` the call is
-/// about to run, or has returned) in incarnation `incarnation`, counted from its ready line.
-/// Seen by `killpoint-tracer` (ptrace + seccomp, Linux x86_64), with or without the probe.
+/// about to run, or has returned), counted either from the ready line of incarnation
+/// `incarnation` (1 when neither is given) or, `since` a boundary, from the system call where
+/// that boundary was reached without the probe (in whatever incarnation; see [`Anchor`]). Seen by
+/// `killpoint-tracer` (ptrace + seccomp, Linux x86_64), with or without the probe.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SyscallFault {
     pub kind: crate::syscalls::PointKind,
     pub occurrence: u32,
     pub when: crate::syscalls::When,
-    #[serde(default = "default_incarnation")]
-    pub incarnation: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incarnation: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Anchor>,
 }
 
-fn default_incarnation() -> u32 {
+impl SyscallFault {
+    /// The incarnation whose ready line the count starts from, when it is not `since` a boundary.
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation.unwrap_or(1)
+    }
+
+    /// `sync before #3 after after_provider_success #1 of op-1`, `sync before #3 of incarnation 2`.
+    pub fn describe(&self) -> String {
+        let from = match &self.since {
+            Some(anchor) => format!("after {anchor}"),
+            None => format!("of incarnation {}", self.incarnation()),
+        };
+        format!("{} {} #{} {from}", self.kind.name(), self.when.name(), self.occurrence)
+    }
+}
+
+/// Where a syscall fault's count starts: the system call at which `boundary` was reached for the
+/// `occurrence`-th time for `operation` (CONTRACT.md section 7, "Boundaries at system calls").
+/// A world event, not a count from the ready line: it stays put when a runtime's threads do
+/// their other work a little earlier or later.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Anchor {
+    pub boundary: Boundary,
+    pub operation: String,
+    #[serde(default = "first")]
+    pub occurrence: u32,
+}
+
+fn first() -> u32 {
     1
+}
+
+impl std::fmt::Display for Anchor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} #{} of {}", self.boundary, self.occurrence, self.operation)
+    }
 }
 
 /// Settings passed to the runtime through the contract's environment variables.
@@ -699,8 +738,32 @@ impl Scenario {
         for spanned in file.syscall_faults {
             let span = spanned.span();
             let f = spanned.into_inner();
-            if f.occurrence == 0 || f.incarnation == 0 {
+            if f.occurrence == 0 || f.incarnation == Some(0) || f.since.as_ref().is_some_and(|a| a.occurrence == 0) {
                 return Err(at(Some(span), "`occurrence` and `incarnation` count from 1".into()));
+            }
+            if let Some(anchor) = &f.since {
+                if f.incarnation.is_some() {
+                    return Err(at(
+                        Some(span),
+                        "a point is counted from an incarnation's ready line or `since` a boundary, not both".into(),
+                    ));
+                }
+                if !anchor.boundary.at_syscall() {
+                    return Err(at(
+                        Some(span),
+                        format!(
+                            "`since` needs a boundary reached at a system call ({}), found `{}`",
+                            Boundary::AT_SYSCALL.map(|b| format!("`{b}`")).join(", "),
+                            anchor.boundary
+                        ),
+                    ));
+                }
+                if !operations.iter().any(|op| op.id == anchor.operation) {
+                    return Err(at(
+                        Some(span),
+                        format!("`since` names operation `{}`, which this scenario does not have", anchor.operation),
+                    ));
+                }
             }
             if f.kind == crate::syscalls::PointKind::Answer && f.when == crate::syscalls::When::Before {
                 return Err(at(

@@ -153,6 +153,141 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ret: Option<i64>,
     pub tid: i32,
+    /// On a request to the world: the request as far as its bytes so far tell (a body written
+    /// in a later call completes it there). On the answer that completes an exchange: the
+    /// request it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<HttpRequest>,
+    /// On the receive that completes an answer (its last byte arrived): the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<HttpAnswer>,
+}
+
+/// An HTTP/1 request to the fake world, as the tracer read it from the runtime's sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    pub method: String,
+    pub path: String,
+    /// The `Idempotency-Key` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The JSON body, once all of it was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
+}
+
+/// A complete HTTP/1 answer from the fake world.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpAnswer {
+    pub status: u16,
+    /// The body, when it is JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
+}
+
+/// The bytes of one exchange on a world socket, as they pass: the request being sent, then its
+/// answer arriving. HTTP/1 with keep-alive: a new request line starts the next exchange.
+#[derive(Debug, Default)]
+struct Exchange {
+    request: Option<HttpRequest>,
+    /// The request's body bytes so far, and how many its `Content-Length` promised.
+    request_body: Vec<u8>,
+    request_length: Option<usize>,
+    answer: Vec<u8>,
+}
+
+/// The most of one message the tracer copies out of the runtime: the world's messages are small,
+/// and a bigger one is simply not parsed.
+const MESSAGE_LIMIT: usize = 64 * 1024;
+
+/// Where `(head, body)` of an HTTP/1 message split, and its headers.
+fn split_head(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    Some((&bytes[..end], &bytes[end + 4..]))
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.split("\r\n").skip(1).find_map(|line| {
+        let (field, value) = line.split_once(':')?;
+        field.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+impl Exchange {
+    /// Bytes the runtime sends on this socket. A request line starts a new exchange; anything else
+    /// continues the current request's body.
+    fn sent(&mut self, bytes: &[u8]) {
+        if request_path(bytes).is_some() {
+            *self = Exchange::default();
+            let Some((head, body)) = split_head(bytes) else {
+                // The head itself spans sends: only its request line is known.
+                let line =
+                    String::from_utf8_lossy(bytes.split(|&b| b == b'\r').next().unwrap_or_default()).into_owned();
+                let mut words = line.split(' ');
+                self.request = Some(HttpRequest {
+                    method: words.next().unwrap_or_default().to_owned(),
+                    path: words.next().unwrap_or_default().to_owned(),
+                    ..HttpRequest::default()
+                });
+                return;
+            };
+            let head = String::from_utf8_lossy(head);
+            let mut words = head.split("\r\n").next().unwrap_or_default().split(' ');
+            self.request = Some(HttpRequest {
+                method: words.next().unwrap_or_default().to_owned(),
+                path: words.next().unwrap_or_default().to_owned(),
+                key: header(&head, "idempotency-key").map(str::to_owned),
+                body: None,
+            });
+            self.request_length = header(&head, "content-length").and_then(|v| v.parse().ok());
+            self.request_body = body.to_vec();
+        } else if self.request.is_some() && self.request_body.len() < MESSAGE_LIMIT {
+            self.request_body.extend_from_slice(bytes);
+        }
+        if let Some(request) = &mut self.request
+            && request.body.is_none()
+            && self.request_length.is_some_and(|n| n > 0 && self.request_body.len() >= n)
+        {
+            request.body = serde_json::from_slice(&self.request_body).ok();
+        }
+    }
+
+    /// Bytes received on this socket: the answer once its last byte arrived (by `Content-Length`,
+    /// or the last chunk of a chunked one).
+    fn received(&mut self, bytes: &[u8]) -> Option<(Option<HttpRequest>, HttpAnswer)> {
+        if self.answer.len() + bytes.len() > MESSAGE_LIMIT {
+            return None;
+        }
+        self.answer.extend_from_slice(bytes);
+        let (head, body) = split_head(&self.answer)?;
+        let head = String::from_utf8_lossy(head).into_owned();
+        let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
+        let body = if header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+            dechunk(body)?
+        } else {
+            let length: usize = header(&head, "content-length")?.parse().ok()?;
+            body.get(..length)?.to_vec()
+        };
+        self.answer.clear();
+        let answer = HttpAnswer { status, body: serde_json::from_slice(&body).ok() };
+        Some((self.request.clone(), answer))
+    }
+}
+
+/// A complete chunked body, joined; `None` until its last (empty) chunk arrived.
+fn dechunk(mut bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let end = bytes.windows(2).position(|w| w == b"\r\n")?;
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&bytes[..end]).ok()?.split(';').next()?.trim(), 16).ok()?;
+        bytes = &bytes[end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(bytes.get(..size)?);
+        bytes = bytes.get(size + 2..)?;
+    }
 }
 
 /// The calls the seccomp filter stops. Everything else runs untouched.
@@ -594,6 +729,7 @@ pub fn run(program: &OsStr, args: &[OsString], config: Config) -> Result<i32, Tr
         pending: HashMap::new(),
         sockets: HashMap::new(),
         last_peer: HashMap::new(),
+        exchanges: HashMap::new(),
         n: 0,
     };
     let status = tracer.trace(pid, report[0], &shown)?;
@@ -617,6 +753,24 @@ struct Pending {
     to: Option<String>,
     peer: Option<Peer>,
     bytes: Option<u64>,
+    /// A request's bytes told this about it (see [`Exchange::sent`]).
+    request: Option<HttpRequest>,
+    /// A receive from the world: its socket and where the bytes land, to read them at its exit.
+    receive: Option<Receive>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Receive {
+    inode: u64,
+    buffer: ReceiveBuffer,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ReceiveBuffer {
+    /// `read`/`recvfrom`: one buffer.
+    Plain(u64),
+    /// `recvmsg`: a `struct msghdr`.
+    Message(u64),
 }
 
 /// What an fd stands for, as far as crash points go.
@@ -638,6 +792,8 @@ struct Tracer {
     sockets: HashMap<u64, Option<SocketAddr>>,
     /// Socket inode → the part of the world its last request went to (HTTP/1: answers follow).
     last_peer: HashMap<u64, Peer>,
+    /// Socket inode → the exchange under way on it.
+    exchanges: HashMap<u64, Exchange>,
     n: u64,
 }
 
@@ -739,7 +895,7 @@ impl Tracer {
         let pending = Call::from_number(regs.orig_rax as i64).and_then(|call| self.classify(tid, call, &regs));
         if let Some(pending) = pending {
             if pending.kind != PointKind::Answer {
-                self.announce(tid, When::Before, &pending, None)?;
+                self.announce(tid, When::Before, &pending, None, None)?;
             }
             self.pending.insert(tid, pending);
         }
@@ -751,7 +907,17 @@ impl Tracer {
         if let Some(pending) = self.pending.remove(&tid) {
             let ret = Self::registers(tid).map(|regs| regs.rax as i64);
             if pending.kind != PointKind::Answer || ret.is_some_and(|r| r > 0) {
-                self.announce(tid, When::After, &pending, ret)?;
+                let mut pending = pending;
+                let mut answer = None;
+                if let (Some(receive), Some(n)) = (pending.receive, ret.filter(|&r| r > 0)) {
+                    let bytes = received_bytes(tid, receive.buffer, n as usize);
+                    let exchange = self.exchanges.entry(receive.inode).or_default();
+                    if let Some((request, complete)) = bytes.and_then(|b| exchange.received(&b)) {
+                        pending.request = request;
+                        answer = Some(complete);
+                    }
+                }
+                self.announce(tid, When::After, &pending, ret, answer)?;
             }
         }
         self.resume(tid, 0);
@@ -759,7 +925,14 @@ impl Tracer {
     }
 
     /// Sends one point and waits for the harness's answer; the thread stays stopped meanwhile.
-    fn announce(&mut self, tid: i32, when: When, pending: &Pending, ret: Option<i64>) -> Result<(), TracerError> {
+    fn announce(
+        &mut self,
+        tid: i32,
+        when: When,
+        pending: &Pending,
+        ret: Option<i64>,
+        answer: Option<HttpAnswer>,
+    ) -> Result<(), TracerError> {
         self.n += 1;
         *self.tally.points.entry(pending.kind).or_default() += 1;
         if self.channel.is_none() && self.log.is_none() {
@@ -776,6 +949,9 @@ impl Tracer {
             bytes: pending.bytes,
             ret,
             tid,
+            // A request is told on its `before` point, an answer on the receive that completes it.
+            request: if when == When::Before || answer.is_some() { pending.request.clone() } else { None },
+            answer,
         };
         let mut line = serde_json::to_string(&point).expect("a point serialises");
         line.push('\n');
@@ -802,7 +978,16 @@ impl Tracer {
     fn classify(&mut self, tid: i32, call: Call, regs: &libc::user_regs_struct) -> Option<Pending> {
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         let fd = args[0] as i32;
-        let pending = |kind, path: Option<String>, peer, bytes| Pending { call, kind, path, to: None, peer, bytes };
+        let pending = |kind, path: Option<String>, peer, bytes| Pending {
+            call,
+            kind,
+            path,
+            to: None,
+            peer,
+            bytes,
+            request: None,
+            receive: None,
+        };
         match call {
             Call::Write
             | Call::Pwrite64
@@ -819,19 +1004,26 @@ impl Tracer {
                 match self.fd_target(tid, fd) {
                     FdTarget::Data(path) => Some(pending(PointKind::Durable, Some(path), None, bytes)),
                     FdTarget::World { inode, address } => {
-                        let head = match call {
-                            Call::Write | Call::Pwrite64 | Call::Sendto => read_head(tid, args[1], args[2]),
-                            Call::Sendmsg => msghdr_head(tid, args[1]),
-                            _ => iovec_head(tid, args[1], args[2]),
+                        let sent = match call {
+                            Call::Write | Call::Pwrite64 | Call::Sendto => {
+                                read_memory(tid, args[1], (args[2] as usize).min(MESSAGE_LIMIT))
+                            }
+                            Call::Sendmsg => msghdr_contents(tid, args[1]),
+                            _ => iovec_contents(tid, args[1], args[2], MESSAGE_LIMIT),
                         };
                         let named =
-                            head.as_deref().and_then(request_path).and_then(|p| self.config.peer_of(address, Some(p)));
+                            sent.as_deref().and_then(request_path).and_then(|p| self.config.peer_of(address, Some(p)));
                         let peer = named
                             .or_else(|| self.last_peer.get(&inode).copied())
                             .or_else(|| self.config.peer_of(address, None))
                             .unwrap_or(Peer::World);
                         self.last_peer.insert(inode, peer);
-                        Some(pending(PointKind::Request, None, Some(peer), bytes))
+                        let exchange = self.exchanges.entry(inode).or_default();
+                        if let Some(sent) = &sent {
+                            exchange.sent(sent);
+                        }
+                        let request = exchange.request.clone();
+                        Some(Pending { request, ..pending(PointKind::Request, None, Some(peer), bytes) })
                     }
                     FdTarget::Other => None,
                 }
@@ -844,8 +1036,13 @@ impl Tracer {
                         .copied()
                         .or_else(|| self.config.peer_of(address, None))
                         .unwrap_or(Peer::World);
-                    let bytes = if call == Call::Recvmsg { msghdr_bytes(tid, args[1]) } else { Some(args[2]) };
-                    Some(pending(PointKind::Answer, None, Some(peer), bytes))
+                    let (bytes, buffer) = if call == Call::Recvmsg {
+                        (msghdr_bytes(tid, args[1]), ReceiveBuffer::Message(args[1]))
+                    } else {
+                        (Some(args[2]), ReceiveBuffer::Plain(args[1]))
+                    };
+                    let receive = Some(Receive { inode, buffer });
+                    Some(Pending { receive, ..pending(PointKind::Answer, None, Some(peer), bytes) })
                 }
                 _ => None,
             },
@@ -877,12 +1074,10 @@ impl Tracer {
                 };
                 let touches = [&from, &to].into_iter().flatten().any(|p| self.config.is_data(p));
                 touches.then(|| Pending {
-                    call,
                     kind: PointKind::Rename,
                     path: from.map(|p| p.display().to_string()),
                     to: to.map(|p| p.display().to_string()),
-                    peer: None,
-                    bytes: None,
+                    ..pending(PointKind::Rename, None, None, None)
                 })
             }
             Call::Connect => {
@@ -967,26 +1162,43 @@ fn iovec_bytes(tid: i32, address: u64, count: u64) -> Option<u64> {
     Some(raw.chunks_exact(16).map(|iov| u64::from_ne_bytes(iov[8..16].try_into().unwrap())).sum())
 }
 
-/// The first bytes of an iovec array's first buffer: enough for an HTTP request line.
-fn iovec_head(tid: i32, address: u64, count: u64) -> Option<Vec<u8>> {
-    if count == 0 {
-        return None;
+/// What an iovec array holds, up to `limit` bytes.
+fn iovec_contents(tid: i32, address: u64, count: u64, limit: usize) -> Option<Vec<u8>> {
+    let count = usize::try_from(count).ok().filter(|&c| c <= 1024)?;
+    let raw = read_memory(tid, address, count * 16)?;
+    let mut out = Vec::new();
+    for iov in raw.chunks_exact(16) {
+        let base = u64::from_ne_bytes(iov[0..8].try_into().ok()?);
+        let len = u64::from_ne_bytes(iov[8..16].try_into().ok()?) as usize;
+        let take = len.min(limit - out.len());
+        out.extend_from_slice(&read_memory(tid, base, take)?);
+        if out.len() == limit {
+            break;
+        }
     }
-    let iov = read_memory(tid, address, 16)?;
-    let base = u64::from_ne_bytes(iov[0..8].try_into().ok()?);
-    let len = u64::from_ne_bytes(iov[8..16].try_into().ok()?);
-    read_head(tid, base, len)
+    Some(out)
 }
 
-fn msghdr_head(tid: i32, address: u64) -> Option<Vec<u8>> {
+/// What a `struct msghdr`'s iovecs hold (msg_iov at offset 16, msg_iovlen at 24 on x86_64).
+fn msghdr_contents(tid: i32, address: u64) -> Option<Vec<u8>> {
     let raw = read_memory(tid, address, 32)?;
-    iovec_head(tid, u64::from_ne_bytes(raw[16..24].try_into().ok()?), u64::from_ne_bytes(raw[24..32].try_into().ok()?))
+    let iov = u64::from_ne_bytes(raw[16..24].try_into().ok()?);
+    let len = u64::from_ne_bytes(raw[24..32].try_into().ok()?);
+    iovec_contents(tid, iov, len, MESSAGE_LIMIT)
 }
 
-/// Up to 256 bytes at `address` (not across a page: the next one may be unmapped).
-fn read_head(tid: i32, address: u64, len: u64) -> Option<Vec<u8>> {
-    let to_page_end = 4096 - address % 4096;
-    read_memory(tid, address, len.min(256).min(to_page_end) as usize)
+/// The `n` bytes a receive just put in its buffer(s).
+fn received_bytes(tid: i32, buffer: ReceiveBuffer, n: usize) -> Option<Vec<u8>> {
+    let n = n.min(MESSAGE_LIMIT);
+    match buffer {
+        ReceiveBuffer::Plain(address) => read_memory(tid, address, n),
+        ReceiveBuffer::Message(address) => {
+            let raw = read_memory(tid, address, 32)?;
+            let iov = u64::from_ne_bytes(raw[16..24].try_into().ok()?);
+            let len = u64::from_ne_bytes(raw[24..32].try_into().ok()?);
+            iovec_contents(tid, iov, len, n)
+        }
+    }
 }
 
 /// The bytes a `struct msghdr`'s iovecs hold (msg_iov at offset 16, msg_iovlen at 24 on x86_64).
@@ -1112,10 +1324,46 @@ mod tests {
             bytes: Some(310),
             ret: Some(310),
             tid: 1234,
+            request: None,
+            answer: None,
         };
         assert_eq!(
             serde_json::to_string(&point).unwrap(),
             r#"{"n":18,"when":"after","call":"sendto","kind":"request","peer":"provider","bytes":310,"ret":310,"tid":1234}"#
+        );
+    }
+
+    #[test]
+    fn an_exchange_is_read_from_the_bytes_as_they_pass() {
+        let mut exchange = Exchange::default();
+        // Head and body in two sends (as some clients write them): the body completes the request.
+        let body = br#"{"operation_id": "op-1", "tool": "charge_card"}"#;
+        let head = format!(
+            "POST /policy/check HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nIdempotency-Key: k-1\r\n\r\n",
+            body.len()
+        );
+        exchange.sent(head.as_bytes());
+        let request = exchange.request.clone().unwrap();
+        assert_eq!(
+            (request.method.as_str(), request.path.as_str(), request.key.as_deref()),
+            ("POST", "/policy/check", Some("k-1"))
+        );
+        assert_eq!(request.body, None, "the body has not been sent yet");
+        exchange.sent(body);
+        let body = exchange.request.clone().unwrap().body.unwrap();
+        assert_eq!(body["operation_id"], "op-1");
+        // The answer in pieces: complete only when Content-Length is reached.
+        assert_eq!(exchange.received(b"HTTP/1.1 200 OK\r\ncontent-length: 16\r\n\r\n{\"allowed\""), None);
+        let (answered, answer) = exchange.received(b":true}").unwrap();
+        assert_eq!(answer, HttpAnswer { status: 200, body: Some(serde_json::json!({"allowed": true})) });
+        assert_eq!(answered.unwrap().path, "/policy/check");
+        // Keep-alive: the next request line starts the next exchange.
+        exchange.sent(b"GET /provider/tools/charge_card/effects?idempotency_key=k-1 HTTP/1.1\r\n\r\n");
+        assert_eq!(exchange.request.clone().unwrap().method, "GET");
+        let chunked = b"HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+        assert_eq!(
+            exchange.received(chunked).unwrap().1,
+            HttpAnswer { status: 404, body: Some(serde_json::json!({})) }
         );
     }
 

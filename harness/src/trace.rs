@@ -87,13 +87,18 @@ pub fn describe_mark(mark: &Mark) -> String {
             format!("{who:<9} {rest}: KILL")
         }
         Happening::Killed { incarnation } => format!("harness   SIGKILL incarnation {incarnation}"),
-        Happening::SyscallKill { incarnation, point } => format!(
-            "runtime   {} {} #{} ({}) of incarnation {incarnation}: KILL",
-            point.when.name(),
-            point.kind.name(),
-            point.occurrence,
-            point.what
-        ),
+        Happening::SyscallKill { incarnation, point } => {
+            let from = point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default();
+            let boundaries: Vec<String> = point.boundaries.iter().map(|b| format!(" = {b}")).collect();
+            format!(
+                "runtime   {} {} #{}{from} ({}){} of incarnation {incarnation}: KILL",
+                point.when.name(),
+                point.kind.name(),
+                point.occurrence,
+                point.what,
+                boundaries.concat()
+            )
+        }
         Happening::Exited { incarnation, status } => {
             format!("runtime   incarnation {incarnation} exited on its own ({status})")
         }

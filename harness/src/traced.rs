@@ -11,10 +11,11 @@
 //! its store) is resumed at once and never addressed, so a kill can never leave an incarnation that
 //! never got ready.
 
-use crate::scenario::SyscallFault;
-use crate::syscalls::{Point, PointKind, When};
+use crate::boundary::Boundary;
+use crate::scenario::{Anchor, SyscallFault};
+use crate::syscalls::{HttpRequest, Peer, Point, PointKind, When};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,8 +42,13 @@ pub struct SyscallPoint {
     pub incarnation: u32,
     pub kind: PointKind,
     pub when: When,
-    /// The n-th point of this kind and `when` in this incarnation, from its ready line.
+    /// The n-th point of this kind and `when` counted from `since` (in this incarnation), or from
+    /// the incarnation's ready line when no boundary was reached in it yet.
     pub occurrence: u32,
+    pub since: Option<Anchor>,
+    /// The boundaries reached exactly at this point (CONTRACT.md section 7, "Boundaries at
+    /// system calls"), each with its occurrence for its operation, counted across incarnations.
+    pub boundaries: Vec<Anchor>,
     /// The call and what it touched, for people: `fsync runtime.sqlite3-wal`, `sendto provider`.
     pub what: String,
 }
@@ -50,24 +56,191 @@ pub struct SyscallPoint {
 impl SyscallPoint {
     /// A kill here, as a scenario's `[[syscall_fault]]`.
     pub fn fault(&self) -> SyscallFault {
-        SyscallFault { kind: self.kind, occurrence: self.occurrence, when: self.when, incarnation: self.incarnation }
+        SyscallFault {
+            kind: self.kind,
+            occurrence: self.occurrence,
+            when: self.when,
+            incarnation: self.since.is_none().then_some(self.incarnation),
+            since: self.since.clone(),
+        }
     }
+}
+
+/// What a tracer's kill was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A `[[syscall_fault]]`, by index.
+    Syscall(usize),
+    /// A `[[fault]]` at a boundary reached at a system call, by index.
+    Boundary(usize),
 }
 
 /// A point a fault addressed was reached: which fault, and what the call was.
 #[derive(Debug)]
 pub struct Reached {
-    pub fault: usize,
+    pub target: Target,
     pub point: SyscallPoint,
+}
+
+/// A `[[fault]]` the tracer fires: a kill at a boundary reached at a system call.
+#[derive(Debug, Clone)]
+pub struct BoundaryFault {
+    /// Its index in the scenario's faults.
+    pub index: usize,
+    pub at: Anchor,
+}
+
+/// What the fake world's exchanges have told so far, for the boundaries they mark (CONTRACT.md
+/// section 7, "Boundaries at system calls"). One per run: occurrences count across incarnations.
+#[derive(Debug, Default)]
+struct Boundaries {
+    reached: HashMap<(Boundary, String), u32>,
+    /// Idempotency key → operation, from the calls (a lookup by key names no operation).
+    keys: HashMap<String, String>,
+    /// `provider_ref` → operation, from the answers (a lookup by reference names none either).
+    refs: HashMap<String, String>,
+    /// Operations whose success arrived in this incarnation: their next request to the world
+    /// is `after_result_write`'s edge.
+    result_due: BTreeSet<String>,
+    /// Operations refused in this incarnation: the next sync is the refusal's commit.
+    refusal_due: BTreeSet<String>,
+}
+
+impl Boundaries {
+    /// A new incarnation: what the last one was about to do, it will not.
+    fn restart(&mut self) {
+        self.result_due.clear();
+        self.refusal_due.clear();
+    }
+
+    /// The boundaries reached exactly at `point`.
+    fn observe(&mut self, point: &Point) -> Vec<Anchor> {
+        let mut reached = Vec::new();
+        let request = point.request.as_ref();
+        match (point.kind, point.when) {
+            (PointKind::Request, When::Before) => {
+                if let Some(request) = request
+                    && let Some(op) = operation_of(request)
+                {
+                    if let Some(key) = &request.key {
+                        self.keys.entry(key.clone()).or_insert_with(|| op.clone());
+                    }
+                    if self.result_due.remove(&op) {
+                        reached.push(self.reach(Boundary::AfterResultWrite, op));
+                    }
+                }
+            }
+            (PointKind::Answer, When::After) => {
+                let (Some(request), Some(answer)) = (request, point.answer.as_ref()) else { return reached };
+                match point.peer {
+                    Some(Peer::Policy) => {
+                        let asks_tool = request.body.as_ref().is_some_and(|b| b.get("tool").is_some());
+                        let allowed = answer.body.as_ref().and_then(|b| b.get("allowed")).and_then(|a| a.as_bool());
+                        if let (true, 200, Some(allowed), Some(op)) =
+                            (asks_tool, answer.status, allowed, operation_of(request))
+                        {
+                            if allowed {
+                                reached.push(self.reach(Boundary::BeforeDispatch, op));
+                            } else {
+                                self.refusal_due.insert(op);
+                            }
+                        }
+                    }
+                    Some(Peer::Provider) if (200..300).contains(&answer.status) => {
+                        // Readable as the contract says (section 4, step 7), or the runtime
+                        // takes it as unknown: a non-empty `provider_ref` and a `result`.
+                        let body = answer.body.as_ref();
+                        let reference = body.and_then(|b| b.get("provider_ref")).and_then(|r| r.as_str());
+                        let result = body.and_then(|b| b.get("result")).filter(|r| !r.is_null());
+                        let (Some(reference), Some(_)) = (reference.filter(|r| !r.is_empty()), result) else {
+                            return reached;
+                        };
+                        let op = operation_of(request)
+                            .or_else(|| request.key.as_ref().and_then(|k| self.keys.get(k).cloned()))
+                            .or_else(|| lookup_key(&request.path).and_then(|k| self.keys.get(&k).cloned()))
+                            .or_else(|| self.refs.get(reference).cloned());
+                        if let Some(op) = op {
+                            self.refs.entry(reference.to_owned()).or_insert_with(|| op.clone());
+                            self.result_due.insert(op.clone());
+                            reached.push(self.reach(Boundary::AfterProviderSuccess, op));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (PointKind::Sync, When::After) => {
+                for op in std::mem::take(&mut self.refusal_due) {
+                    reached.push(self.reach(Boundary::AfterPolicyRevocation, op));
+                }
+            }
+            _ => {}
+        }
+        reached
+    }
+
+    fn reach(&mut self, boundary: Boundary, operation: String) -> Anchor {
+        let count = self.reached.entry((boundary, operation.clone())).or_default();
+        *count += 1;
+        Anchor { boundary, operation, occurrence: *count }
+    }
+}
+
+/// The operation a request to the world is for: a policy check's or a delivery's
+/// `operation_id`, or the identity the harness planted in a call's arguments.
+fn operation_of(request: &HttpRequest) -> Option<String> {
+    let body = request.body.as_ref()?;
+    body.get("operation_id")
+        .or_else(|| body.pointer("/arguments/_killpoint/operation"))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+}
+
+/// The key a lookup asks about: `…/effects?idempotency_key=K`.
+fn lookup_key(path: &str) -> Option<String> {
+    let (_, query) = path.split_once('?')?;
+    query.split('&').find_map(|pair| pair.strip_prefix("idempotency_key=")).map(percent_decode)
+}
+
+/// A query value, `%XX` and `+` decoded (keys are the runtime's choice of text).
+fn percent_decode(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.as_bytes();
+    while let Some((&first, rest)) = bytes.split_first() {
+        let hex = rest.get(..2).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (first, hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                bytes = &rest[2..];
+                continue;
+            }
+            (b'+', _) => out.push(b' '),
+            (byte, _) => out.push(byte),
+        }
+        bytes = rest;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What every incarnation's task shares.
+struct Shared {
+    faults: Vec<SyscallFault>,
+    state: Mutex<State>,
+    reached: UnboundedSender<Reached>,
+}
+
+struct State {
+    hits: Vec<bool>,
+    /// Armed once the first incarnation said whether it has a probe (without one, the tracer
+    /// is what reaches these boundaries); each with whether it was hit.
+    boundary_faults: Vec<(BoundaryFault, bool)>,
+    seen: Vec<SyscallPoint>,
+    boundaries: Boundaries,
 }
 
 /// Tracing for one run: the socket, the faults, and what every incarnation's task saw.
 pub struct Tracing {
     listener: Arc<UnixListener>,
-    faults: Arc<Vec<SyscallFault>>,
-    hits: Arc<Mutex<Vec<bool>>>,
-    seen: Arc<Mutex<Vec<SyscallPoint>>>,
-    reached: UnboundedSender<Reached>,
+    shared: Arc<Shared>,
     /// The current incarnation's task and its ready flag.
     task: Option<(tokio::task::JoinHandle<()>, Arc<AtomicBool>)>,
 }
@@ -76,9 +249,14 @@ impl Tracing {
     pub fn new(socket: &Path, faults: Vec<SyscallFault>) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
         let listener = Arc::new(UnixListener::bind(socket)?);
         let (reached, receiver) = unbounded_channel();
-        let hits = Arc::new(Mutex::new(vec![false; faults.len()]));
-        let tracing = Tracing { listener, faults: Arc::new(faults), hits, seen: Arc::default(), reached, task: None };
-        Ok((tracing, receiver))
+        let state = State {
+            hits: vec![false; faults.len()],
+            boundary_faults: Vec::new(),
+            seen: Vec::new(),
+            boundaries: Boundaries::default(),
+        };
+        let shared = Arc::new(Shared { faults, state: Mutex::new(state), reached });
+        Ok((Tracing { listener, shared, task: None }, receiver))
     }
 
     /// Before incarnation `number` starts: a task that accepts its tracer's connection and answers
@@ -87,16 +265,9 @@ impl Tracing {
         if let Some((task, _)) = self.task.take() {
             task.abort();
         }
+        self.shared.lock().boundaries.restart();
         let ready = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(answer(
-            self.listener.clone(),
-            number,
-            ready.clone(),
-            self.faults.clone(),
-            self.hits.clone(),
-            self.seen.clone(),
-            self.reached.clone(),
-        ));
+        let task = tokio::spawn(answer(self.listener.clone(), number, ready.clone(), self.shared.clone()));
         self.task = Some((task, ready));
     }
 
@@ -107,12 +278,24 @@ impl Tracing {
         }
     }
 
+    /// Kills at these boundaries, where the tracer reaches them (a runtime without the probe).
+    /// Armed before any operation is submitted: nothing reaches a boundary before that.
+    pub fn arm_boundaries(&self, faults: Vec<BoundaryFault>) {
+        self.shared.lock().boundary_faults = faults.into_iter().map(|f| (f, false)).collect();
+    }
+
     pub fn hits(&self) -> Vec<bool> {
-        self.hits.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared.lock().hits.clone()
     }
 
     pub fn points(&self) -> Vec<SyscallPoint> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared.lock().seen.clone()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -125,45 +308,75 @@ impl Drop for Tracing {
 }
 
 /// Answers one tracer: every point resumed, except the one a fault addresses.
-async fn answer(
-    listener: Arc<UnixListener>,
-    incarnation: u32,
-    ready: Arc<AtomicBool>,
-    faults: Arc<Vec<SyscallFault>>,
-    hits: Arc<Mutex<Vec<bool>>>,
-    seen: Arc<Mutex<Vec<SyscallPoint>>>,
-    reached: UnboundedSender<Reached>,
-) {
+async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<AtomicBool>, shared: Arc<Shared>) {
     let Ok((stream, _)) = listener.accept().await else { return };
     // The tracer leads the incarnation's process group (the runtime is its child, in its group).
     let group = stream.peer_cred().ok().and_then(|c| c.pid());
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
-    let mut counts: HashMap<(PointKind, When), u32> = HashMap::new();
+    // Counts of (kind, when) from the ready line, and from the last boundary reached.
+    let mut from_ready: HashMap<(PointKind, When), u32> = HashMap::new();
+    let mut since: Option<(Anchor, HashMap<(PointKind, When), u32>)> = None;
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(point) = serde_json::from_str::<Point>(&line) else { return };
         if ready.load(Ordering::SeqCst) {
-            let count = counts.entry((point.kind, point.when)).or_default();
-            *count += 1;
-            let seen_point = SyscallPoint {
-                incarnation,
-                kind: point.kind,
-                when: point.when,
-                occurrence: *count,
-                what: describe(&point),
+            let key = (point.kind, point.when);
+            let from_ready_count = {
+                let count = from_ready.entry(key).or_default();
+                *count += 1;
+                *count
             };
-            seen.lock().unwrap_or_else(|p| p.into_inner()).push(seen_point.clone());
-            let fault = {
-                let mut hits = hits.lock().unwrap_or_else(|p| p.into_inner());
-                let index = faults.iter().enumerate().position(|(i, f)| !hits[i] && *f == seen_point.fault());
-                if let Some(i) = index {
-                    hits[i] = true;
+            let (anchor, occurrence) = match &mut since {
+                Some((anchor, counts)) => {
+                    let count = counts.entry(key).or_default();
+                    *count += 1;
+                    (Some(anchor.clone()), *count)
                 }
-                index
+                None => (None, from_ready_count),
             };
-            if let Some(fault) = fault {
+            let target = {
+                let mut state = shared.lock();
+                let boundaries = state.boundaries.observe(&point);
+                let seen_point = SyscallPoint {
+                    incarnation,
+                    kind: point.kind,
+                    when: point.when,
+                    occurrence,
+                    since: anchor.clone(),
+                    boundaries: boundaries.clone(),
+                    what: describe(&point),
+                };
+                state.seen.push(seen_point.clone());
+                // A fault counted from the ready line, or from the boundary this incarnation
+                // last reached — the same count the record run gave the point.
+                let matches = |f: &SyscallFault| {
+                    f.kind == point.kind
+                        && f.when == point.when
+                        && match &f.since {
+                            None => f.incarnation() == incarnation && f.occurrence == from_ready_count,
+                            Some(a) => anchor.as_ref() == Some(a) && f.occurrence == occurrence,
+                        }
+                };
+                let syscall = (0..shared.faults.len()).find(|&i| !state.hits[i] && matches(&shared.faults[i]));
+                let boundary = state.boundary_faults.iter().position(|(f, hit)| !hit && boundaries.contains(&f.at));
+                if let Some(last) = boundaries.last() {
+                    since = Some((last.clone(), HashMap::new()));
+                }
+                match (syscall, boundary) {
+                    (Some(i), _) => {
+                        state.hits[i] = true;
+                        Some((Target::Syscall(i), seen_point))
+                    }
+                    (None, Some(i)) => {
+                        state.boundary_faults[i].1 = true;
+                        Some((Target::Boundary(state.boundary_faults[i].0.index), seen_point))
+                    }
+                    (None, None) => None,
+                }
+            };
+            if let Some((target, point)) = target {
                 // Never answered: killed right here, while the call is held. At once, not when the
                 // driver next looks: the stopped thread may hold a lock the runtime's API needs,
                 // and the harness's requests would wait on it.
@@ -171,7 +384,7 @@ async fn answer(
                     let _ =
                         nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
                 }
-                let _ = reached.send(Reached { fault, point: seen_point });
+                let _ = shared.reached.send(Reached { target, point });
                 return;
             }
         }
