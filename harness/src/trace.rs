@@ -91,7 +91,7 @@ pub fn describe_mark(mark: &Mark) -> String {
             let from = point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default();
             let boundaries: Vec<String> = point.boundaries.iter().map(|b| format!(" = {b}")).collect();
             format!(
-                "runtime   {} {} #{}{from} ({}){} of incarnation {incarnation}: KILL",
+                "runtime   incarnation {incarnation} {} {} #{}{from} ({}){}: KILL",
                 point.when.name(),
                 point.kind.name(),
                 point.occurrence,

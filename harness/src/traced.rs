@@ -15,7 +15,7 @@ use crate::boundary::Boundary;
 use crate::scenario::{Anchor, SyscallFault};
 use crate::syscalls::{HttpRequest, Peer, Point, PointKind, When};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -99,11 +99,22 @@ struct Boundaries {
     keys: HashMap<String, String>,
     /// `provider_ref` → operation, from the answers (a lookup by reference names none either).
     refs: HashMap<String, String>,
-    /// Operations whose success arrived in this incarnation: their next request to the world
-    /// is `after_result_write`'s edge.
-    result_due: BTreeSet<String>,
-    /// Operations refused in this incarnation: the next sync is the refusal's commit.
-    refusal_due: BTreeSet<String>,
+    /// Operations whose success (or refusal) arrived in this incarnation and whose commit is
+    /// still to come: `after_result_write` (`after_policy_revocation`) is reached at it.
+    result_due: BTreeMap<String, Due>,
+    refusal_due: BTreeMap<String, Due>,
+}
+
+/// Where a commit that an answer calls for is seen. A runtime commits what an answer tells it
+/// before it acts on the answer (write-ahead, outbox): the first sync after the answer is that
+/// commit — unless another answer arrived in between, whose commit that sync may be. Then only
+/// the operation's next request shows its commit done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// No other answer since: the next sync is this commit.
+    NextSync,
+    /// Another answer since: the next request for the operation.
+    NextRequest,
 }
 
 impl Boundaries {
@@ -125,13 +136,19 @@ impl Boundaries {
                     if let Some(key) = &request.key {
                         self.keys.entry(key.clone()).or_insert_with(|| op.clone());
                     }
-                    if self.result_due.remove(&op) {
-                        reached.push(self.reach(Boundary::AfterResultWrite, op));
+                    if self.result_due.remove(&op).is_some() {
+                        reached.push(self.reach(Boundary::AfterResultWrite, op.clone()));
+                    }
+                    if self.refusal_due.remove(&op).is_some() {
+                        reached.push(self.reach(Boundary::AfterPolicyRevocation, op));
                     }
                 }
             }
             (PointKind::Answer, When::After) => {
                 let (Some(request), Some(answer)) = (request, point.answer.as_ref()) else { return reached };
+                for due in self.result_due.values_mut().chain(self.refusal_due.values_mut()) {
+                    *due = Due::NextRequest;
+                }
                 match point.peer {
                     Some(Peer::Policy) => {
                         let asks_tool = request.body.as_ref().is_some_and(|b| b.get("tool").is_some());
@@ -142,7 +159,7 @@ impl Boundaries {
                             if allowed {
                                 reached.push(self.reach(Boundary::BeforeDispatch, op));
                             } else {
-                                self.refusal_due.insert(op);
+                                self.refusal_due.insert(op, Due::NextSync);
                             }
                         }
                     }
@@ -161,7 +178,7 @@ impl Boundaries {
                             .or_else(|| self.refs.get(reference).cloned());
                         if let Some(op) = op {
                             self.refs.entry(reference.to_owned()).or_insert_with(|| op.clone());
-                            self.result_due.insert(op.clone());
+                            self.result_due.insert(op.clone(), Due::NextSync);
                             reached.push(self.reach(Boundary::AfterProviderSuccess, op));
                         }
                     }
@@ -169,8 +186,18 @@ impl Boundaries {
                 }
             }
             (PointKind::Sync, When::After) => {
-                for op in std::mem::take(&mut self.refusal_due) {
-                    reached.push(self.reach(Boundary::AfterPolicyRevocation, op));
+                for (due, boundary) in [
+                    (&mut self.result_due, Boundary::AfterResultWrite),
+                    (&mut self.refusal_due, Boundary::AfterPolicyRevocation),
+                ] {
+                    let committed: Vec<String> =
+                        due.iter().filter(|(_, d)| **d == Due::NextSync).map(|(op, _)| op.clone()).collect();
+                    for op in committed {
+                        due.remove(&op);
+                        let count = self.reached.entry((boundary, op.clone())).or_default();
+                        *count += 1;
+                        reached.push(Anchor { boundary, operation: op, occurrence: *count });
+                    }
                 }
             }
             _ => {}
