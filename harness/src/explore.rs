@@ -297,25 +297,26 @@ fn points(scenario: &Scenario, run: &Run, after: Option<(u64, &BTreeSet<String>)
     found
 }
 
+/// Whether a kept world fault already answers the provider's call at `point`: a kill there
+/// would replace the fault the workload is about, so it is never a case (pruning or not).
+fn occupied(scenario: &Scenario, point: &Point) -> bool {
+    point.at == Boundary::AfterDispatch
+        && scenario.faults.iter().any(|f| {
+            f.at == Boundary::AfterDispatch && f.operation == point.operation && f.occurrence == point.occurrence
+        })
+}
+
 /// Splits `seen` into points to run and points pruned (with why).
-fn prune(scenario: &Scenario, seen: Vec<Seen>) -> (Vec<Point>, Vec<(Point, Pruned)>) {
+fn prune(seen: Vec<Seen>) -> (Vec<Point>, Vec<(Point, Pruned)>) {
     let mut run = Vec::new();
     let mut pruned = Vec::new();
     let mut previous: Option<&Seen> = None;
     for s in &seen {
-        let occupied = s.point.at == Boundary::AfterDispatch
-            && scenario.faults.iter().any(|f| {
-                f.at == Boundary::AfterDispatch
-                    && f.operation == s.point.operation
-                    && f.occurrence == s.point.occurrence
-            });
         let same = match (previous, s.fingerprint) {
             (Some(p), Some(now)) if p.fingerprint == Some(now) => Some(p.point.clone()),
             _ => None,
         };
-        if occupied {
-            pruned.push((s.point.clone(), Pruned::Occupied));
-        } else if let Some(earlier) = same {
+        if let Some(earlier) = same {
             pruned.push((s.point.clone(), Pruned::SameState { earlier }));
         } else {
             run.push(s.point.clone());
@@ -450,6 +451,8 @@ pub struct Exploration {
     pub partial: usize,
     /// Boundaries a black-box exploration could not see.
     pub unseen: Vec<Boundary>,
+    /// See [`Plan::exact`].
+    pub exact: Vec<(Boundary, usize)>,
 }
 
 /// Stable shard of a case name (FNV-1a, so every machine and every version agrees).
@@ -469,13 +472,38 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let (verdict, run) = crate::run_scenario(&workload.base, target, &record_options)?;
     let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
+    let mut exact = Vec::new();
     let (points, pruned, cases, probe) = if syscalls {
-        let cases: Vec<Case> = run
+        let mut cases: Vec<Case> = run
             .syscall_points
             .iter()
             .filter(|p| p.incarnation == 1 && explored(p))
             .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: vec![p.fault()] })
             .collect();
+        // Without the probe, the boundaries the world and the harness's client hold exactly are
+        // crash points too; the tracer's are among the system-call points.
+        if !run.probe {
+            let held: Vec<Point> = points(&workload.base, &run, None)
+                .into_iter()
+                .map(|s| s.point)
+                .filter(|p| {
+                    matches!(p.at, Boundary::AfterSubmit | Boundary::AfterDispatch | Boundary::AfterDeliverySend)
+                })
+                .filter(|p| !occupied(&workload.base, p))
+                .collect();
+            cases.extend(schedules(&workload.base, &held, false));
+            exact = Boundary::ALL
+                .into_iter()
+                .map(|b| {
+                    let n = if b.at_syscall() {
+                        run.syscall_points.iter().flat_map(|p| &p.boundaries).filter(|a| a.boundary == b).count()
+                    } else {
+                        held.iter().filter(|p| p.at == b).count()
+                    };
+                    (b, n)
+                })
+                .collect();
+        }
         // The tracer sees every point with or without the probe: no boundary goes unseen.
         (cases.len(), Vec::new(), cases, true)
     } else {
@@ -485,12 +513,16 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
         (found, pruned, schedules(&workload.base, &to_run, run.probe), run.probe)
     };
     let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
-    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, cases, probe })
+    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, cases, probe, exact })
 }
 
 /// The points to run, and those pruned (with why) when pruning is on.
 fn select(scenario: &Scenario, seen: Vec<Seen>, pruning: bool) -> (Vec<Point>, Vec<(Point, Pruned)>) {
-    if pruning { prune(scenario, seen) } else { (seen.into_iter().map(|s| s.point).collect(), Vec::new()) }
+    let (taken, seen): (Vec<Seen>, Vec<Seen>) = seen.into_iter().partition(|s| occupied(scenario, &s.point));
+    let (run, mut pruned) =
+        if pruning { prune(seen) } else { (seen.into_iter().map(|s| s.point).collect(), Vec::new()) };
+    pruned.extend(taken.into_iter().map(|s| (s.point, Pruned::Occupied)));
+    (run, pruned)
 }
 
 /// The system-call points explored: syncs, renames and unlinks (before and after), requests
@@ -518,6 +550,10 @@ pub struct Plan {
     /// Whether every kind of point explored could be seen: the runtime spoke the probe in the
     /// record run, or the points are system calls (the tracer sees them either way).
     pub probe: bool,
+    /// System-call points without the probe: each boundary of the seed's table with how many of
+    /// its occurrences the workload passed, every one a case hit exactly (at a system call, a
+    /// held answer or the harness's client).
+    pub exact: Vec<(Boundary, usize)>,
 }
 
 /// Runs one case; the run is returned for depth 2.
@@ -548,6 +584,7 @@ pub fn explore(
         record: Some(plan.record.clone()),
         points: vec![plan.points],
         pruned: plan.pruned.clone(),
+        exact: plan.exact.clone(),
         ..Exploration::default()
     };
     if !plan.probe {
@@ -882,7 +919,7 @@ revoke = ["tool"]
                 fingerprint: Some(Fingerprint { data: 8, world: 4 }),
             },
         ];
-        let (run, pruned) = prune(&w.base, seen);
+        let (run, pruned) = select(&w.base, seen, true);
         assert_eq!(run.len(), 3);
         assert_eq!(
             pruned,

@@ -552,6 +552,10 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
     for (why, n) in explore::pruned_summary(&result.pruned) {
         println!("  pruned {n}: {why}");
     }
+    if !result.exact.is_empty() {
+        let hit: Vec<String> = result.exact.iter().map(|(b, n)| format!("{b} ×{n}")).collect();
+        println!("  boundaries hit exactly without the probe: {}", hit.join(", "));
+    }
     if !result.unseen.is_empty() {
         let names: Vec<&str> = result.unseen.iter().map(|b| b.as_str()).collect();
         println!("  not explored without the probe (the fake world cannot see them): {}", names.join(", "));
