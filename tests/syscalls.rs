@@ -39,19 +39,13 @@ fn options(first_failure: bool) -> ExploreOptions {
 /// Whether this machine lets the tracer trace (ptrace and seccomp; some containers refuse them).
 /// Where it does not, each test says so on stderr and returns: skipped, not passed.
 fn tracing_refused() -> bool {
-    let tracer = killpoint::traced::tracer_binary().expect("killpoint-tracer is built with the workspace");
-    let status = std::process::Command::new(tracer)
-        .args(["--", "/bin/true"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("the tracer starts");
-    let refused = status.code() == Some(killpoint::syscalls::NOT_PERMITTED_EXIT);
-    if refused {
-        eprintln!(
-            "this machine refuses ptrace or seccomp: system-call crash points cannot be tested here (skipped, not passed)"
-        );
+    match killpoint::traced::permitted() {
+        Ok(()) => false,
+        Err(why) => {
+            eprintln!("{why}: system-call crash points cannot be tested here (skipped, not passed)");
+            true
+        }
     }
-    refused
 }
 
 /// Explores `target` and returns the first failing case, written as a file and read back, after
@@ -237,4 +231,33 @@ fn a_syscall_fault_can_count_from_a_boundary() {
     let stranger = text.replace("operation = \"a\" }", "operation = \"b\" }");
     let err = Scenario::parse(Path::new("scenarios/s.toml"), &stranger).unwrap_err().to_string();
     assert!(err.contains("does not have"), "{err}");
+}
+
+/// Where the system refuses tracing (a tracer that exits 125, as `killpoint-tracer` does when
+/// ptrace or seccomp is refused), `--points syscalls` says so in one line and certifies without
+/// it: the boundaries only the tracer or the probe reach are partial, nothing fails.
+#[test]
+fn refused_tracing_falls_back_in_one_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = std::env::current_exe().unwrap();
+    let cli = exe.parent().and_then(Path::parent).unwrap().join("killpoint");
+    let scratch = tempfile::tempdir().unwrap();
+    let refusing = scratch.path().join("refusing-tracer");
+    let said = "killpoint-tracer: syscall points are not available here: ptrace (PTRACE_SEIZE) was refused (Operation not permitted (os error 1)); use the probe or black-box instead";
+    std::fs::write(&refusing, format!("#!/bin/sh\necho '{said}' >&2\nexit 125\n")).unwrap();
+    std::fs::set_permissions(&refusing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = std::process::Command::new(&cli)
+        .arg("run")
+        .arg(root().join("scenarios/before_dispatch.toml"))
+        .args(["--no-probe", "--points", "syscalls", "--runtime"])
+        .arg(env!("CARGO_BIN_EXE_killpoint-runtime"))
+        .env("KILLPOINT_TRACER", &refusing)
+        .env("TMPDIR", scratch.path())
+        .output()
+        .expect("the CLI runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stderr.matches(said).count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("falls back to the named boundaries, as a black box"), "{stderr}");
+    assert!(stdout.contains("partial"), "{stdout}");
 }

@@ -520,15 +520,17 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), probe_path.display().to_string()));
     }
     // Traced: the tracer is the command, the runtime its argument; it announces on its own socket.
-    let tracing = options.syscalls || !scenario.syscall_faults.is_empty();
+    // Where the system refuses tracing, a run that only asked for it goes on untraced (the
+    // caller said so once); a scenario with syscall faults cannot run at all.
+    let permitted = crate::traced::permitted();
+    if let (Err(why), false) = (&permitted, scenario.syscall_faults.is_empty()) {
+        world.shutdown().await;
+        return Err(std::io::Error::other(format!("this scenario's [[syscall_fault]]s cannot be run here: {why}")));
+    }
+    let tracing = (options.syscalls || !scenario.syscall_faults.is_empty()) && permitted.is_ok();
     let traced_target;
     let (mut traced, syscall_reached, target) = if tracing {
-        let Some(tracer) = crate::traced::tracer_binary() else {
-            world.shutdown().await;
-            return Err(std::io::Error::other(
-                "system-call crash points need `killpoint-tracer` beside this program (or KILLPOINT_TRACER); build it with `cargo build --workspace`",
-            ));
-        };
+        let tracer = crate::traced::tracer_binary().expect("permitted() found it");
         let socket = artifacts.path().join("trace.sock");
         let (traced, reached) = crate::traced::Tracing::new(&socket, scenario.syscall_faults.clone())?;
         env.push((crate::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));

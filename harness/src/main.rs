@@ -285,6 +285,14 @@ fn main() -> ExitCode {
     }
     // certify/run/bench under the tracer: without the probe, it reaches the boundaries the
     // world cannot see, exactly (CONTRACT.md section 7). Explore decides for its own runs.
+    let mut args = args;
+    if args.points == killpoint::explore::Points::Syscalls
+        && let Err(why) = killpoint::traced::permitted()
+    {
+        let instead = if args.probe { "with the probe" } else { "as a black box" };
+        eprintln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
+        args.points = killpoint::explore::Points::Boundaries;
+    }
     let traced = args.points == killpoint::explore::Points::Syscalls && args.command != Command::Explore;
     let options = RunOptions { probe: args.probe, syscalls: traced, ..RunOptions::default() };
     match args.command {

@@ -36,6 +36,39 @@ pub fn tracer_binary() -> Option<PathBuf> {
     [dir.join("killpoint-tracer"), dir.parent()?.join("killpoint-tracer")].into_iter().find(|p| p.is_file())
 }
 
+/// Whether this machine lets `killpoint-tracer` trace, checked once per process by tracing
+/// `true`: `Err` with one line saying why not (no tracer built, or ptrace or seccomp refused, as in
+/// some containers). Callers fall back to the probe or the black box and say so.
+pub fn permitted() -> Result<(), String> {
+    static CHECK: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    CHECK
+        .get_or_init(|| {
+            let Some(tracer) = tracer_binary() else {
+                return Err("system-call crash points need `killpoint-tracer` beside this program (or KILLPOINT_TRACER); build it with `cargo build --workspace`".to_owned());
+            };
+            let output = std::process::Command::new(&tracer)
+                .args(["--", "true"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", tracer.display()))?;
+            match output.status.code() {
+                Some(crate::syscalls::NOT_PERMITTED_EXIT) => {
+                    let said = String::from_utf8_lossy(&output.stderr);
+                    Err(said.lines().next().unwrap_or("killpoint-tracer may not trace here").trim().to_owned())
+                }
+                Some(0) => Ok(()),
+                _ => Err(format!(
+                    "{} could not trace `true` ({}): {}",
+                    tracer.display(),
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                )),
+            }
+        })
+        .clone()
+}
+
 /// One crash point a run passed, after its incarnation's ready line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyscallPoint {
