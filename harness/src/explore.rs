@@ -23,6 +23,7 @@ use crate::boundary::{Boundary, Site};
 use crate::checker::{Status, Verdict};
 use crate::driver::{Fingerprint, Happening, Run, RunOptions};
 use crate::incarnation::Target;
+use crate::scenario::SyscallFault;
 use crate::scenario::{Action, Fault, Outcome, Revoke, Scenario};
 use fake_tool::{Event, Response, ToolKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -453,6 +454,8 @@ pub struct Exploration {
     pub unseen: Vec<Boundary>,
     /// See [`Plan::exact`].
     pub exact: Vec<(Boundary, usize)>,
+    /// See [`Plan::same_state`].
+    pub same_state: Vec<(SyscallFault, SyscallFault)>,
 }
 
 /// Stable shard of a case name (FNV-1a, so every machine and every version agrees).
@@ -473,13 +476,18 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
     let mut exact = Vec::new();
+    let mut same_state = Vec::new();
     let (points, pruned, cases, probe) = if syscalls {
-        let mut cases: Vec<Case> = run
-            .syscall_points
+        let explored: Vec<&crate::traced::SyscallPoint> =
+            run.syscall_points.iter().filter(|p| p.incarnation == 1 && explored(p)).collect();
+        let found = explored.len();
+        let (kept, pruned) = if options.prune { prune_syscalls(explored) } else { (explored, Vec::new()) };
+        same_state = pruned;
+        let mut cases: Vec<Case> = kept
             .iter()
-            .filter(|p| p.incarnation == 1 && explored(p))
             .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: vec![p.fault()] })
             .collect();
+        let syscall_cases = cases.len();
         // Without the probe, the boundaries the world and the harness's client hold exactly are
         // crash points too; the tracer's are among the system-call points.
         if !run.probe {
@@ -505,7 +513,7 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
                 .collect();
         }
         // The tracer sees every point with or without the probe: no boundary goes unseen.
-        (cases.len(), Vec::new(), cases, true)
+        (found + cases.len() - syscall_cases, Vec::new(), cases, true)
     } else {
         let seen = points(&workload.base, &run, None);
         let found = seen.len();
@@ -513,7 +521,7 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
         (found, pruned, schedules(&workload.base, &to_run, run.probe), run.probe)
     };
     let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
-    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, cases, probe, exact })
+    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, same_state, cases, probe, exact })
 }
 
 /// The points to run, and those pruned (with why) when pruning is on.
@@ -523,6 +531,26 @@ fn select(scenario: &Scenario, seen: Vec<Seen>, pruning: bool) -> (Vec<Point>, V
         if pruning { prune(seen) } else { (seen.into_iter().map(|s| s.point).collect(), Vec::new()) };
     pruned.extend(taken.into_iter().map(|s| (s.point, Pruned::Occupied)));
     (run, pruned)
+}
+
+/// Splits system-call points into those to run and those that leave the same crash state as
+/// the point run before them (see [`crate::traced::CrashState`]: no durable change and no send
+/// to the world completed in between), each with that earlier point. A point where a boundary is
+/// reached is always run: it is the exact case the certificate names.
+fn prune_syscalls(
+    points: Vec<&crate::traced::SyscallPoint>,
+) -> (Vec<&crate::traced::SyscallPoint>, Vec<(SyscallFault, SyscallFault)>) {
+    let mut kept: Vec<&crate::traced::SyscallPoint> = Vec::new();
+    let mut pruned = Vec::new();
+    for point in points {
+        match kept.last() {
+            Some(earlier) if earlier.state == point.state && point.boundaries.is_empty() => {
+                pruned.push((point.fault(), earlier.fault()));
+            }
+            _ => kept.push(point),
+        }
+    }
+    (kept, pruned)
 }
 
 /// The system-call points explored: syncs, renames and unlinks (before and after), requests
@@ -550,6 +578,9 @@ pub struct Plan {
     /// Whether every kind of point explored could be seen: the runtime spoke the probe in the
     /// record run, or the points are system calls (the tracer sees them either way).
     pub probe: bool,
+    /// System-call points not run because the point before them leaves the same crash state:
+    /// (the point, that earlier one).
+    pub same_state: Vec<(SyscallFault, SyscallFault)>,
     /// System-call points without the probe: each boundary of the seed's table with how many of
     /// its occurrences the workload passed, every one a case hit exactly (at a system call, a
     /// held answer or the harness's client).
@@ -585,6 +616,7 @@ pub fn explore(
         points: vec![plan.points],
         pruned: plan.pruned.clone(),
         exact: plan.exact.clone(),
+        same_state: plan.same_state.clone(),
         ..Exploration::default()
     };
     if !plan.probe {
@@ -928,6 +960,46 @@ revoke = ["tool"]
                 Pruned::SameState { earlier: point(Boundary::BeforeDispatch, "sms", 1) }
             )]
         );
+    }
+
+    #[test]
+    fn a_system_call_that_leaves_the_same_crash_state_is_pruned_unless_a_boundary_is_there() {
+        use crate::syscalls::{PointKind, When};
+        use crate::traced::{CrashState, SyscallPoint};
+        let at = |kind, when, occurrence, durable, sent, boundary: Option<Boundary>| SyscallPoint {
+            incarnation: 1,
+            kind,
+            when,
+            occurrence,
+            since: None,
+            boundaries: boundary
+                .map(|b| crate::scenario::Anchor { boundary: b, operation: "charge".into(), occurrence: 1 })
+                .into_iter()
+                .collect(),
+            state: CrashState { durable, sent },
+            what: String::new(),
+        };
+        let points = [
+            at(PointKind::Sync, When::Before, 1, 3, 0, None),
+            // fsync changes nothing a process kill can tell: the same state as just before it.
+            at(PointKind::Sync, When::After, 1, 3, 0, None),
+            at(PointKind::Request, When::Before, 1, 3, 0, None),
+            // The request went out: the world changed.
+            at(PointKind::Answer, When::After, 1, 3, 1, Some(Boundary::AfterProviderSuccess)),
+            // The same state as the answer, but a boundary: run, it is the case the table names.
+            at(PointKind::Answer, When::After, 2, 3, 1, Some(Boundary::BeforeDispatch)),
+            at(PointKind::Sync, When::Before, 2, 4, 1, None),
+        ];
+        let (kept, pruned) = prune_syscalls(points.iter().collect());
+        assert_eq!(kept.iter().map(|p| (p.kind, p.when, p.occurrence)).collect::<Vec<_>>(), [
+            (PointKind::Sync, When::Before, 1),
+            (PointKind::Answer, When::After, 1),
+            (PointKind::Answer, When::After, 2),
+            (PointKind::Sync, When::Before, 2),
+        ]);
+        assert_eq!(pruned.len(), 2);
+        assert_eq!(pruned[0].1, points[0].fault(), "pruned for the point before it");
+        assert_eq!(pruned[1].0, points[2].fault());
     }
 
     #[test]

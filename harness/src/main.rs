@@ -550,7 +550,7 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
         result.failures.len(),
         elapsed.as_secs_f64(),
         ran as f64 / elapsed.as_secs_f64().max(1e-9),
-        result.pruned.len(),
+        result.pruned.len() + result.same_state.len(),
         if result.other_shards > 0 {
             format!("; {} case(s) in other shards", result.other_shards)
         } else {
@@ -559,6 +559,12 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
     );
     for (why, n) in explore::pruned_summary(&result.pruned) {
         println!("  pruned {n}: {why}");
+    }
+    if !result.same_state.is_empty() {
+        println!(
+            "  pruned {}: system calls that leave the same disk and world as the point before (no durable change, no send in between)",
+            result.same_state.len()
+        );
     }
     if !result.exact.is_empty() {
         let hit: Vec<String> = result.exact.iter().map(|(b, n)| format!("{b} ×{n}")).collect();

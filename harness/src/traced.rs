@@ -82,8 +82,36 @@ pub struct SyscallPoint {
     /// The boundaries reached exactly at this point (CONTRACT.md section 7, "Boundaries at
     /// system calls"), each with its occurrence for its operation, counted across incarnations.
     pub boundaries: Vec<Anchor>,
+    /// What a kill here leaves behind, as far as the calls tell: see [`CrashState`].
+    pub state: CrashState,
     /// The call and what it touched, for people: `fsync runtime.sqlite3-wal`, `sendto provider`.
     pub what: String,
+}
+
+/// The crash state a kill at a point leaves, counted in calls: the durable changes under the data
+/// dir that completed (writes, truncations, renames, unlinks) and the sends to the fake world that
+/// completed, in this incarnation. A process kill loses only the process: what `write` handed the
+/// kernel is on disk for the next incarnation whether or not it was synced, and bytes handed to a
+/// socket reach the world. Two points with the same counts leave the same disk and the same world,
+/// so the next incarnation recovers from the same place: `killpoint explore` runs one of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct CrashState {
+    pub durable: u32,
+    pub sent: u32,
+}
+
+impl CrashState {
+    /// The state once `point`'s call is done (`after` a change counts it; `before` does not).
+    fn passing(&mut self, point: &Point) -> CrashState {
+        let before = *self;
+        let done = point.when == When::After && point.ret.is_none_or(|r| r >= 0);
+        match point.kind {
+            PointKind::Durable | PointKind::Rename | PointKind::Unlink if done => self.durable += 1,
+            PointKind::Request if done => self.sent += 1,
+            _ => {}
+        }
+        if point.when == When::Before { before } else { *self }
+    }
 }
 
 impl SyscallPoint {
@@ -377,10 +405,13 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     // Counts of (kind, when) from the ready line, and from the last boundary reached.
     let mut from_ready: HashMap<(PointKind, When), u32> = HashMap::new();
     let mut since: Option<(Anchor, HashMap<(PointKind, When), u32>)> = None;
+    let mut state = CrashState::default();
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(point) = serde_json::from_str::<Point>(&line) else { return };
+        // Counted from the start: what the incarnation did before its ready line is on disk too.
+        let crash_state = state.passing(&point);
         if ready.load(Ordering::SeqCst) {
             let key = (point.kind, point.when);
             let from_ready_count = {
@@ -406,6 +437,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
                     occurrence,
                     since: anchor.clone(),
                     boundaries: boundaries.clone(),
+                    state: crash_state,
                     what: describe(&point),
                 };
                 state.seen.push(seen_point.clone());
