@@ -104,24 +104,19 @@ impl Case {
     /// A stable name: `after_dispatch.charge.1`, `before_dispatch.charge.1+revoke_operation`,
     /// `after_dispatch.charge.1/after_provider_success.charge.2`.
     pub fn name(&self) -> String {
-        if !self.syscalls.is_empty() {
-            return self
-                .syscalls
-                .iter()
-                .map(|f| {
-                    let from = match &f.since {
-                        Some(a) => format!("{}.{}.{}", a.boundary, a.operation, a.occurrence),
-                        None => f.incarnation().to_string(),
-                    };
-                    format!("syscall.{from}.{}.{}.{}", f.kind.name(), f.occurrence, f.when.name())
-                })
-                .collect::<Vec<_>>()
-                .join("/");
-        }
-        if self.kills.is_empty() {
+        let syscalls = self.syscalls.iter().map(|f| {
+            let from = match &f.since {
+                Some(a) => format!("{}.{}.{}", a.boundary, a.operation, a.occurrence),
+                None => f.incarnation().to_string(),
+            };
+            format!("syscall.{from}.{}.{}.{}", f.kind.name(), f.occurrence, f.when.name())
+        });
+        if self.kills.is_empty() && self.syscalls.is_empty() {
             return "no_kill".to_owned();
         }
-        let mut name = self.kills.iter().map(Point::slug).collect::<Vec<_>>().join("/");
+        // A boundary kill first, then the system-call kill of its recovery (depth 2), or kills at
+        // system calls only.
+        let mut name = self.kills.iter().map(Point::slug).chain(syscalls).collect::<Vec<_>>().join("/");
         if self.freeze {
             name.push_str("+freeze");
         }
@@ -641,8 +636,17 @@ pub fn explore(
             return Ok(result);
         }
     }
-    // Depth 2 over system calls (a crash point of the recovery's calls) is not built yet.
-    let depth2 = options.depth >= 2 && options.points == Points::Boundaries;
+    let syscalls = options.points == Points::Syscalls;
+    // Over system calls, every case is traced: its recovery's calls are the points of depth 2.
+    let traced_options;
+    let options = if syscalls {
+        traced_options =
+            ExploreOptions { run: RunOptions { syscalls: true, ..options.run.clone() }, ..options.clone() };
+        &traced_options
+    } else {
+        options
+    };
+    let depth2 = options.depth >= 2;
     let mut level: Vec<Case> = plan.cases;
     let mut depth = 1;
     loop {
@@ -678,6 +682,28 @@ pub fn explore(
                 else {
                     continue;
                 };
+                if syscalls {
+                    // The recovery's system calls: every explored point of the next incarnation.
+                    let killed = run.timeline.iter().find_map(|m| match m.happening {
+                        Happening::Killed { incarnation } => Some(incarnation),
+                        _ => None,
+                    });
+                    let recovery: Vec<&crate::traced::SyscallPoint> = run
+                        .syscall_points
+                        .iter()
+                        .filter(|p| Some(p.incarnation) == killed.map(|k| k + 1) && explored(p))
+                        .collect();
+                    result.points.resize(2, 0);
+                    result.points[1] += recovery.len();
+                    let (kept, pruned) = if options.prune { prune_syscalls(recovery) } else { (recovery, Vec::new()) };
+                    result.same_state.extend(pruned);
+                    for q in kept {
+                        let mut syscalls = finding.case.syscalls.clone();
+                        syscalls.push(q.fault());
+                        next.push(Case { syscalls, ..finding.case.clone() });
+                    }
+                    continue;
+                }
                 let in_flight = in_flight_at(&finding.scenario, &run, kill_seq);
                 let seen = points(&finding.scenario, &run, Some((kill_seq, &in_flight)));
                 result.points.resize(2, 0);
@@ -991,12 +1017,15 @@ revoke = ["tool"]
             at(PointKind::Sync, When::Before, 2, 4, 1, None),
         ];
         let (kept, pruned) = prune_syscalls(points.iter().collect());
-        assert_eq!(kept.iter().map(|p| (p.kind, p.when, p.occurrence)).collect::<Vec<_>>(), [
-            (PointKind::Sync, When::Before, 1),
-            (PointKind::Answer, When::After, 1),
-            (PointKind::Answer, When::After, 2),
-            (PointKind::Sync, When::Before, 2),
-        ]);
+        assert_eq!(
+            kept.iter().map(|p| (p.kind, p.when, p.occurrence)).collect::<Vec<_>>(),
+            [
+                (PointKind::Sync, When::Before, 1),
+                (PointKind::Answer, When::After, 1),
+                (PointKind::Answer, When::After, 2),
+                (PointKind::Sync, When::Before, 2),
+            ]
+        );
         assert_eq!(pruned.len(), 2);
         assert_eq!(pruned[0].1, points[0].fault(), "pruned for the point before it");
         assert_eq!(pruned[1].0, points[2].fault());

@@ -44,7 +44,7 @@ options:
   --jobs N            scenarios (certify) or cases (explore) run at once (default: the number of cores)
 
 explore options:
-  --depth 1|2         2: also kill at every boundary occurrence of each kill's recovery (default 1)
+  --depth 1|2         2: also kill at every crash point of each kill's recovery (default 1)
   --shard K/N         only the cases whose names hash into shard K of N (a stable hash, like
                       `cargo nextest run --partition hash:K/N` for the trials); unpruned, so the
                       N shards together run every case exactly once
@@ -52,8 +52,8 @@ explore options:
   --points boundaries|syscalls
                       explore: where the crash points are: every named boundary occurrence
                       (default), or every sync, rename, unlink, request and answer of the runtime's
-                      system calls (Linux x86_64, through killpoint-tracer: no probe needed; depth 1
-                      only). certify/run/bench: `syscalls` runs the runtime under killpoint-tracer,
+                      system calls (Linux x86_64, through killpoint-tracer: no probe needed).
+                      certify/run/bench: `syscalls` runs the runtime under killpoint-tracer,
                       which with --no-probe reaches every boundary exactly (CONTRACT.md section 7)
   --first-failure     stop at the first failing case
   --quiet             no progress, only the summary
