@@ -261,3 +261,33 @@ fn refused_tracing_falls_back_in_one_line() {
     assert!(stderr.contains("falls back to the named boundaries, as a black box"), "{stderr}");
     assert!(stdout.contains("partial"), "{stdout}");
 }
+
+/// A runtime that, killed while it reconciles, forgets that its lookup failed and attempts again:
+/// the crash is in the recovery of a first crash, so only depth 2 over system calls reaches it
+/// without the probe (at depth 1 every case passes or is not reached).
+#[test]
+fn a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls() {
+    if tracing_refused() {
+        return;
+    }
+    let workload = scenario("kill_while_reconciling");
+    let target = broken("restart-after-failed-lookup");
+    let depth1 = explore::explore(&workload, &target, &options(true), &|_, _, _, _| {}).expect("explore runs");
+    assert!(depth1.failures.is_empty(), "{:?}", depth1.failures.iter().map(|f| f.case.name()).collect::<Vec<_>>());
+    let depth2 = explore::explore(&workload, &target, &ExploreOptions { depth: 2, ..options(true) }, &|_, _, _, _| {})
+        .expect("explore runs");
+    let finding = depth2.failures.first().expect("a failing case at depth 2");
+    assert_eq!(finding.scenario.syscall_faults.len() + finding.scenario.faults.len() - workload_faults(&workload), 2);
+    let violated = finding.verdict.failed_invariants();
+    assert!(violated.contains(&killpoint::Invariant::AtMostOnce), "{violated:?}");
+    // Written and replayed: the same failure, first time.
+    let (verdict, _run) =
+        run_scenario(&finding.scenario, &target, &RunOptions { probe: false, ..RunOptions::default() })
+            .expect("it runs");
+    assert!(verdict.failed_invariants().contains(&killpoint::Invariant::AtMostOnce), "{}", finding.case.name());
+}
+
+/// The world faults an exploration keeps (its hand-placed kills are dropped).
+fn workload_faults(scenario: &Scenario) -> usize {
+    Workload::of(scenario).base.faults.len()
+}
