@@ -456,6 +456,24 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
         ms(with_faults),
         ms(without)
     );
+    if options.syscalls {
+        // The price of tracing: the same workloads, faults and all, untraced, one run each way.
+        let untraced = RunOptions { syscalls: false, ..options.clone() };
+        let timed = |options: &RunOptions| {
+            let started = Instant::now();
+            for scenario in scenarios {
+                let _ = run_scenario(scenario, target, options);
+            }
+            started.elapsed()
+        };
+        let (traced, plain) = (timed(options), timed(&untraced));
+        println!(
+            "tracing overhead:               {:.2} (traced {:.1} ms / untraced {:.1} ms, one run each)",
+            traced.as_secs_f64() / plain.as_secs_f64().max(1e-9),
+            ms(traced),
+            ms(plain)
+        );
+    }
     println!("suite wall time:                {}", stats(&mut suites));
     println!("kill -> restarted (ready):      {}", stats(&mut restarts));
     println!("kill -> restarted -> recovered: {}", stats(&mut recoveries));
