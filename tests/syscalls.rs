@@ -291,3 +291,30 @@ fn a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls() {
 fn workload_faults(scenario: &Scenario) -> usize {
     Workload::of(scenario).base.faults.len()
 }
+
+/// The split-step fixture passes every scenario with the probe (its `after_result_write` is
+/// announced after both of its commits). A black box under the tracer is killed at the commit that
+/// follows the provider's answer — the first of its two — and the bug shows in the plain
+/// `after_result_write` scenario, no exploration needed.
+#[test]
+fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
+    if tracing_refused() {
+        return;
+    }
+    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !python {
+        eprintln!("python3 not found: the split-step fixture cannot run; not passed, skipped");
+        return;
+    }
+    let fixture = Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() };
+    let scenario = scenario("after_result_write");
+    let (with_probe, _run) = run_scenario(&scenario, &fixture, &RunOptions::default()).expect("it runs");
+    assert!(with_probe.passed(), "{:?}", with_probe.failed_invariants());
+    let (traced, run) = run_scenario(&scenario, &fixture, &traced_black_box()).expect("it runs");
+    let violated = traced.failed_invariants();
+    assert!(
+        violated.contains(&killpoint::Invariant::DeliveredOnce),
+        "{}",
+        killpoint::report::story(&scenario, &traced, &run)
+    );
+}
