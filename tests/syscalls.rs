@@ -181,7 +181,8 @@ fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
         let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
         assert!(verdict.passed(), "{name}: {}", killpoint::report::story(&scenario, &verdict, &run));
         for (fault, hit) in scenario.faults.iter().zip(&run.hits) {
-            assert_eq!(*hit, killpoint::Hit::Exact, "{name}: `{}` of `{}`", fault.at, fault.operation);
+            let expected = if fault.at.at_syscall() { killpoint::Hit::AtSyscall } else { killpoint::Hit::Exact };
+            assert_eq!(*hit, expected, "{name}: `{}` of `{}`", fault.at, fault.operation);
         }
         // Each kill the tracer made names the boundary it was.
         for fault in scenario.faults.iter().filter(|f| f.at.at_syscall()) {

@@ -884,7 +884,7 @@ fn dead_letter_bound(
                 f.at == Boundary::AfterDeliverySend
                     && f.operation == op.id
                     && f.destination.as_ref() == Some(destination)
-                    && matches!(hit, Hit::Exact | Hit::Approximate)
+                    && matches!(hit, Hit::Exact | Hit::AtSyscall | Hit::Approximate)
             })
             .count();
         let allowed = max.saturating_add(u32::try_from(lost_answers).unwrap_or(u32::MAX));
@@ -933,7 +933,7 @@ fn kills_beside(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
     };
     let killed = scenario.faults.iter().zip(&run.hits).filter(|(fault, hit)| {
         fault.action == crate::scenario::Action::Kill
-            && matches!(hit, Hit::Exact | Hit::Approximate)
+            && matches!(hit, Hit::Exact | Hit::AtSyscall | Hit::Approximate)
             && fault.operation != op.id
             && wave.iter().any(|o| o.id == fault.operation)
     });

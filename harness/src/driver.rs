@@ -122,6 +122,9 @@ pub struct Mark {
 pub enum Hit {
     /// Killed exactly at the boundary: announced on the probe, or a held provider/consumer answer.
     Exact,
+    /// Killed exactly at the boundary without the probe, at the system call that is its edge
+    /// (`killpoint-tracer`; CONTRACT.md section 7, "Boundaries at system calls").
+    AtSyscall,
     /// Killed as soon as the fake world saw the point from outside; the runtime may have moved on
     /// a little (`after_provider_success` without the probe).
     Approximate,
@@ -354,7 +357,7 @@ impl Driver<'_> {
         if let crate::traced::Target::Boundary(i) = reached.target {
             // The runtime is dead already (the tracer's task killed it): a revocation in force
             // before the restart is one in force at the kill.
-            self.hits[i] = Hit::Exact;
+            self.hits[i] = Hit::AtSyscall;
             self.revoke(i);
         }
         self.mark(Happening::SyscallKill { incarnation, point: reached.point });

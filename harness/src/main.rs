@@ -326,6 +326,14 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     print!("{}", report::table(&rows));
     let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
     println!("\n{}", report::matrix_table(&report::matrix(&verdicts)));
+    let traced = report::at_syscalls(&verdicts);
+    if !traced.is_empty() {
+        let names: Vec<&str> = traced.iter().map(|b| b.as_str()).collect();
+        println!(
+            "hit exactly at system calls, without the probe (killpoint-tracer, CONTRACT.md section 7): {}\n",
+            names.join(", ")
+        );
+    }
     let certificate = Certificate::new(target, &outcomes);
     println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
     for (path, text, what) in

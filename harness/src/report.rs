@@ -109,7 +109,7 @@ pub fn matrix(verdicts: &[&Verdict]) -> Vec<(Boundary, ToolKind, Cell)> {
                         Hit::NotReached => Cell::Fail,
                         _ if failed => Cell::Fail,
                         Hit::Approximate => Cell::Approximate,
-                        Hit::Exact => Cell::Pass,
+                        Hit::Exact | Hit::AtSyscall => Cell::Pass,
                     };
                     cell = cell.max(this);
                 }
@@ -118,6 +118,15 @@ pub fn matrix(verdicts: &[&Verdict]) -> Vec<(Boundary, ToolKind, Cell)> {
         }
     }
     cells
+}
+
+/// The boundaries some fault was killed at exactly at a system call (no probe, under
+/// `killpoint-tracer`), for the line under the matrix that says how they were reached.
+pub fn at_syscalls(verdicts: &[&Verdict]) -> Vec<Boundary> {
+    Boundary::ALL
+        .into_iter()
+        .filter(|b| verdicts.iter().any(|v| v.coverage.iter().any(|c| c.boundary == *b && c.hit == Hit::AtSyscall)))
+        .collect()
 }
 
 /// The matrix as a text table.
