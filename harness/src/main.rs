@@ -666,7 +666,7 @@ fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &A
             "  run {i:>3}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned)",
             ms(elapsed),
             result.failures.len(),
-            result.pruned.len()
+            result.pruned.len() + result.same_state.len()
         );
         rates.push(rate);
     }
