@@ -590,7 +590,8 @@ mod tests {
     use crate::scenario::Scenario;
 
     fn standard_scenarios() -> Vec<Scenario> {
-        Scenario::load_dir(&crate::trials::standard_scenarios())
+        crate::standard::ScenarioSet::standard()
+            .load()
             .expect("scenarios dir")
             .into_iter()
             .collect::<Result<_, _>>()

@@ -295,8 +295,7 @@ fn tool_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ToolKind, D::Erro
 #[serde(deny_unknown_fields)]
 struct File {
     description: String,
-    #[serde(default = "default_deadline")]
-    deadline_seconds: u64,
+    deadline_seconds: Option<Spanned<u64>>,
     #[serde(default)]
     runtime: RuntimeSettings,
     #[serde(default, rename = "operation")]
@@ -310,7 +309,7 @@ struct File {
     #[serde(default, rename = "policy_fault")]
     policy_faults: Vec<Spanned<PolicyFaultFile>>,
     #[serde(default)]
-    catches: Vec<Catch>,
+    catches: Vec<Spanned<Catch>>,
     #[serde(default, rename = "syscall_fault")]
     syscall_faults: Vec<Spanned<SyscallFault>>,
 }
@@ -409,6 +408,18 @@ impl Scenario {
             if operations.iter().any(|o| o.id == op.id) {
                 return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
             }
+            // The runtime would refuse the submission (HTTP 400): the file's mistake, not the runtime's.
+            if let Some(twice) =
+                op.destinations.iter().enumerate().find_map(|(i, d)| op.destinations[..i].contains(d).then_some(d))
+            {
+                return Err(at(
+                    Some(spanned.span()),
+                    format!(
+                        "`{}` lists destination `{twice}` twice: expected each destination once (a runtime refuses the submission)",
+                        op.id
+                    ),
+                ));
+            }
             if let Some(wave) = op.wave {
                 let previous = operations.iter().rev().find_map(|o| o.wave);
                 if wave == 0 {
@@ -477,13 +488,22 @@ impl Scenario {
                     ));
                 }
             }
-            if f.at.site() != Site::Provider
-                && (!matches!(f.action, Action::Kill | Action::Freeze) || f.effect == Some(false))
-            {
+            if f.at.site() != Site::Provider && !matches!(f.action, Action::Kill | Action::Freeze) {
                 return Err(at(
                     Some(span),
                     format!(
-                        "`action = \"fail\" | \"reject\" | \"drop\" | \"cut\" | \"garbage\" | \"no_ref\" | \"delay\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
+                        "`action = \"fail\" | \"reject\" | \"drop\" | \"cut\" | \"garbage\" | \"no_ref\" | \"delay\"` only applies at `after_dispatch` (the provider's boundary), not `{}`",
+                        f.at
+                    ),
+                ));
+            }
+            // Elsewhere the runtime, not the provider, decides what has happened: `effect` would
+            // be a promise the harness cannot keep, whichever value it has.
+            if let (Some(effect), true) = (f.effect, f.at.site() != Site::Provider) {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "`effect` only applies at `after_dispatch` (whether the provider applies the call before the fault), not `{}`: expected no `effect`, found `effect = {effect}`",
                         f.at
                     ),
                 ));
@@ -600,6 +620,29 @@ impl Scenario {
                 }
                 revoke.push(withdrawn);
             }
+            // Two faults at one boundary occurrence: only the first would fire, and the second
+            // would be reported as never reached, a failure of the runtime.
+            let same_place = |g: &Fault| {
+                g.at == f.at
+                    && g.operation == op.id
+                    && g.occurrence == f.occurrence
+                    && g.attempt == f.attempt
+                    && g.destination == destination
+            };
+            if let Some(first) = faults.iter().position(same_place) {
+                let (line, _) = line_col(text, fault_spans[first].start);
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "this [[fault]] is at the same place as the one on line {line} (`{}` of `{}`, occurrence {}{}): only one fault can fire there, so expected another `occurrence`{}, or one fault",
+                        f.at,
+                        op.id,
+                        f.occurrence,
+                        f.attempt.map(|a| format!(", attempt {a}")).unwrap_or_default(),
+                        if f.at.site() == Site::Probe { " or `attempt`" } else { "" }
+                    ),
+                ));
+            }
             faults.push(Fault {
                 at: f.at,
                 operation: op.id.clone(),
@@ -715,6 +758,44 @@ impl Scenario {
             syscall_faults.push(f);
         }
 
+        let deadline = match file.deadline_seconds {
+            None => default_deadline(),
+            Some(d) if *d.get_ref() == 0 => {
+                return Err(at(
+                    Some(d.span()),
+                    "`deadline_seconds` bounds how long the operations may take to settle: expected 1 or more, found 0"
+                        .into(),
+                ));
+            }
+            Some(d) => d.into_inner(),
+        };
+
+        let mut catches: Vec<Catch> = Vec::new();
+        for spanned in file.catches {
+            let span = spanned.span();
+            let c = spanned.into_inner();
+            if c.invariants.is_empty() {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "[[catches]] for `{}` names no invariant: expected the invariants the variant must violate",
+                        c.broken
+                    ),
+                ));
+            }
+            for name in &c.invariants {
+                crate::invariant::Invariant::from_name(name)
+                    .map_err(|e| at(Some(span.clone()), format!("[[catches]] for `{}`: {e}", c.broken)))?;
+            }
+            if catches.iter().any(|k| k.broken == c.broken) {
+                return Err(at(
+                    Some(span),
+                    format!("`{}` is caught twice: expected one [[catches]] per broken variant", c.broken),
+                ));
+            }
+            catches.push(c);
+        }
+
         Ok(Scenario {
             name,
             path: path.to_owned(),
@@ -725,10 +806,49 @@ impl Scenario {
             lookup_faults,
             policy_faults,
             runtime: file.runtime,
-            deadline: Duration::from_secs(file.deadline_seconds),
-            catches: file.catches,
+            deadline: Duration::from_secs(deadline),
+            catches,
             syscall_faults,
         })
+    }
+
+    /// Every `[[catches]]` names one of `known` (the reference runtime's broken variants, from
+    /// [`crate::variants::of`]): a misspelt name is the file's error, at its line, naming the
+    /// known ones — not the runtime's usage text at run time.
+    pub fn check_catches(&self, known: &[crate::variants::Variant]) -> Result<(), ScenarioError> {
+        #[derive(Deserialize)]
+        struct Catches {
+            #[serde(default)]
+            catches: Vec<Spanned<CatchName>>,
+        }
+        #[derive(Deserialize)]
+        struct CatchName {
+            broken: Spanned<String>,
+        }
+        let Some(unknown) = self.catches.iter().find(|c| !known.iter().any(|k| k.name == c.broken)) else {
+            return Ok(());
+        };
+        let names: Vec<&str> = known.iter().map(|k| k.name.as_str()).collect();
+        let mut error = ScenarioError {
+            path: self.path.clone(),
+            line_col: None,
+            message: format!(
+                "[[catches]]: {} (the reference runtime's `--broken` variants)",
+                unknown_word("broken variant", &unknown.broken, &names)
+            ),
+        };
+        // The place, read back from the file (embedded or on disk) the scenario came from.
+        let text = match crate::standard::text_of(&self.path) {
+            Some(text) => Some(text.to_owned()),
+            None => std::fs::read_to_string(&self.path).ok(),
+        };
+        if let Some(text) = text
+            && let Ok(file) = toml::from_str::<Catches>(&text)
+            && let Some(c) = file.catches.iter().find(|c| *c.get_ref().broken.get_ref() == unknown.broken)
+        {
+            error.line_col = Some(line_col(&text, c.get_ref().broken.span().start));
+        }
+        Err(error)
     }
 
     /// The scenario with its workload `copies` times over: operation `charge` becomes `charge.1` …
