@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         None => (PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), true),
     };
     let suite = Suite {
-        scenarios: root.join("scenarios"),
+        scenarios: killpoint::ScenarioSet::dir(root.join("scenarios")),
         target: Target { program: program.clone(), args: Vec::new() },
         broken_variants: reference,
         options: RunOptions::default(),

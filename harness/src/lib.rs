@@ -22,6 +22,7 @@ pub mod driver;
 pub mod explore;
 pub mod incarnation;
 pub mod invariant;
+pub mod preflight;
 pub mod probe;
 pub mod random;
 pub mod report;
