@@ -10,7 +10,7 @@ use crate::invariant::Invariant;
 use serde::Serialize;
 
 /// The contract, as compiled into this harness.
-pub const CONTRACT_TEXT: &str = include_str!("../../CONTRACT.md");
+pub const CONTRACT_TEXT: &str = include_str!("../CONTRACT.md");
 
 /// How a rule is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -571,7 +571,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         hits: scenario
             .faults
             .iter()
-            .map(|f| if reachable(f, probe) { Hit::NotReached } else { Hit::NeedsProbe })
+            .map(|f| if reachable(scenario, f, probe) { Hit::NotReached } else { Hit::NeedsProbe })
             .collect(),
         client: Client::new(&first.api),
         incarnation: first,
@@ -970,7 +970,18 @@ async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result
 }
 
 /// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
-fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
+fn reachable(scenario: &Scenario, fault: &crate::scenario::Fault, probe: bool) -> bool {
+    // Without the probe, `after_provider_success` is seen from outside as the provider's answer
+    // to call `occurrence`. A fault at `after_dispatch` on the same operation spoils that view:
+    // it takes a call whose answer is no success (the approximate kill fired on it and pre-empted
+    // the exact one), and after it a lookup may find the effect without any call. No outside
+    // point stands for the boundary then: it is not exercised, never "not reached".
+    if fault.at == Boundary::AfterProviderSuccess
+        && !probe
+        && scenario.faults.iter().any(|g| g.at == Boundary::AfterDispatch && g.operation == fault.operation)
+    {
+        return false;
+    }
     // Only the probe holds a runtime still at the boundary to freeze it there.
     if fault.action == Action::Freeze {
         return probe;
@@ -1027,20 +1038,24 @@ fn arm(world: &World, scenario: &Scenario, probe: bool) {
                 // any other action's are the provider's, when it receives the call: once either way.
                 revocations: if fault.action == Action::Kill { Vec::new() } else { revocations(scenario, fault) },
             }),
-            Boundary::AfterProviderSuccess if !probe && reachable(fault, probe) => world.arm_provider(ProviderFault {
-                operation: fault.operation.clone(),
-                call: fault.occurrence,
-                effect: true,
-                response: FaultResponse::AnswerAndSignal,
-                tag,
-                revocations: Vec::new(),
-            }),
-            Boundary::AfterDeliverySend if !probe && reachable(fault, probe) => world.arm_consumer_hold(ConsumerHold {
-                operation: fault.operation.clone(),
-                destination: fault.destination.clone().expect("validated: delivery faults name a destination"),
-                receipt: fault.occurrence,
-                tag,
-            }),
+            Boundary::AfterProviderSuccess if !probe && reachable(scenario, fault, probe) => {
+                world.arm_provider(ProviderFault {
+                    operation: fault.operation.clone(),
+                    call: fault.occurrence,
+                    effect: true,
+                    response: FaultResponse::AnswerAndSignal,
+                    tag,
+                    revocations: Vec::new(),
+                })
+            }
+            Boundary::AfterDeliverySend if !probe && reachable(scenario, fault, probe) => {
+                world.arm_consumer_hold(ConsumerHold {
+                    operation: fault.operation.clone(),
+                    destination: fault.destination.clone().expect("validated: delivery faults name a destination"),
+                    receipt: fault.occurrence,
+                    tag,
+                })
+            }
             _ => {}
         }
     }

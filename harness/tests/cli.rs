@@ -137,3 +137,17 @@ fn run_proves_the_catches_of_its_scenario_on_the_reference_runtime() {
     assert!(stdout.contains("caught: --broken ack-before-durable violates intent_durable"), "{stdout}");
     assert!(stdout.contains("caught: --broken submit-upsert violates idempotent_submission"), "{stdout}");
 }
+
+#[test]
+fn certify_without_the_probe_reports_an_unseeable_kill_as_partial_not_as_a_failure() {
+    // An exact `after_dispatch` kill and an `after_provider_success` kill on one operation: without
+    // the probe the second has no outside point, and must not pre-empt the first.
+    let output = killpoint()
+        .args(["certify", "--no-probe", "--filter", "dispatch_then_success", "--runtime"])
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 passed, 1 partial, 0 failed"), "{stdout}");
+}
