@@ -649,7 +649,8 @@ fn delivered_once(
     for destination in &op.destinations {
         // A consumer the scenario kills for good cannot be delivered to; truthful_status checks
         // the runtime says so (DEAD_LETTERED).
-        let dead = scenario.consumer_faults.iter().any(|c| c.destination == *destination && c.times.is_none());
+        let dead =
+            scenario.consumer_faults.iter().any(|c| c.destination == *destination && c.times.is_none() && c.covers(op));
         if revoked.contains(destination.as_str()) || dead {
             continue;
         }

@@ -491,6 +491,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     for c in &scenario.consumer_faults {
         world.arm_consumer(ConsumerFault {
             destination: c.destination.clone(),
+            operations: c.scope(&scenario.operations),
             times: c.times,
             apply: c.apply,
             status: c.status,

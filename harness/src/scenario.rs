@@ -209,6 +209,12 @@ pub struct PolicyFault {
 #[serde(deny_unknown_fields)]
 pub struct ConsumerFault {
     pub destination: String,
+    /// Only receipts of this operation; absent: any operation's.
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// Only receipts of operations of this tenant; absent: any tenant's.
+    #[serde(default)]
+    pub tenant: Option<String>,
     /// How many receipts fail; absent: all of them (a dead consumer).
     pub times: Option<u32>,
     #[serde(default = "default_fail_status")]
@@ -216,6 +222,19 @@ pub struct ConsumerFault {
     /// Whether the consumer applies the event before failing its answer.
     #[serde(default)]
     pub apply: bool,
+}
+
+impl ConsumerFault {
+    /// Whether the fault's scope takes in `op`'s receipts.
+    pub fn covers(&self, op: &Operation) -> bool {
+        self.operation.as_ref().is_none_or(|o| *o == op.id) && self.tenant.as_ref().is_none_or(|t| *t == op.tenant)
+    }
+
+    /// The operations whose receipts it takes in (`None`: any, even one not in the scenario).
+    pub fn scope(&self, operations: &[Operation]) -> Option<Vec<String>> {
+        (self.operation.is_some() || self.tenant.is_some())
+            .then(|| operations.iter().filter(|op| self.covers(op)).map(|op| op.id.clone()).collect())
+    }
 }
 
 /// A kill at a system-call crash point: the `occurrence`-th point of `kind` (`when` the call is
@@ -667,8 +686,27 @@ impl Scenario {
         for spanned in file.consumer_faults {
             let span = spanned.span();
             let c = spanned.into_inner();
-            if !operations.iter().any(|o| o.destinations.contains(&c.destination)) {
-                return Err(at(Some(span), format!("no operation delivers to `{}`", c.destination)));
+            if let Some(id) = &c.operation
+                && !operations.iter().any(|o| o.id == *id)
+            {
+                let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+                return Err(at(Some(span), unknown_word("operation", id, &ids)));
+            }
+            if let Some(tenant) = &c.tenant
+                && !operations.iter().any(|o| o.tenant == *tenant)
+            {
+                let mut tenants: Vec<&str> = operations.iter().map(|o| o.tenant.as_str()).collect();
+                tenants.dedup();
+                return Err(at(Some(span), unknown_word("tenant", tenant, &tenants)));
+            }
+            if !operations.iter().any(|o| o.destinations.contains(&c.destination) && c.covers(o)) {
+                let scope = match (&c.operation, &c.tenant) {
+                    (Some(o), Some(t)) => format!(" among the operations of `{o}` and tenant `{t}`"),
+                    (Some(o), None) => format!(": `{o}` does not"),
+                    (None, Some(t)) => format!(" among tenant `{t}`'s"),
+                    (None, None) => String::new(),
+                };
+                return Err(at(Some(span), format!("no operation delivers to `{}`{scope}", c.destination)));
             }
             consumer_faults.push(c);
         }
@@ -863,7 +901,16 @@ impl Scenario {
         scaled.faults.clear();
         scaled.lookup_faults.clear();
         scaled.policy_faults.clear();
+        // A consumer fault scoped to an operation or tenant follows each copy; one on a whole
+        // destination stays one, as before.
+        scaled.consumer_faults.retain(|c| c.operation.is_none() && c.tenant.is_none());
         for k in 1..=copies {
+            for fault in self.consumer_faults.iter().filter(|c| c.operation.is_some() || c.tenant.is_some()) {
+                let mut copy = fault.clone();
+                copy.operation = fault.operation.as_ref().map(|o| format!("{o}.{k}"));
+                copy.tenant = fault.tenant.as_ref().map(|t| format!("{t}.{k}"));
+                scaled.consumer_faults.push(copy);
+            }
             for op in &self.operations {
                 let mut copy = op.clone();
                 copy.id = format!("{}.{k}", op.id);
