@@ -151,3 +151,23 @@ fn certify_without_the_probe_reports_an_unseeable_kill_as_partial_not_as_a_failu
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("0 passed, 1 partial, 0 failed"), "{stdout}");
 }
+
+#[test]
+fn a_runtime_that_exits_at_start_has_its_last_output_printed_once_and_knock_ons_folded() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("exits");
+    std::fs::write(&runtime, "#!/bin/sh\necho 'fatal: no database' >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = killpoint()
+        .args(["certify", "--filter", "after_dispatch", "--runtime"])
+        .arg(&runtime)
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(stderr.matches("fatal: no database").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("✗ faults_reached").count(), 1, "{stderr}");
+    assert!(stderr.contains("5 fault(s) never reached because the run stopped early"), "{stderr}");
+}
