@@ -1140,7 +1140,7 @@ operation = "charge"
     fn provider_only_knobs_are_refused_elsewhere() {
         let err =
             parse(&OK.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"\naction = \"drop\"")).unwrap_err();
-        assert!(err.message.contains("only apply at `after_dispatch`"), "{}", err.message);
+        assert!(err.message.contains("only applies at `after_dispatch`"), "{}", err.message);
         let err = parse(&OK.replace("operation = \"charge\"\n", "operation = \"charge\"\nattempt = 2\n")).unwrap_err();
         assert!(err.message.contains("use `occurrence`"), "{}", err.message);
         let err = parse(&format!("{OK}action = \"delay\"\n")).unwrap_err();
