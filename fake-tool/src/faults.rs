@@ -267,3 +267,34 @@ pub(crate) fn injected(response: Injected) -> Option<Response> {
         Injected::Late(_) => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(operations: Option<&[&str]>, times: Option<u32>) -> ConsumerFault {
+        ConsumerFault {
+            destination: "mailer".into(),
+            operations: operations.map(|ops| ops.iter().map(|o| o.to_string()).collect()),
+            times,
+            apply: false,
+            status: 503,
+        }
+    }
+
+    #[test]
+    fn a_scoped_consumer_fault_is_not_used_up_by_another_operation() {
+        let faults = Faults::default();
+        faults.arm_consumer(fault(Some(&["charge"]), Some(1)));
+        faults.arm_consumer(fault(None, Some(1)));
+        assert_eq!(faults.consume_consumer("ledger", Some("ticket")), None, "another destination");
+        // The ticket's receipt takes the unscoped fault; the charge's is still there for it.
+        assert_eq!(faults.consume_consumer("mailer", Some("ticket")).unwrap().operations, None);
+        assert!(faults.consume_consumer("mailer", Some("ticket")).is_none());
+        assert!(faults.consume_consumer("mailer", Some("charge")).is_some());
+        assert!(faults.consume_consumer("mailer", Some("charge")).is_none());
+        // A receipt whose event names no operation matches no scoped fault.
+        faults.arm_consumer(fault(Some(&["charge"]), None));
+        assert!(faults.consume_consumer("mailer", None).is_none());
+    }
+}

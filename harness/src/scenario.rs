@@ -696,6 +696,7 @@ impl Scenario {
                 && !operations.iter().any(|o| o.tenant == *tenant)
             {
                 let mut tenants: Vec<&str> = operations.iter().map(|o| o.tenant.as_str()).collect();
+                tenants.sort();
                 tenants.dedup();
                 return Err(at(Some(span), unknown_word("tenant", tenant, &tenants)));
             }
@@ -1158,6 +1159,28 @@ operation = "charge"
         let policies: Vec<Option<&str>> = copies.policy_faults.iter().map(|p| p.operation.as_deref()).collect();
         assert_eq!(policies, [Some("charge.1"), None, Some("charge.2"), None]);
         assert_eq!(copies.faults[0].status, Some(503));
+    }
+
+    #[test]
+    fn consumer_faults_are_scoped_by_operation_and_tenant() {
+        let two = "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"set_status\"\ndestinations = [\"mailer\"]\nexpect = \"succeeded\"\n[[operation]]\nid = \"b\"\ntool = \"set_status\"\ndestinations = [\"mailer\"]\ntenant = \"globex\"\nexpect = \"succeeded\"\n";
+        let s = parse(&format!("{two}[[consumer_fault]]\ndestination = \"mailer\"\ntenant = \"globex\"\n")).unwrap();
+        assert_eq!(s.consumer_faults[0].scope(&s.operations), Some(vec!["b".to_owned()]));
+        let copies = s.with_copies(2);
+        let tenants: Vec<Option<&str>> = copies.consumer_faults.iter().map(|c| c.tenant.as_deref()).collect();
+        assert_eq!(tenants, [Some("globex.1"), Some("globex.2")]);
+        let err = parse(&format!(
+            "{two}[[consumer_fault]]\ndestination = \"mailer\"\noperation = \"a\"\ntenant = \"globex\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.message.contains("no operation delivers to `mailer` among the operations of `a` and tenant `globex`"),
+            "{}",
+            err.message
+        );
+        let err =
+            parse(&format!("{two}[[consumer_fault]]\ndestination = \"mailer\"\ntenant = \"globx\"\n")).unwrap_err();
+        assert!(err.message.contains("did you mean `globex`"), "{}", err.message);
     }
 
     #[test]
