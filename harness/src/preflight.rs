@@ -54,13 +54,12 @@ fn interpreter(program: &Path, line: &str) -> Result<(), String> {
     if !Path::new(first).is_file() {
         return Err(missing(format!("`{first}` does not exist")));
     }
-    if Path::new(first).file_name().is_some_and(|n| n == "env") {
-        // `env -S …` and options: only a plain `env NAME` is looked up.
-        if let Some(name) = words.next().filter(|w| !w.starts_with('-')) {
-            if on_path(name).is_none() {
-                return Err(missing(format!("`{name}` is not on PATH")));
-            }
-        }
+    // `env -S …` and options: only a plain `env NAME` is looked up.
+    if Path::new(first).file_name().is_some_and(|n| n == "env")
+        && let Some(name) = words.next().filter(|w| !w.starts_with('-'))
+        && on_path(name).is_none()
+    {
+        return Err(missing(format!("`{name}` is not on PATH")));
     }
     Ok(())
 }

@@ -64,7 +64,7 @@ impl ScenarioSet {
                 all.push(scenario);
             }
         }
-        all.sort_by(|a, b| name_of(a).cmp(&name_of(b)));
+        all.sort_by_key(name_of);
         Ok(all)
     }
 }
