@@ -171,3 +171,28 @@ fn a_runtime_that_exits_at_start_has_its_last_output_printed_once_and_knock_ons_
     assert_eq!(stderr.matches("✗ faults_reached").count(), 1, "{stderr}");
     assert!(stderr.contains("5 fault(s) never reached because the run stopped early"), "{stderr}");
 }
+
+/// Each scenario mistake issue 11 found blamed on the runtime is `killpoint check`'s error, at
+/// its file, line and column, before anything runs.
+#[test]
+fn check_points_at_each_mistake_that_used_to_be_blamed_on_the_runtime() {
+    const GOOD: &str = "description = \"x\"\n\n[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n\n[[fault]]\nat = \"after_dispatch\"\noperation = \"charge\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("deadline_zero", format!("deadline_seconds = 0\n{GOOD}")),
+        ("duplicate_destination", GOOD.replace("[\"ledger\"]", "[\"ledger\", \"ledger\"]")),
+        ("effect_elsewhere", GOOD.replace("\"after_dispatch\"", "\"before_dispatch\"\neffect = true")),
+        ("two_identical_faults", format!("{GOOD}\n[[fault]]\nat = \"after_dispatch\"\noperation = \"charge\"\n")),
+        (
+            "unknown_variant",
+            format!("{GOOD}\n[[catches]]\nbroken = \"blind-retyr\"\ninvariants = [\"no_blind_retry\"]\n"),
+        ),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
+    }
+    let output = killpoint().arg("check").arg(dir.path()).arg("--runtime").arg(reference_runtime()).output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    insta::assert_snapshot!(format!("{stderr}{stdout}").replace(&dir.path().display().to_string(), "DIR"));
+}
