@@ -77,10 +77,13 @@ pub enum Broken {
     /// The success and its outbox are written before the provider is called (a provisional
     /// result), the real result over it after: a crash between leaves a success nobody performed.
     ResultBeforeCall,
+    /// A destination the policy refuses is delivered to anyway: the refusal is read as concerning
+    /// new executions only, not the delivery of a result already obtained.
+    DeliverRefused,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 24] = [
+    pub const ALL: [Broken; 25] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -105,6 +108,7 @@ impl Broken {
         Self::NoFenceHeader,
         Self::FencedHangs,
         Self::ResultBeforeCall,
+        Self::DeliverRefused,
     ];
 
     pub fn name(self) -> &'static str {
@@ -133,6 +137,7 @@ impl Broken {
             Self::NoFenceHeader => "no-fence-header",
             Self::FencedHangs => "fenced-hangs",
             Self::ResultBeforeCall => "result-before-call",
+            Self::DeliverRefused => "deliver-refused",
         }
     }
 
@@ -165,6 +170,7 @@ impl Broken {
             Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
             Self::FencedHangs => "stops working when fenced, but never exits",
             Self::ResultBeforeCall => "writes the success before calling the provider",
+            Self::DeliverRefused => "delivers to a destination the policy refused",
         }
     }
 

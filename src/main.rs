@@ -45,7 +45,12 @@ const EXIT_USAGE: u8 = 2;
 /// What the command line asks for.
 enum Command {
     Help,
-    Run { broken: Option<Broken> },
+    /// `--list-broken`: one `name<TAB>description` line per broken variant, for `killpoint list
+    /// variants` and for checking a scenario's `[[catches]]` against the variants that exist.
+    ListBroken,
+    Run {
+        broken: Option<Broken>,
+    },
 }
 
 #[tokio::main]
@@ -60,6 +65,12 @@ async fn main() -> ExitCode {
     match command {
         Command::Help => {
             println!("{}", usage());
+            ExitCode::SUCCESS
+        }
+        Command::ListBroken => {
+            for broken in Broken::ALL {
+                println!("{}\t{}", broken.name(), broken.description());
+            }
             ExitCode::SUCCESS
         }
         Command::Run { broken } => match run(broken).await {
@@ -77,6 +88,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
     while let Some(arg) = args.next() {
         let name = match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
+            "--list-broken" => return Ok(Command::ListBroken),
             "--broken" => args.next().ok_or("--broken needs a variant name")?,
             other => match other.strip_prefix("--broken=") {
                 Some(name) => name.to_owned(),
@@ -104,6 +116,7 @@ fn usage() -> String {
     for broken in Broken::ALL {
         usage.push_str(&format!("    {:<20} {}\n", broken.name(), broken.description()));
     }
+    usage.push_str("--list-broken        print each variant's name and description, tab-separated, and exit\n");
     usage.push_str("-h, --help           show this help");
     usage
 }
@@ -188,5 +201,6 @@ mod tests {
         assert!(parse(&["--broken"]).is_err());
         assert!(parse(&["--frobnicate"]).is_err());
         assert!(matches!(parse(&["--help"]), Ok(Command::Help)));
+        assert!(matches!(parse(&["--list-broken"]), Ok(Command::ListBroken)));
     }
 }

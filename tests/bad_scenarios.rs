@@ -300,3 +300,47 @@ fn freeze_beside_other_operations_in_flight() {
     let err = error(&text);
     assert!(err.contains("needs `charge` alone in its wave"), "{err}");
 }
+
+// Issue 11: mistakes in the file that used to be accepted and then blamed on the runtime.
+
+#[test]
+fn effect_away_from_after_dispatch() {
+    insta::assert_snapshot!(error(&with("at = \"after_dispatch\"", "at = \"before_dispatch\"\neffect = true")));
+}
+
+#[test]
+fn two_faults_at_one_place() {
+    insta::assert_snapshot!(error(&format!("{GOOD}\n[[fault]]\nat = \"after_dispatch\"\noperation = \"charge\"\n")));
+}
+
+#[test]
+fn deadline_of_zero_seconds() {
+    insta::assert_snapshot!(error(&format!("deadline_seconds = 0\n{GOOD}")));
+}
+
+#[test]
+fn a_destination_listed_twice() {
+    insta::assert_snapshot!(error(&with("[\"ledger\"]", "[\"ledger\", \"mailer\", \"ledger\"]")));
+}
+
+#[test]
+fn catches_an_unknown_invariant() {
+    insta::assert_snapshot!(error(&format!(
+        "{GOOD}\n[[catches]]\nbroken = \"blind-retry\"\ninvariants = [\"no_blind_retries\"]\n"
+    )));
+}
+
+#[test]
+fn catches_an_unknown_broken_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let text = format!("{GOOD}\n[[catches]]\nbroken = \"blind-retyr\"\ninvariants = [\"no_blind_retry\"]\n");
+    std::fs::write(&path, &text).unwrap();
+    let scenario = Scenario::load(&path).unwrap();
+    let known: Vec<killpoint::variants::Variant> = ["blind-retry", "fresh-key"]
+        .into_iter()
+        .map(|name| killpoint::variants::Variant { name: name.into(), description: String::new() })
+        .collect();
+    let shown = scenario.check_catches(&known).unwrap_err().to_string();
+    insta::assert_snapshot!(shown.replace(&dir.path().display().to_string(), "scenarios"));
+}

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         None => (PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), true),
     };
     let suite = Suite {
-        scenarios: root.join("scenarios"),
+        scenarios: killpoint::ScenarioSet::dir(root.join("scenarios")),
         target: Target { program: program.clone(), args: Vec::new() },
         broken_variants: reference,
         options: RunOptions::default(),
@@ -85,6 +85,18 @@ fn snapshot_trace(scenario: &killpoint::Scenario, run: &killpoint::Run) -> Resul
     // Operations in flight together interleave differently from run to run: no one trace to pin.
     if scenario.waves().iter().any(|wave| wave.len() > 1) {
         return Ok(());
+    }
+    // A new scenario has no snapshot yet: say how to make one, rather than insta's generic failure.
+    let file = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"))
+        .join(format!("trace__{}.snap", scenario.name));
+    let updating = std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "always" || v == "new");
+    if !file.is_file() && !updating {
+        return Err(format!(
+            "`{name}` passed, but its trace has no snapshot yet. Make it with\n  INSTA_UPDATE=always cargo test -p killpoint-runtime --test scenarios -- --exact {name}\nthen read {} (it must not change when the trial is run again) and commit it.",
+            file.display(),
+            name = scenario.name
+        )
+        .into());
     }
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));

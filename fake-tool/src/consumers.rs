@@ -64,7 +64,7 @@ pub(crate) async fn receive(
             return stale.refuse(&consumers.ledger, Service::Consumer, operation, Some(destination), what);
         }
     };
-    let fault = consumers.faults.consume_consumer(&destination);
+    let fault = consumers.faults.consume_consumer(&destination, operation.as_deref());
     let apply = fault.as_ref().is_none_or(|f| f.apply);
     let status = fault.as_ref().and_then(|f| StatusCode::from_u16(f.status).ok()).unwrap_or(StatusCode::ACCEPTED);
 

@@ -118,6 +118,9 @@ pub struct ConsumerHold {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerFault {
     pub destination: String,
+    /// Only receipts for these operations (by the event's `operation_id`); `None`: any. The
+    /// harness turns a scenario's `operation` or `tenant` scope into this list.
+    pub operations: Option<Vec<String>>,
     /// How many receipts fail; `None` fails every one (a dead consumer).
     pub times: Option<u32>,
     /// Whether the consumer applies the event before failing the answer.
@@ -130,7 +133,8 @@ pub struct ConsumerFault {
 #[derive(Debug, Default)]
 pub struct Faults {
     provider: Mutex<HashMap<(String, u32), ProviderFault>>,
-    consumer: Mutex<HashMap<String, ConsumerFault>>,
+    /// In the order armed: a receipt counts down the first that matches it and has receipts left.
+    consumer: Mutex<Vec<ConsumerFault>>,
     holds: Mutex<HashMap<(String, String, u32), ConsumerHold>>,
     /// Lookup faults by operation, with the lookups left to spoil.
     lookup: Mutex<HashMap<String, LookupFault>>,
@@ -144,7 +148,7 @@ impl Faults {
     }
 
     pub fn arm_consumer(&self, fault: ConsumerFault) {
-        self.consumer.lock().expect("faults lock").insert(fault.destination.clone(), fault);
+        self.consumer.lock().expect("faults lock").push(fault);
     }
 
     pub fn arm_consumer_hold(&self, hold: ConsumerHold) {
@@ -193,18 +197,19 @@ impl Faults {
         self.provider.lock().expect("faults lock").remove(&(operation.to_owned(), call))
     }
 
-    /// The consumer fault to apply to this receipt, counting it down.
-    pub(crate) fn consume_consumer(&self, destination: &str) -> Option<ConsumerFault> {
+    /// The consumer fault to apply to this receipt (for `operation`, as the event names it),
+    /// counting it down.
+    pub(crate) fn consume_consumer(&self, destination: &str, operation: Option<&str>) -> Option<ConsumerFault> {
         let mut faults = self.consumer.lock().expect("faults lock");
-        let fault = faults.get_mut(destination)?;
-        match &mut fault.times {
-            Some(0) => None,
-            Some(n) => {
-                *n -= 1;
-                Some(fault.clone())
-            }
-            None => Some(fault.clone()),
+        let fault = faults.iter_mut().find(|f| {
+            f.destination == destination
+                && f.times != Some(0)
+                && f.operations.as_ref().is_none_or(|ops| operation.is_some_and(|o| ops.iter().any(|x| x == o)))
+        })?;
+        if let Some(n) = &mut fault.times {
+            *n -= 1;
         }
+        Some(fault.clone())
     }
 }
 
@@ -260,5 +265,36 @@ pub(crate) fn injected(response: Injected) -> Option<Response> {
         Injected::Dropped => Some(dropped()),
         Injected::Garbage => Some(garbage()),
         Injected::Late(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(operations: Option<&[&str]>, times: Option<u32>) -> ConsumerFault {
+        ConsumerFault {
+            destination: "mailer".into(),
+            operations: operations.map(|ops| ops.iter().map(|o| o.to_string()).collect()),
+            times,
+            apply: false,
+            status: 503,
+        }
+    }
+
+    #[test]
+    fn a_scoped_consumer_fault_is_not_used_up_by_another_operation() {
+        let faults = Faults::default();
+        faults.arm_consumer(fault(Some(&["charge"]), Some(1)));
+        faults.arm_consumer(fault(None, Some(1)));
+        assert_eq!(faults.consume_consumer("ledger", Some("ticket")), None, "another destination");
+        // The ticket's receipt takes the unscoped fault; the charge's is still there for it.
+        assert_eq!(faults.consume_consumer("mailer", Some("ticket")).unwrap().operations, None);
+        assert!(faults.consume_consumer("mailer", Some("ticket")).is_none());
+        assert!(faults.consume_consumer("mailer", Some("charge")).is_some());
+        assert!(faults.consume_consumer("mailer", Some("charge")).is_none());
+        // A receipt whose event names no operation matches no scoped fault.
+        faults.arm_consumer(fault(Some(&["charge"]), None));
+        assert!(faults.consume_consumer("mailer", None).is_none());
     }
 }

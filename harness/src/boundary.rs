@@ -82,6 +82,21 @@ impl Boundary {
         }
     }
 
+    /// Where the boundary sits (CONTRACT.md section 7), in one line (`killpoint list boundaries`).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Boundary::AfterSubmit => {
+                "the runtime answered 202 to the operation's first submission (intent must be durable)"
+            }
+            Boundary::BeforeDispatch => "intent durable, attempt allowed, not yet DISPATCHED, provider not called",
+            Boundary::AfterDispatch => "provider received the attempt (applied it if `effect`), answer held",
+            Boundary::AfterProviderSuccess => "runtime has the provider's success in memory only",
+            Boundary::AfterResultWrite => "success and outbox committed, nothing delivered",
+            Boundary::AfterDeliverySend => "consumer answered 2xx, ACK not written",
+            Boundary::AfterPolicyRevocation => "refusal by policy committed",
+        }
+    }
+
     pub fn site(self) -> Site {
         match self {
             Boundary::AfterSubmit => Site::Client,

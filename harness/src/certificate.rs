@@ -100,9 +100,12 @@ pub struct MatrixCell {
     pub cell: Cell,
 }
 
-/// SHA-256 of a file, hex.
+/// SHA-256 of a file, hex; of the embedded text for a standard scenario (`<standard>/…`).
 pub fn sha256_file(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = match crate::standard::text_of(path) {
+        Some(text) => text.as_bytes().to_vec(),
+        None => std::fs::read(path).ok()?,
+    };
     Some(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }
 

@@ -168,12 +168,25 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             evidence: Vec::new(),
         });
     }
+    // After a run that stopped early, every fault not yet reached is a knock-on of that one
+    // cause: one line says so, the faults are its evidence.
+    let mut knock_on = Vec::new();
     for (i, (f, hit)) in scenario.faults.iter().zip(&run.hits).enumerate() {
         if *hit != Hit::NotReached || gave_up_before(scenario, f, run) {
             continue;
         }
         let destination = f.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
         let attempt = f.attempt.map(|a| format!(", attempt {a}")).unwrap_or_default();
+        if run.aborted.is_some() {
+            knock_on.push(format!(
+                "fault {} (`{}` of `{}`{destination}, occurrence {}{attempt})",
+                i + 1,
+                f.at,
+                f.operation,
+                f.occurrence
+            ));
+            continue;
+        }
         violations.push(Violation {
             invariant: Invariant::FaultsReached,
             operation: Some(f.operation.clone()),
@@ -185,6 +198,17 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
                 f.occurrence
             ),
             evidence: Vec::new(),
+        });
+    }
+    if !knock_on.is_empty() {
+        violations.push(Violation {
+            invariant: Invariant::FaultsReached,
+            operation: None,
+            message: format!(
+                "{} fault(s) never reached because the run stopped early (see `settled`), so their boundaries were not exercised",
+                knock_on.len()
+            ),
+            evidence: knock_on,
         });
     }
     for op in &scenario.operations {
@@ -646,7 +670,8 @@ fn delivered_once(
     for destination in &op.destinations {
         // A consumer the scenario kills for good cannot be delivered to; truthful_status checks
         // the runtime says so (DEAD_LETTERED).
-        let dead = scenario.consumer_faults.iter().any(|c| c.destination == *destination && c.times.is_none());
+        let dead =
+            scenario.consumer_faults.iter().any(|c| c.destination == *destination && c.times.is_none() && c.covers(op));
         if revoked.contains(destination.as_str()) || dead {
             continue;
         }

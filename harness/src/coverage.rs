@@ -10,7 +10,7 @@ use crate::invariant::Invariant;
 use serde::Serialize;
 
 /// The contract, as compiled into this harness.
-pub const CONTRACT_TEXT: &str = include_str!("../../CONTRACT.md");
+pub const CONTRACT_TEXT: &str = include_str!("../CONTRACT.md");
 
 /// How a rule is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -590,7 +590,8 @@ mod tests {
     use crate::scenario::Scenario;
 
     fn standard_scenarios() -> Vec<Scenario> {
-        Scenario::load_dir(&crate::trials::standard_scenarios())
+        crate::standard::ScenarioSet::standard()
+            .load()
             .expect("scenarios dir")
             .into_iter()
             .collect::<Result<_, _>>()

@@ -500,6 +500,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     for c in &scenario.consumer_faults {
         world.arm_consumer(ConsumerFault {
             destination: c.destination.clone(),
+            operations: c.scope(&scenario.operations),
             times: c.times,
             apply: c.apply,
             status: c.status,
@@ -591,7 +592,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             .faults
             .iter()
             .map(|f| {
-                if reachable(f, probe) || (tracer_reaches && by_tracer(f)) { Hit::NotReached } else { Hit::NeedsProbe }
+                let reached = reachable(scenario, f, probe) || (tracer_reaches && by_tracer(f));
+                if reached { Hit::NotReached } else { Hit::NeedsProbe }
             })
             .collect(),
         client: Client::new(&first.api),
@@ -998,7 +1000,18 @@ fn by_tracer(fault: &crate::scenario::Fault) -> bool {
 }
 
 /// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
-fn reachable(fault: &crate::scenario::Fault, probe: bool) -> bool {
+fn reachable(scenario: &Scenario, fault: &crate::scenario::Fault, probe: bool) -> bool {
+    // Without the probe, `after_provider_success` is seen from outside as the provider's answer
+    // to call `occurrence`. A fault at `after_dispatch` on the same operation spoils that view:
+    // it takes a call whose answer is no success (the approximate kill fired on it and pre-empted
+    // the exact one), and after it a lookup may find the effect without any call. No outside
+    // point stands for the boundary then: it is not exercised, never "not reached".
+    if fault.at == Boundary::AfterProviderSuccess
+        && !probe
+        && scenario.faults.iter().any(|g| g.at == Boundary::AfterDispatch && g.operation == fault.operation)
+    {
+        return false;
+    }
     // Only the probe holds a runtime still at the boundary to freeze it there.
     if fault.action == Action::Freeze {
         return probe;
@@ -1056,7 +1069,7 @@ fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool) {
                 revocations: if fault.action == Action::Kill { Vec::new() } else { revocations(scenario, fault) },
             }),
             Boundary::AfterProviderSuccess
-                if !probe && !(tracer_reaches && by_tracer(fault)) && reachable(fault, probe) =>
+                if !probe && !(tracer_reaches && by_tracer(fault)) && reachable(scenario, fault, probe) =>
             {
                 world.arm_provider(ProviderFault {
                     operation: fault.operation.clone(),
@@ -1067,12 +1080,14 @@ fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool) {
                     revocations: Vec::new(),
                 })
             }
-            Boundary::AfterDeliverySend if !probe && reachable(fault, probe) => world.arm_consumer_hold(ConsumerHold {
-                operation: fault.operation.clone(),
-                destination: fault.destination.clone().expect("validated: delivery faults name a destination"),
-                receipt: fault.occurrence,
-                tag,
-            }),
+            Boundary::AfterDeliverySend if !probe && reachable(scenario, fault, probe) => {
+                world.arm_consumer_hold(ConsumerHold {
+                    operation: fault.operation.clone(),
+                    destination: fault.destination.clone().expect("validated: delivery faults name a destination"),
+                    receipt: fault.occurrence,
+                    tag,
+                })
+            }
             _ => {}
         }
     }

@@ -123,6 +123,39 @@ impl Invariant {
         }
     }
 
+    /// One line: what the invariant proves (`killpoint list invariants`).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Invariant::AtMostOnce => "at most one side effect per operation (but for safely_repeatable tools)",
+            Invariant::StableProviderKey => "one idempotency key per operation at the provider",
+            Invariant::StableDeliveryKey => "one idempotency key per operation and destination at each consumer",
+            Invariant::NoBlindRetry => {
+                "after an unknown outcome, a lookup before any new attempt; none for a tool without lookup"
+            }
+            Invariant::NoExecutionForDelivery => {
+                "nothing reaches the provider for an operation whose success was confirmed"
+            }
+            Invariant::DeliveredOnce => {
+                "every success applied exactly once by every permitted destination, with the real result"
+            }
+            Invariant::PolicyRespected => {
+                "no attempt or delivery a revocation in force forbids; refusals keep their audit trail"
+            }
+            Invariant::PolicyChecked => "every provider call and consumer receipt follows a fresh Allowed check",
+            Invariant::DeliveryBackoff => "a retried delivery waits RETRY_BASE_MS x 2^(n-1) after its n-th send",
+            Invariant::DeadLetterBound => "a dead-lettered delivery was received exactly DELIVERY_MAX_ATTEMPTS times",
+            Invariant::Settled => "every operation settles within the deadline after the last restart",
+            Invariant::TruthfulStatus => "what the runtime reports agrees with the ledgers",
+            Invariant::ExpectedOutcome => "each operation ends as its scenario expects",
+            Invariant::FaultsReached => "every fault of the scenario was reached",
+            Invariant::IntentDurable => "an accepted operation is never unknown to the runtime afterwards",
+            Invariant::IdempotentSubmission => {
+                "submission is idempotent by operation id (200 same body, 409 other, 400 malformed)"
+            }
+            Invariant::Fenced => "an outlived incarnation sends and commits nothing more, and exits",
+        }
+    }
+
     pub fn from_name(name: &str) -> Result<Invariant, String> {
         Invariant::ALL.into_iter().find(|i| i.as_str() == name).ok_or_else(|| {
             let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.as_str()).collect();

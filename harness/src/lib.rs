@@ -2,7 +2,7 @@
 //! ledgers, that no crash became a duplicate side effect, a lost delivery or a policy breach.
 //!
 //! - [`boundary`]: the boundaries (where kills land). [`invariant`]: what is proven.
-//! - [`scenario`]: scenario files. [`driver`]: runs one against a runtime. [`checker`]: judges.
+//! - [`scenario`]: scenario files; [`standard`]: the standard ones, embedded. [`driver`]: runs one against a runtime. [`checker`]: judges.
 //! - [`incarnation`]: one life of the runtime process (process group, PDEATHSIG, kill sweep).
 //!   [`probe`]: the harness end of the boundary probe. [`client`]: the runtime's API.
 //! - [`report`]: tables and failure stories. [`certificate`]: JSON and JUnit certificates.
@@ -22,16 +22,19 @@ pub mod driver;
 pub mod explore;
 pub mod incarnation;
 pub mod invariant;
+pub mod preflight;
 pub mod probe;
 pub mod random;
 pub mod report;
 pub mod scenario;
 pub mod scenario_file;
+pub mod standard;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod syscalls;
 pub mod trace;
 pub mod traced;
 pub mod trials;
+pub mod variants;
 
 pub use boundary::Boundary;
 pub use checker::{Verdict, Violation, check};
@@ -39,6 +42,7 @@ pub use driver::{Happening, Hit, Run, RunOptions};
 pub use incarnation::Target;
 pub use invariant::Invariant;
 pub use scenario::Scenario;
+pub use standard::ScenarioSet;
 
 /// Runs one scenario to a verdict on a fresh single-threaded tokio runtime.
 ///

@@ -1,195 +1,323 @@
-//! The `killpoint` command line.
+//! The `killpoint` command line (clap): `killpoint help`, `killpoint help <command>`.
 //!
 //! ```text
 //! killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
-//! killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint bench [SCENARIO.toml] [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint check FILES…
+//! killpoint list boundaries|tools|invariants|variants
+//! killpoint completions bash|zsh|fish
 //! ```
 //! `certify` runs every scenario against the runtime and prints the scenario × verdict ×
 //! invariants table; it exits 0 only if every scenario passes. `bench` runs the whole matrix N
 //! times and reports pass counts and timings (suite wall time, kill → restarted, kill →
 //! recovered): the speed figures live here, not in timed tests.
+//!
+//! The parsed options are plain structs (`CertifyArgs`, `RuntimeArgs`, `OutputArgs`, …): a new
+//! flag is one field with its doc comment, which is its help line.
 
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use killpoint::certificate::{self, Certificate};
-use killpoint::{RunOptions, Scenario, Target, Verdict, report, run_scenario};
+use killpoint::{RunOptions, Scenario, ScenarioSet, Target, Verdict, report, run_scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage:
-  killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]        every scenario; the scenario and boundary × tool kind tables
-  killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]  one scenario
-  killpoint bench [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]   the matrix N times (default 10): pass counts and timings,
-                      and the certification overhead (certify ÷ the same workloads without faults)
-  killpoint bench SCENARIO.toml [--runs N] [--depth 1|2] [--jobs N] [-- RUNTIME_ARGS…]
-                      explore the workload N times: crash points per second, kill -> recovered
-  killpoint explore SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
-                      kill the workload at every boundary occurrence it passes (its hand-placed kills
-                      are dropped, its world faults kept); each failure is written as a scenario file
-  killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
-                      N drawn workloads and fault schedules (default 100, from seed S, default a new
-                      one); the first that fails is shrunk and written to DIR as a scenario file
+const EXIT_STATUS: &str =
+    "exit status: 0 when no scenario failed, 1 when one did, 2 for a usage or scenario-file error";
 
-options:
-  --runtime PATH      the runtime to certify (default: killpoint-runtime built beside this binary)
-  --scenarios DIR     the scenario directory (default: ./scenarios)
-  --filter TEXT       only scenarios whose name contains TEXT
-  --operations N      run each scenario's workload N times over (default 1)
-  --no-probe          certify as a black box: no KILLPOINT_PROBE_SOCKET
-  --keep-artifacts    keep every data dir and log, not only those of failures
-  --json PATH         write the JSON certificate (docs/report.md) to PATH
-  --junit PATH        write JUnit XML to PATH
-  --jobs N            scenarios (certify) or cases (explore) run at once (default: the number of cores)
-
-explore options:
-  --depth 1|2         2: also kill at every crash point of each kill's recovery (default 1)
-  --shard K/N         only the cases whose names hash into shard K of N (a stable hash, like
-                      `cargo nextest run --partition hash:K/N` for the trials); unpruned, so the
-                      N shards together run every case exactly once
-  --out DIR           where failing cases are written as scenario files (default ./killpoint-found)
-  --points boundaries|syscalls
-                      explore: where the crash points are: every named boundary occurrence
-                      (default), or every sync, rename, unlink, request and answer of the runtime's
-                      system calls (Linux x86_64, through killpoint-tracer: no probe needed).
-                      certify/run/bench: `syscalls` runs the runtime under killpoint-tracer,
-                      which with --no-probe reaches every boundary exactly (CONTRACT.md section 7)
-  --first-failure     stop at the first failing case
-  --quiet             no progress, only the summary
-
-random options (--out as for explore):
-  --cases N           schedules to draw (default 100)
-  --seed S            the search's seed: the same seed draws and shrinks the same cases
-
-exit status: 0 when no scenario failed, 1 when one did, 2 for a usage or scenario-file error.";
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Command {
-    Certify,
-    Run,
-    Bench,
-    Random,
-    Explore,
-}
-
-struct Args {
+#[derive(Parser, Debug)]
+#[command(
+    name = "killpoint",
+    version,
+    about = "SIGKILLs an agent runtime at named boundaries and proves no crash became a duplicate side effect, a lost delivery or a policy breach",
+    after_help = EXIT_STATUS,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
     command: Command,
-    scenario: Option<PathBuf>,
-    runtime: Option<PathBuf>,
-    scenarios: PathBuf,
-    filter: Option<String>,
-    keep: bool,
-    runs: u32,
-    copies: u32,
-    probe: bool,
-    json: Option<PathBuf>,
-    junit: Option<PathBuf>,
-    runtime_args: Vec<String>,
-    cases: u32,
-    seed: Option<u64>,
-    depth: u8,
-    jobs: Option<usize>,
-    shard: Option<(u64, u64)>,
-    out: PathBuf,
-    first_failure: bool,
-    quiet: bool,
-    points: killpoint::explore::Points,
 }
 
-fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
-    let command = match raw.next().as_deref() {
-        Some("certify") => Command::Certify,
-        Some("run") => Command::Run,
-        Some("bench") => Command::Bench,
-        Some("random") => Command::Random,
-        Some("explore") => Command::Explore,
-        Some("-h" | "--help") => return Err(String::new()),
-        Some(other) => {
-            return Err(format!(
-                "unknown command `{other}`; expected `certify`, `run`, `bench`, `explore` or `random`"
-            ));
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Every scenario against the runtime: the scenario and boundary × tool kind tables
+    #[command(after_help = concat!(
+        "examples:\n",
+        "  killpoint certify --runtime ./target/debug/my-runtime\n",
+        "  killpoint certify --runtime ./my-runtime --scenarios ./killpoint-scenarios   # the standard ones and yours\n",
+        "  killpoint certify --runtime ./my-runtime --scenarios ./mine --no-standard     # yours alone\n",
+        "  killpoint certify --filter delivery --json report.json --junit junit.xml\n",
+        "  killpoint certify -- --broken blind-retry          # arguments after -- go to the runtime\n\n",
+        "exit status: 0 when no scenario failed, 1 when one did, 2 for a usage or scenario-file error"
+    ))]
+    Certify(CertifyArgs),
+    /// One scenario file; against the reference runtime, also its [[catches]] (each broken variant must be caught)
+    #[command(after_help = concat!(
+        "examples:\n",
+        "  killpoint run scenarios/after_dispatch.toml\n",
+        "  killpoint run killpoint-found/after_dispatch.x.toml --runtime ./my-runtime --no-probe\n\n",
+        "exit status: 0 when the scenario passed (and every [[catches]] was caught), 1 when not, 2 for a usage or scenario-file error"
+    ))]
+    Run(RunArgs),
+    /// The matrix N times: pass counts, timings and the certification overhead; with a scenario file, explore its workload N times
+    #[command(after_help = concat!(
+        "examples:\n",
+        "  killpoint bench --runs 20\n",
+        "  killpoint bench scenarios/concurrent_wave.toml --runs 5 --depth 2\n\n",
+        "exit status: 0 when no run failed, 1 when one did, 2 for a usage or scenario-file error"
+    ))]
+    Bench(BenchArgs),
+    /// Kill the workload at every boundary occurrence it passes; each failure is written as a scenario file
+    #[command(after_help = concat!(
+        "The scenario's hand-placed kills are dropped, its world faults kept.\n\n",
+        "examples:\n",
+        "  killpoint explore scenarios/concurrent_wave.toml --depth 2\n",
+        "  killpoint explore scenarios/after_dispatch.toml --shard 1/4 --out found/\n",
+        "  killpoint explore scenarios/after_dispatch.toml --points syscalls --first-failure\n\n",
+        "exit status: 0 when no case failed, 1 when one did, 2 for a usage or scenario-file error"
+    ))]
+    Explore(ExploreArgs),
+    /// N drawn workloads and fault schedules; the first that fails is shrunk and written as a scenario file
+    #[command(after_help = concat!(
+        "examples:\n",
+        "  killpoint random --cases 500\n",
+        "  killpoint random --seed 1234 --out found/     # the same seed draws and shrinks the same cases\n\n",
+        "exit status: 0 when every case passed, 1 when one failed, 2 for a usage error"
+    ))]
+    Random(RandomArgs),
+    /// Validate scenario files without running anything (for editors and pre-commit hooks)
+    #[command(after_help = concat!(
+        "Each mistake is printed as FILE:LINE:COL: message. The [[catches]] variant names are checked\n",
+        "against the reference runtime's --broken variants when it is found (--runtime, or beside this binary).\n\n",
+        "examples:\n",
+        "  killpoint check scenarios/*.toml\n",
+        "  killpoint check killpoint-scenarios/\n\n",
+        "exit status: 0 when every file is valid, 2 when one is not"
+    ))]
+    Check(CheckArgs),
+    /// Print the tables scenarios/README.md documents, from the code
+    #[command(after_help = concat!(
+        "examples:\n",
+        "  killpoint list boundaries\n",
+        "  killpoint list variants --runtime ./target/debug/killpoint-runtime"
+    ))]
+    List(ListArgs),
+    /// Shell completions on stdout
+    #[command(after_help = concat!(
+        "examples:\n",
+        "  killpoint completions bash > ~/.local/share/bash-completion/completions/killpoint\n",
+        "  killpoint completions zsh > ~/.zfunc/_killpoint\n",
+        "  killpoint completions fish > ~/.config/fish/completions/killpoint.fish"
+    ))]
+    Completions(CompletionsArgs),
+}
+
+/// The runtime under test and how it is started.
+#[derive(Args, Debug, Clone)]
+struct RuntimeArgs {
+    /// The runtime to certify (default: killpoint-runtime built beside this binary)
+    #[arg(long, value_name = "PATH")]
+    runtime: Option<PathBuf>,
+    /// Certify as a black box: no KILLPOINT_PROBE_SOCKET
+    #[arg(long)]
+    no_probe: bool,
+    /// Arguments for the runtime, after `--`
+    #[arg(last = true, value_name = "RUNTIME_ARGS")]
+    runtime_args: Vec<String>,
+}
+
+/// Which scenarios a run certifies.
+#[derive(Args, Debug, Clone)]
+struct ScenarioArgs {
+    /// Also every *.toml in DIR (repeatable); a file named like a standard scenario takes its place
+    #[arg(long, value_name = "DIR")]
+    scenarios: Vec<PathBuf>,
+    /// Leave the embedded standard scenarios out: only those of --scenarios
+    #[arg(long, requires = "scenarios")]
+    no_standard: bool,
+    /// Only scenarios whose name contains TEXT
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+}
+
+/// What a certification writes besides its tables.
+#[derive(Args, Debug, Clone)]
+struct OutputArgs {
+    /// Keep every data dir and log, not only those of failures
+    #[arg(long)]
+    keep_artifacts: bool,
+    /// Write the JSON certificate (docs/report.md) to PATH
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write JUnit XML to PATH
+    #[arg(long, value_name = "PATH")]
+    junit: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+struct CertifyArgs {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    select: ScenarioArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Run each scenario's workload N times over
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    operations: u32,
+    /// Scenarios run at once (default: the number of cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
+    /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
+    #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
+    points: PointsArg,
+}
+
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    /// The scenario file
+    #[arg(value_name = "SCENARIO.toml")]
+    scenario: PathBuf,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Run the scenario's workload N times over
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    operations: u32,
+    /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
+    #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
+    points: PointsArg,
+}
+
+#[derive(Args, Debug, Clone)]
+struct BenchArgs {
+    /// Explore this scenario's workload instead of running the matrix
+    #[arg(value_name = "SCENARIO.toml")]
+    scenario: Option<PathBuf>,
+    /// How many times
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    select: ScenarioArgs,
+    /// Run each scenario's workload N times over
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    operations: u32,
+    #[command(flatten)]
+    explore: ExploreKnobs,
+}
+
+/// How an exploration is done (`explore`, and `bench SCENARIO.toml`).
+#[derive(Args, Debug, Clone)]
+struct ExploreKnobs {
+    /// 2: also kill at every crash point of each kill's recovery
+    #[arg(long, value_name = "1|2", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    depth: u8,
+    /// Cases run at once (default: the number of cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
+    /// Where the crash points are: every named boundary occurrence, or every sync, rename, unlink, request and answer of the runtime's system calls (Linux x86_64, through killpoint-tracer: no probe needed). `bench` without a scenario: run the matrix under the tracer, and say what tracing costs
+    #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
+    points: PointsArg,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum PointsArg {
+    Boundaries,
+    Syscalls,
+}
+
+impl From<PointsArg> for killpoint::explore::Points {
+    fn from(p: PointsArg) -> Self {
+        match p {
+            PointsArg::Boundaries => killpoint::explore::Points::Boundaries,
+            PointsArg::Syscalls => killpoint::explore::Points::Syscalls,
         }
-        None => return Err("expected a command: `certify`, `run`, `bench`, `explore` or `random`".into()),
-    };
-    let mut args = Args {
-        command,
-        scenario: None,
-        runtime: None,
-        scenarios: PathBuf::from("scenarios"),
-        filter: None,
-        keep: false,
-        runs: 10,
-        copies: 1,
-        probe: true,
-        json: None,
-        junit: None,
-        runtime_args: Vec::new(),
-        cases: 100,
-        seed: None,
-        depth: 1,
-        jobs: None,
-        shard: None,
-        out: PathBuf::from("killpoint-found"),
-        first_failure: false,
-        quiet: false,
-        points: killpoint::explore::Points::Boundaries,
-    };
-    while let Some(arg) = raw.next() {
-        let mut value = |flag: &str| raw.next().ok_or(format!("{flag} expects a value"));
-        match arg.as_str() {
-            "--runtime" => args.runtime = Some(value("--runtime")?.into()),
-            "--scenarios" => args.scenarios = value("--scenarios")?.into(),
-            "--filter" => args.filter = Some(value("--filter")?),
-            "--keep-artifacts" => args.keep = true,
-            "--runs" => args.runs = positive("--runs", value("--runs")?)?,
-            "--operations" => args.copies = positive("--operations", value("--operations")?)?,
-            "--no-probe" => args.probe = false,
-            "--json" => args.json = Some(value("--json")?.into()),
-            "--junit" => args.junit = Some(value("--junit")?.into()),
-            "--cases" if command == Command::Random => args.cases = positive("--cases", value("--cases")?)?,
-            "--seed" if command == Command::Random => {
-                let seed = value("--seed")?;
-                args.seed = Some(seed.parse().map_err(|_| format!("--seed expects a number, found `{seed}`"))?);
-            }
-            "--depth" => {
-                args.depth = match value("--depth")?.as_str() {
-                    "1" => 1,
-                    "2" => 2,
-                    other => return Err(format!("--depth expects 1 or 2, found `{other}`")),
-                }
-            }
-            "--jobs" => args.jobs = Some(positive("--jobs", value("--jobs")?)? as usize),
-            "--shard" => args.shard = Some(shard(&value("--shard")?)?),
-            "--out" => args.out = value("--out")?.into(),
-            "--first-failure" => args.first_failure = true,
-            "--points" => {
-                args.points = match value("--points")?.as_str() {
-                    "boundaries" => killpoint::explore::Points::Boundaries,
-                    "syscalls" => killpoint::explore::Points::Syscalls,
-                    other => return Err(format!("--points expects `boundaries` or `syscalls`, found `{other}`")),
-                }
-            }
-            "--quiet" => args.quiet = true,
-            "--" => args.runtime_args = raw.by_ref().collect(),
-            "-h" | "--help" => return Err(String::new()),
-            other
-                if matches!(command, Command::Run | Command::Explore | Command::Bench)
-                    && args.scenario.is_none()
-                    && !other.starts_with('-') =>
-            {
-                args.scenario = Some(other.into());
-            }
-            other => return Err(format!("unexpected argument `{other}`")),
-        }
     }
-    if command == Command::Run && args.scenario.is_none() {
-        return Err("`run` expects a scenario file".into());
-    }
-    if command == Command::Explore && args.scenario.is_none() {
-        return Err("`explore` expects a scenario file: its workload is explored".into());
-    }
-    Ok(args)
+}
+
+#[derive(Args, Debug, Clone)]
+struct ExploreArgs {
+    /// The scenario whose workload is explored
+    #[arg(value_name = "SCENARIO.toml")]
+    scenario: PathBuf,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    knobs: ExploreKnobs,
+    /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`); unpruned, so the N shards together run every case exactly once
+    #[arg(long, value_name = "K/N", value_parser = shard)]
+    shard: Option<(u64, u64)>,
+    /// Where failing cases are written as scenario files
+    #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
+    out: PathBuf,
+    /// Stop at the first failing case
+    #[arg(long)]
+    first_failure: bool,
+    /// No progress, only the summary
+    #[arg(long)]
+    quiet: bool,
+    /// Run the scenario's workload N times over
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    operations: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+struct RandomArgs {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// Schedules to draw
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    cases: u32,
+    /// The search's seed (default: a new one): the same seed draws and shrinks the same cases
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Where the shrunk failing case is written as a scenario file
+    #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+struct CheckArgs {
+    /// Scenario files, or directories of them
+    #[arg(value_name = "FILES", required = true)]
+    files: Vec<PathBuf>,
+    /// The reference runtime whose --broken variants [[catches]] may name (default: beside this binary, if there)
+    #[arg(long, value_name = "PATH")]
+    runtime: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ListArgs {
+    /// Which table
+    #[arg(value_enum)]
+    table: Table,
+    /// `variants`: the reference runtime to ask (default: beside this binary)
+    #[arg(long, value_name = "PATH")]
+    runtime: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    /// Where faults land ([[fault]] `at`)
+    Boundaries,
+    /// The provider's tools and their kinds ([[operation]] `tool`)
+    Tools,
+    /// What the checker proves ([[catches]] `invariants`)
+    Invariants,
+    /// The reference runtime's broken variants ([[catches]] `broken`)
+    Variants,
+}
+
+#[derive(Args, Debug, Clone)]
+struct CompletionsArgs {
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 /// `K/N` with 1 <= K <= N.
@@ -197,11 +325,16 @@ fn shard(value: &str) -> Result<(u64, u64), String> {
     let parsed = value.split_once('/').and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
     parsed
         .filter(|&(k, n)| k >= 1 && k <= n)
-        .ok_or(format!("--shard expects K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
+        .ok_or(format!("expected K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
 }
 
-fn positive(flag: &str, value: String) -> Result<u32, String> {
-    value.parse().ok().filter(|n| *n > 0).ok_or(format!("{flag} expects a positive number, found `{value}`"))
+/// A usage or scenario-file error: printed as `killpoint: …`, exit status 2.
+struct Usage(String);
+
+impl<T: Into<String>> From<T> for Usage {
+    fn from(message: T) -> Usage {
+        Usage(message.into())
+    }
 }
 
 /// Ctrl-C (or SIGTERM) mid-run: say where the unfinished run's data dir and logs are, then exit.
@@ -229,85 +362,249 @@ fn on_interrupt() {
 
 fn main() -> ExitCode {
     on_interrupt();
-    let args = match parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) if e.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("killpoint: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
+    // clap prints usage errors (with suggestions) and exits 2; --help and --version exit 0.
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Certify(args) => certify_command(&args),
+        Command::Run(args) => run_command(&args),
+        Command::Bench(args) => bench_command(&args),
+        Command::Explore(args) => explore_command(&args),
+        Command::Random(args) => target(&args.runtime).map(|t| random(&t, &args)),
+        Command::Check(args) => check(&args),
+        Command::List(args) => list(&args),
+        Command::Completions(args) => {
+            clap_complete::generate(args.shell, &mut Cli::command(), "killpoint", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
         }
     };
-    let Some(program) = args.runtime.clone().or_else(killpoint::reference_runtime) else {
-        eprintln!(
-            "killpoint: no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`"
-        );
-        return ExitCode::from(2);
-    };
-    if !program.is_file() {
-        eprintln!("killpoint: the runtime `{}` does not exist or is not a file", program.display());
-        return ExitCode::from(2);
-    }
-    let target = Target { program, args: args.runtime_args.clone() };
-    if args.command == Command::Random {
-        return random(&target, &args);
-    }
+    result.unwrap_or_else(|Usage(message)| {
+        eprintln!("killpoint: {message}");
+        ExitCode::from(2)
+    })
+}
 
-    let loaded: Vec<Result<Scenario, String>> = match &args.scenario {
-        Some(path) => vec![Scenario::load(path).map_err(|e| e.to_string())],
-        None => match Scenario::load_dir(&args.scenarios) {
-            Ok(all) => all.into_iter().map(|s| s.map_err(|e| e.to_string())).collect(),
-            Err(e) => {
-                eprintln!("killpoint: cannot read {}: {e}", args.scenarios.display());
-                return ExitCode::from(2);
-            }
-        },
+/// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
+/// `--broken` variant it has): one message, rather than the same failure in every scenario.
+fn target(args: &RuntimeArgs) -> Result<Target, Usage> {
+    let Some(program) = args.runtime.clone().or_else(killpoint::reference_runtime) else {
+        return Err(
+            "no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`"
+                .into(),
+        );
     };
-    let mut scenarios = Vec::new();
-    for s in loaded {
-        match s {
-            Ok(s) if args.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) => {
-                scenarios.push(s.with_copies(args.copies))
-            }
-            Ok(_) => {}
-            Err(e) => {
-                // A scenario that cannot be read is a failed certification, not a skipped one.
-                eprintln!("killpoint: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if scenarios.is_empty() {
-        eprintln!("killpoint: no scenario to run (directory {}, filter {:?})", args.scenarios.display(), args.filter);
-        return ExitCode::from(2);
-    }
-    // certify/run/bench under the tracer: without the probe, it reaches the boundaries the
-    // world cannot see, exactly (CONTRACT.md section 7). Explore decides for its own runs.
-    let mut args = args;
-    if args.points == killpoint::explore::Points::Syscalls
+    killpoint::preflight::runtime(&program, &args.runtime_args)?;
+    Ok(Target { program, args: args.runtime_args.clone() })
+}
+
+fn run_options(args: &RuntimeArgs) -> RunOptions {
+    RunOptions { probe: !args.no_probe, ..RunOptions::default() }
+}
+
+/// `--points` as asked, or `boundaries` where this machine refuses tracing (said in one line).
+fn points(asked: PointsArg, runtime: &RuntimeArgs) -> PointsArg {
+    if asked == PointsArg::Syscalls
         && let Err(why) = killpoint::traced::permitted()
     {
-        let instead = if args.probe { "with the probe" } else { "as a black box" };
+        let instead = if runtime.no_probe { "as a black box" } else { "with the probe" };
         eprintln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
-        args.points = killpoint::explore::Points::Boundaries;
+        return PointsArg::Boundaries;
     }
-    let traced = args.points == killpoint::explore::Points::Syscalls && args.command != Command::Explore;
-    let options = RunOptions { probe: args.probe, syscalls: traced, ..RunOptions::default() };
-    match args.command {
-        Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
-        Command::Bench if args.scenario.is_some() => bench_explore(&scenarios[0], &target, options, &args),
-        Command::Bench => bench(&scenarios, &target, &options, args.runs),
-        Command::Random => unreachable!("`random` draws its own scenarios and returns before the directory is read"),
-        Command::Explore => explore(&scenarios[0], &target, options, &args),
+    asked
+}
+
+/// The run options of certify, run and bench: under the tracer with `--points syscalls`.
+fn traced_options(args: &RuntimeArgs, asked: PointsArg) -> RunOptions {
+    RunOptions { syscalls: points(asked, args) == PointsArg::Syscalls, ..run_options(args) }
+}
+
+/// The scenarios of `select`, every one valid (a bad file is exit 2, before anything runs).
+fn scenarios(select: &ScenarioArgs, copies: u32) -> Result<Vec<Scenario>, Usage> {
+    let set = ScenarioSet { standard: !select.no_standard, dirs: select.scenarios.clone() };
+    let mut chosen = Vec::new();
+    for s in set.load()? {
+        // A scenario that cannot be read is a failed certification, not a skipped one.
+        let s = s.map_err(|e| e.to_string())?;
+        if select.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) {
+            chosen.push(s.with_copies(copies));
+        }
+    }
+    if chosen.is_empty() {
+        let filter = select.filter.as_deref().map(|f| format!(" whose name contains `{f}`")).unwrap_or_default();
+        return Err(format!("no scenario to run: none{filter} among the selected ones").into());
+    }
+    Ok(chosen)
+}
+
+fn certify_command(args: &CertifyArgs) -> Result<ExitCode, Usage> {
+    let target = target(&args.runtime)?;
+    let scenarios = scenarios(&args.select, args.operations)?;
+    Ok(certify(&scenarios, &target, &traced_options(&args.runtime, args.points), &args.output, args.jobs))
+}
+
+fn run_command(args: &RunArgs) -> Result<ExitCode, Usage> {
+    let target = target(&args.runtime)?;
+    let scenario = Scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    // The catches are proven against the reference runtime only: the runtime itself says whether
+    // it has broken variants, and which (`--list-broken`); a misspelt one is the file's error.
+    let variants = if scenario.catches.is_empty() || !target.args.is_empty() {
+        None
+    } else {
+        killpoint::variants::of(&target.program).ok()
+    };
+    if let Some(known) = &variants {
+        scenario.check_catches(known).map_err(|e| e.to_string())?;
+    }
+    let options = traced_options(&args.runtime, args.points);
+    let verdict =
+        certify(std::slice::from_ref(&scenario.with_copies(args.operations)), &target, &options, &args.output, None);
+    if scenario.catches.is_empty() {
+        return Ok(verdict);
+    }
+    let Some(_) = variants else {
+        println!(
+            "[[catches]] not run: they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)"
+        );
+        return Ok(verdict);
+    };
+    let mut all_caught = true;
+    for catch in &scenario.catches {
+        match killpoint::trials::caught_by(&scenario, &target, &options, &catch.broken, &catch.invariants) {
+            Ok(()) => println!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
+            Err(why) => {
+                all_caught = false;
+                eprintln!("NOT CAUGHT: {why}");
+            }
+        }
+    }
+    Ok(if all_caught { verdict } else { ExitCode::FAILURE })
+}
+
+fn bench_command(args: &BenchArgs) -> Result<ExitCode, Usage> {
+    let target = target(&args.runtime)?;
+    let mut args = args.clone();
+    args.explore.points = points(args.explore.points, &args.runtime);
+    match &args.scenario {
+        Some(path) => {
+            let scenario = Scenario::load(path).map_err(|e| e.to_string())?.with_copies(args.operations);
+            Ok(bench_explore(&scenario, &target, run_options(&args.runtime), &args))
+        }
+        None => {
+            let options = traced_options(&args.runtime, args.explore.points);
+            Ok(bench(&scenarios(&args.select, args.operations)?, &target, &options, args.runs))
+        }
     }
 }
 
-fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: &Args) -> ExitCode {
+fn explore_command(args: &ExploreArgs) -> Result<ExitCode, Usage> {
+    let target = target(&args.runtime)?;
+    let scenario = Scenario::load(&args.scenario).map_err(|e| e.to_string())?.with_copies(args.operations);
+    let mut args = args.clone();
+    args.knobs.points = points(args.knobs.points, &args.runtime);
+    Ok(explore(&scenario, &target, run_options(&args.runtime), &args))
+}
+
+/// `killpoint check`: every file parsed and checked, every error printed, nothing run.
+fn check(args: &CheckArgs) -> Result<ExitCode, Usage> {
+    let mut files = Vec::new();
+    for path in &args.files {
+        if path.is_dir() {
+            let found = Scenario::load_dir(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            files.extend(found);
+        } else {
+            files.push(Scenario::load(path));
+        }
+    }
+    let variants = args.runtime.clone().or_else(killpoint::reference_runtime).map(|p| killpoint::variants::of(&p));
+    let mut bad = 0;
+    for file in &files {
+        let checked = file.as_ref().map_err(|e| e.clone()).and_then(|s| match &variants {
+            Some(Ok(known)) => s.check_catches(known),
+            _ => Ok(()),
+        });
+        match checked {
+            Ok(()) => {}
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}");
+            }
+        }
+    }
+    if let Some(Err(why)) = &variants
+        && args.runtime.is_some()
+    {
+        return Err(why.clone().into());
+    }
+    if variants.is_none() && files.iter().any(|f| f.as_ref().is_ok_and(|s| !s.catches.is_empty())) {
+        eprintln!(
+            "note: [[catches]] variant names not checked: no reference runtime beside this binary (give --runtime)"
+        );
+    }
+    println!("{} file(s) checked, {} with errors", files.len(), bad);
+    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+/// `killpoint list`: the tables of scenarios/README.md, from the code.
+fn list(args: &ListArgs) -> Result<ExitCode, Usage> {
+    use killpoint::boundary::{Boundary, Site};
+    use killpoint::invariant::Invariant;
+    let rows: Vec<(String, String)> = match args.table {
+        Table::Boundaries => Boundary::ALL
+            .iter()
+            .map(|b| {
+                let who = match b.site() {
+                    Site::Probe => "runtime probe",
+                    Site::Provider => "provider",
+                    Site::Client => "the harness, as client",
+                };
+                (b.as_str().to_owned(), format!("{:<88}  {who}", b.summary()))
+            })
+            .collect(),
+        Table::Tools => fake_tool::ToolKind::ALL
+            .iter()
+            .map(|&k| {
+                use fake_tool::ToolKind;
+                let owed = match k {
+                    ToolKind::IdempotentByKey | ToolKind::NonIdempotentWithLookup => {
+                        "look up; retry with the same key if not found"
+                    }
+                    ToolKind::NonIdempotentNoLookup => "pause (UNKNOWN) for an operator; never retry",
+                    ToolKind::SafelyRepeatable => "retry",
+                };
+                (k.tool_name().to_owned(), format!("{:<28}  {owed}", k.as_str()))
+            })
+            .collect(),
+        Table::Invariants => Invariant::ALL.iter().map(|i| (i.as_str().to_owned(), i.summary().to_owned())).collect(),
+        Table::Variants => {
+            let program = args.runtime.clone().or_else(killpoint::reference_runtime).ok_or(
+                "no --runtime given and no reference runtime beside this binary: the variants are the reference runtime's",
+            )?;
+            killpoint::variants::of(&program)?.into_iter().map(|v| (v.name, v.description)).collect()
+        }
+    };
+    let header = match args.table {
+        Table::Boundaries => format!("{:<88}  seen by", "where (CONTRACT.md section 7)"),
+        Table::Tools => format!("{:<28}  what the runtime owes after an unknown outcome", "kind"),
+        Table::Invariants => "what it proves".to_owned(),
+        Table::Variants => "what it gets wrong".to_owned(),
+    };
+    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0).max(4);
+    println!("{:<width$}  {header}", "name");
+    for (name, what) in rows {
+        println!("{name:<width$}  {what}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn certify(
+    scenarios: &[Scenario],
+    target: &Target,
+    options: &RunOptions,
+    output: &OutputArgs,
+    jobs: Option<u32>,
+) -> ExitCode {
     println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
-    let jobs = args.jobs.unwrap_or(killpoint::explore::ExploreOptions::default().jobs);
-    let outcomes = certificate::certify(scenarios, target, options, args.keep, jobs);
+    let jobs = jobs.map_or(killpoint::explore::ExploreOptions::default().jobs, |j| j as usize);
+    let outcomes = certificate::certify(scenarios, target, options, output.keep_artifacts, jobs);
     for o in &outcomes {
         if let Some(story) = &o.story {
             eprintln!("{story}");
@@ -336,9 +633,10 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     }
     let certificate = Certificate::new(target, &outcomes);
     println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
-    for (path, text, what) in
-        [(&args.json, certificate.to_json(), "JSON certificate"), (&args.junit, certificate.to_junit(), "JUnit report")]
-    {
+    for (path, text, what) in [
+        (&output.json, certificate.to_json(), "JSON certificate"),
+        (&output.junit, certificate.to_junit(), "JUnit report"),
+    ] {
         if let Some(path) = path {
             match std::fs::write(path, text) {
                 Ok(()) => println!("{what} written to {}", path.display()),
@@ -354,7 +652,7 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
 }
 
 /// `killpoint random`: exit 1 with the shrunk case's file and rerun command when a case fails.
-fn random(target: &Target, args: &Args) -> ExitCode {
+fn random(target: &Target, args: &RandomArgs) -> ExitCode {
     let seed = args.seed.unwrap_or_else(killpoint::random::new_seed);
     let options = killpoint::random::RandomOptions {
         cases: args.cases,
@@ -362,7 +660,7 @@ fn random(target: &Target, args: &Args) -> ExitCode {
         out: args.out.clone(),
         max_shrink_iters: 64,
         waves: true,
-        run: RunOptions { probe: args.probe, ..RunOptions::default() },
+        run: run_options(&args.runtime),
     };
     println!(
         "random: {} case(s) against {}, seed {seed} (replay with --seed {seed})",
@@ -491,19 +789,19 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
     if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -> ExitCode {
+fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &ExploreArgs) -> ExitCode {
     use killpoint::explore::{self, ExploreOptions, Finding};
     let options = ExploreOptions {
-        depth: args.depth,
+        depth: args.knobs.depth,
         run,
-        jobs: args.jobs.unwrap_or(ExploreOptions::default().jobs),
+        jobs: args.knobs.jobs.map_or(ExploreOptions::default().jobs, |j| j as usize),
         shard: args.shard,
         first_failure: args.first_failure,
         // Shards list the cases each on its own machine: unpruned, they all list the same ones,
         // so together they run every case exactly once.
         prune: args.shard.is_none(),
         keep_failures: true,
-        points: args.points,
+        points: args.knobs.points.into(),
     };
     let workload = explore::Workload::of(scenario);
     println!(
@@ -555,7 +853,7 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -
         if let Some(story) = &finding.story {
             eprintln!("{story}");
         }
-        match write_case(&args.out, finding, target, args.probe) {
+        match write_case(&args.out, finding, target, !args.runtime.no_probe) {
             Ok((path, command)) => {
                 eprintln!("  written to {}\n  reproduce: {command}", path.display());
             }
@@ -627,17 +925,17 @@ fn write_case(
 }
 
 /// Explores one workload `--runs` times: crash points per second and the recovery figures.
-fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Args) -> ExitCode {
+fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &BenchArgs) -> ExitCode {
     use killpoint::explore::{self, ExploreOptions};
     let options = ExploreOptions {
-        depth: args.depth,
+        depth: args.explore.depth,
         run,
-        jobs: args.jobs.unwrap_or(ExploreOptions::default().jobs),
+        jobs: args.explore.jobs.map_or(ExploreOptions::default().jobs, |j| j as usize),
         shard: None,
         first_failure: false,
         prune: true,
         keep_failures: false,
-        points: args.points,
+        points: args.explore.points.into(),
     };
     println!(
         "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",

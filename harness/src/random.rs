@@ -578,7 +578,14 @@ fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scenario {
         }
         let destination = delivered[pick % delivered.len()].to_owned();
         if consumer_faults.iter().all(|c| c.destination != destination) {
-            consumer_faults.push(ConsumerFault { destination, times: Some(*times), status: 503, apply: false });
+            consumer_faults.push(ConsumerFault {
+                destination,
+                operation: None,
+                tenant: None,
+                times: Some(*times),
+                status: 503,
+                apply: false,
+            });
         }
     }
     Scenario {

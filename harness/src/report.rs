@@ -187,7 +187,12 @@ pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
     for line in trace::lines(run) {
         let _ = writeln!(out, "    #{:<4} {}", line.seq, line.text);
     }
-    let logs = run.artifacts_path().join("logs");
-    let _ = writeln!(out, "\n{}", tail_of_logs(&logs, 20));
+    // A run that stopped early already quoted the runtime's last output in its reason (above):
+    // once is enough.
+    let quoted = run.aborted.as_deref().is_some_and(|reason| reason.contains("last lines of the runtime's"));
+    if !quoted {
+        let logs = run.artifacts_path().join("logs");
+        let _ = writeln!(out, "\n{}", tail_of_logs(&logs, 20));
+    }
     out
 }

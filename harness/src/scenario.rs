@@ -209,6 +209,12 @@ pub struct PolicyFault {
 #[serde(deny_unknown_fields)]
 pub struct ConsumerFault {
     pub destination: String,
+    /// Only receipts of this operation; absent: any operation's.
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// Only receipts of operations of this tenant; absent: any tenant's.
+    #[serde(default)]
+    pub tenant: Option<String>,
     /// How many receipts fail; absent: all of them (a dead consumer).
     pub times: Option<u32>,
     #[serde(default = "default_fail_status")]
@@ -216,6 +222,19 @@ pub struct ConsumerFault {
     /// Whether the consumer applies the event before failing its answer.
     #[serde(default)]
     pub apply: bool,
+}
+
+impl ConsumerFault {
+    /// Whether the fault's scope takes in `op`'s receipts.
+    pub fn covers(&self, op: &Operation) -> bool {
+        self.operation.as_ref().is_none_or(|o| *o == op.id) && self.tenant.as_ref().is_none_or(|t| *t == op.tenant)
+    }
+
+    /// The operations whose receipts it takes in (`None`: any, even one not in the scenario).
+    pub fn scope(&self, operations: &[Operation]) -> Option<Vec<String>> {
+        (self.operation.is_some() || self.tenant.is_some())
+            .then(|| operations.iter().filter(|op| self.covers(op)).map(|op| op.id.clone()).collect())
+    }
 }
 
 /// A kill at a system-call crash point: the `occurrence`-th point of `kind` (`when` the call is
@@ -334,8 +353,7 @@ fn tool_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ToolKind, D::Erro
 #[serde(deny_unknown_fields)]
 struct File {
     description: String,
-    #[serde(default = "default_deadline")]
-    deadline_seconds: u64,
+    deadline_seconds: Option<Spanned<u64>>,
     #[serde(default)]
     runtime: RuntimeSettings,
     #[serde(default, rename = "operation")]
@@ -349,7 +367,7 @@ struct File {
     #[serde(default, rename = "policy_fault")]
     policy_faults: Vec<Spanned<PolicyFaultFile>>,
     #[serde(default)]
-    catches: Vec<Catch>,
+    catches: Vec<Spanned<Catch>>,
     #[serde(default, rename = "syscall_fault")]
     syscall_faults: Vec<Spanned<SyscallFault>>,
 }
@@ -448,6 +466,18 @@ impl Scenario {
             if operations.iter().any(|o| o.id == op.id) {
                 return Err(at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
             }
+            // The runtime would refuse the submission (HTTP 400): the file's mistake, not the runtime's.
+            if let Some(twice) =
+                op.destinations.iter().enumerate().find_map(|(i, d)| op.destinations[..i].contains(d).then_some(d))
+            {
+                return Err(at(
+                    Some(spanned.span()),
+                    format!(
+                        "`{}` lists destination `{twice}` twice: expected each destination once (a runtime refuses the submission)",
+                        op.id
+                    ),
+                ));
+            }
             if let Some(wave) = op.wave {
                 let previous = operations.iter().rev().find_map(|o| o.wave);
                 if wave == 0 {
@@ -516,13 +546,22 @@ impl Scenario {
                     ));
                 }
             }
-            if f.at.site() != Site::Provider
-                && (!matches!(f.action, Action::Kill | Action::Freeze) || f.effect == Some(false))
-            {
+            if f.at.site() != Site::Provider && !matches!(f.action, Action::Kill | Action::Freeze) {
                 return Err(at(
                     Some(span),
                     format!(
-                        "`action = \"fail\" | \"reject\" | \"drop\" | \"cut\" | \"garbage\" | \"no_ref\" | \"delay\"` and `effect = false` only apply at `after_dispatch` (the provider's boundary), not `{}`",
+                        "`action = \"fail\" | \"reject\" | \"drop\" | \"cut\" | \"garbage\" | \"no_ref\" | \"delay\"` only applies at `after_dispatch` (the provider's boundary), not `{}`",
+                        f.at
+                    ),
+                ));
+            }
+            // Elsewhere the runtime, not the provider, decides what has happened: `effect` would
+            // be a promise the harness cannot keep, whichever value it has.
+            if let (Some(effect), true) = (f.effect, f.at.site() != Site::Provider) {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "`effect` only applies at `after_dispatch` (whether the provider applies the call before the fault), not `{}`: expected no `effect`, found `effect = {effect}`",
                         f.at
                     ),
                 ));
@@ -639,6 +678,29 @@ impl Scenario {
                 }
                 revoke.push(withdrawn);
             }
+            // Two faults at one boundary occurrence: only the first would fire, and the second
+            // would be reported as never reached, a failure of the runtime.
+            let same_place = |g: &Fault| {
+                g.at == f.at
+                    && g.operation == op.id
+                    && g.occurrence == f.occurrence
+                    && g.attempt == f.attempt
+                    && g.destination == destination
+            };
+            if let Some(first) = faults.iter().position(same_place) {
+                let (line, _) = line_col(text, fault_spans[first].start);
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "this [[fault]] is at the same place as the one on line {line} (`{}` of `{}`, occurrence {}{}): only one fault can fire there, so expected another `occurrence`{}, or one fault",
+                        f.at,
+                        op.id,
+                        f.occurrence,
+                        f.attempt.map(|a| format!(", attempt {a}")).unwrap_or_default(),
+                        if f.at.site() == Site::Probe { " or `attempt`" } else { "" }
+                    ),
+                ));
+            }
             faults.push(Fault {
                 at: f.at,
                 operation: op.id.clone(),
@@ -663,8 +725,28 @@ impl Scenario {
         for spanned in file.consumer_faults {
             let span = spanned.span();
             let c = spanned.into_inner();
-            if !operations.iter().any(|o| o.destinations.contains(&c.destination)) {
-                return Err(at(Some(span), format!("no operation delivers to `{}`", c.destination)));
+            if let Some(id) = &c.operation
+                && !operations.iter().any(|o| o.id == *id)
+            {
+                let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+                return Err(at(Some(span), unknown_word("operation", id, &ids)));
+            }
+            if let Some(tenant) = &c.tenant
+                && !operations.iter().any(|o| o.tenant == *tenant)
+            {
+                let mut tenants: Vec<&str> = operations.iter().map(|o| o.tenant.as_str()).collect();
+                tenants.sort();
+                tenants.dedup();
+                return Err(at(Some(span), unknown_word("tenant", tenant, &tenants)));
+            }
+            if !operations.iter().any(|o| o.destinations.contains(&c.destination) && c.covers(o)) {
+                let scope = match (&c.operation, &c.tenant) {
+                    (Some(o), Some(t)) => format!(" among the operations of `{o}` and tenant `{t}`"),
+                    (Some(o), None) => format!(": `{o}` does not"),
+                    (None, Some(t)) => format!(" among tenant `{t}`'s"),
+                    (None, None) => String::new(),
+                };
+                return Err(at(Some(span), format!("no operation delivers to `{}`{scope}", c.destination)));
             }
             consumer_faults.push(c);
         }
@@ -778,6 +860,44 @@ impl Scenario {
             syscall_faults.push(f);
         }
 
+        let deadline = match file.deadline_seconds {
+            None => default_deadline(),
+            Some(d) if *d.get_ref() == 0 => {
+                return Err(at(
+                    Some(d.span()),
+                    "`deadline_seconds` bounds how long the operations may take to settle: expected 1 or more, found 0"
+                        .into(),
+                ));
+            }
+            Some(d) => d.into_inner(),
+        };
+
+        let mut catches: Vec<Catch> = Vec::new();
+        for spanned in file.catches {
+            let span = spanned.span();
+            let c = spanned.into_inner();
+            if c.invariants.is_empty() {
+                return Err(at(
+                    Some(span),
+                    format!(
+                        "[[catches]] for `{}` names no invariant: expected the invariants the variant must violate",
+                        c.broken
+                    ),
+                ));
+            }
+            for name in &c.invariants {
+                crate::invariant::Invariant::from_name(name)
+                    .map_err(|e| at(Some(span.clone()), format!("[[catches]] for `{}`: {e}", c.broken)))?;
+            }
+            if catches.iter().any(|k| k.broken == c.broken) {
+                return Err(at(
+                    Some(span),
+                    format!("`{}` is caught twice: expected one [[catches]] per broken variant", c.broken),
+                ));
+            }
+            catches.push(c);
+        }
+
         Ok(Scenario {
             name,
             path: path.to_owned(),
@@ -788,10 +908,49 @@ impl Scenario {
             lookup_faults,
             policy_faults,
             runtime: file.runtime,
-            deadline: Duration::from_secs(file.deadline_seconds),
-            catches: file.catches,
+            deadline: Duration::from_secs(deadline),
+            catches,
             syscall_faults,
         })
+    }
+
+    /// Every `[[catches]]` names one of `known` (the reference runtime's broken variants, from
+    /// [`crate::variants::of`]): a misspelt name is the file's error, at its line, naming the
+    /// known ones — not the runtime's usage text at run time.
+    pub fn check_catches(&self, known: &[crate::variants::Variant]) -> Result<(), ScenarioError> {
+        #[derive(Deserialize)]
+        struct Catches {
+            #[serde(default)]
+            catches: Vec<Spanned<CatchName>>,
+        }
+        #[derive(Deserialize)]
+        struct CatchName {
+            broken: Spanned<String>,
+        }
+        let Some(unknown) = self.catches.iter().find(|c| !known.iter().any(|k| k.name == c.broken)) else {
+            return Ok(());
+        };
+        let names: Vec<&str> = known.iter().map(|k| k.name.as_str()).collect();
+        let mut error = ScenarioError {
+            path: self.path.clone(),
+            line_col: None,
+            message: format!(
+                "[[catches]]: {} (the reference runtime's `--broken` variants)",
+                unknown_word("broken variant", &unknown.broken, &names)
+            ),
+        };
+        // The place, read back from the file (embedded or on disk) the scenario came from.
+        let text = match crate::standard::text_of(&self.path) {
+            Some(text) => Some(text.to_owned()),
+            None => std::fs::read_to_string(&self.path).ok(),
+        };
+        if let Some(text) = text
+            && let Ok(file) = toml::from_str::<Catches>(&text)
+            && let Some(c) = file.catches.iter().find(|c| *c.get_ref().broken.get_ref() == unknown.broken)
+        {
+            error.line_col = Some(line_col(&text, c.get_ref().broken.span().start));
+        }
+        Err(error)
     }
 
     /// The scenario with its workload `copies` times over: operation `charge` becomes `charge.1` …
@@ -806,7 +965,16 @@ impl Scenario {
         scaled.faults.clear();
         scaled.lookup_faults.clear();
         scaled.policy_faults.clear();
+        // A consumer fault scoped to an operation or tenant follows each copy; one on a whole
+        // destination stays one, as before.
+        scaled.consumer_faults.retain(|c| c.operation.is_none() && c.tenant.is_none());
         for k in 1..=copies {
+            for fault in self.consumer_faults.iter().filter(|c| c.operation.is_some() || c.tenant.is_some()) {
+                let mut copy = fault.clone();
+                copy.operation = fault.operation.as_ref().map(|o| format!("{o}.{k}"));
+                copy.tenant = fault.tenant.as_ref().map(|t| format!("{t}.{k}"));
+                scaled.consumer_faults.push(copy);
+            }
             for op in &self.operations {
                 let mut copy = op.clone();
                 copy.id = format!("{}.{k}", op.id);
@@ -1036,7 +1204,7 @@ operation = "charge"
     fn provider_only_knobs_are_refused_elsewhere() {
         let err =
             parse(&OK.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"\naction = \"drop\"")).unwrap_err();
-        assert!(err.message.contains("only apply at `after_dispatch`"), "{}", err.message);
+        assert!(err.message.contains("only applies at `after_dispatch`"), "{}", err.message);
         let err = parse(&OK.replace("operation = \"charge\"\n", "operation = \"charge\"\nattempt = 2\n")).unwrap_err();
         assert!(err.message.contains("use `occurrence`"), "{}", err.message);
         let err = parse(&format!("{OK}action = \"delay\"\n")).unwrap_err();
@@ -1054,6 +1222,28 @@ operation = "charge"
         let policies: Vec<Option<&str>> = copies.policy_faults.iter().map(|p| p.operation.as_deref()).collect();
         assert_eq!(policies, [Some("charge.1"), None, Some("charge.2"), None]);
         assert_eq!(copies.faults[0].status, Some(503));
+    }
+
+    #[test]
+    fn consumer_faults_are_scoped_by_operation_and_tenant() {
+        let two = "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"set_status\"\ndestinations = [\"mailer\"]\nexpect = \"succeeded\"\n[[operation]]\nid = \"b\"\ntool = \"set_status\"\ndestinations = [\"mailer\"]\ntenant = \"globex\"\nexpect = \"succeeded\"\n";
+        let s = parse(&format!("{two}[[consumer_fault]]\ndestination = \"mailer\"\ntenant = \"globex\"\n")).unwrap();
+        assert_eq!(s.consumer_faults[0].scope(&s.operations), Some(vec!["b".to_owned()]));
+        let copies = s.with_copies(2);
+        let tenants: Vec<Option<&str>> = copies.consumer_faults.iter().map(|c| c.tenant.as_deref()).collect();
+        assert_eq!(tenants, [Some("globex.1"), Some("globex.2")]);
+        let err = parse(&format!(
+            "{two}[[consumer_fault]]\ndestination = \"mailer\"\noperation = \"a\"\ntenant = \"globex\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.message.contains("no operation delivers to `mailer` among the operations of `a` and tenant `globex`"),
+            "{}",
+            err.message
+        );
+        let err =
+            parse(&format!("{two}[[consumer_fault]]\ndestination = \"mailer\"\ntenant = \"globx\"\n")).unwrap_err();
+        assert!(err.message.contains("did you mean `globex`"), "{}", err.message);
     }
 
     #[test]

@@ -110,6 +110,10 @@ struct PolicyFaultFile<'a> {
 struct ConsumerFaultFile<'a> {
     destination: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    operation: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tenant: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     times: Option<u32>,
     #[serde(skip_serializing_if = "is_default_status")]
     status: u16,
@@ -225,7 +229,14 @@ fn answer(response: Injected) -> ServiceAnswer {
 }
 
 fn consumer_fault(c: &ConsumerFault) -> ConsumerFaultFile<'_> {
-    ConsumerFaultFile { destination: &c.destination, times: c.times, status: c.status, apply: c.apply }
+    ConsumerFaultFile {
+        destination: &c.destination,
+        operation: c.operation.as_deref(),
+        tenant: c.tenant.as_deref(),
+        times: c.times,
+        status: c.status,
+        apply: c.apply,
+    }
 }
 
 #[cfg(test)]
@@ -314,6 +325,11 @@ destination = "mailer"
 times = 2
 status = 500
 apply = true
+[[consumer_fault]]
+destination = "ledger"
+operation = "a"
+tenant = "globex"
+times = 1
 [[catches]]
 broken = "blind-retry"
 invariants = ["at_most_once"]

@@ -554,9 +554,18 @@ impl Tally {
 // ptrace and seccomp numbers the libc crate does not export for every target (x86_64 Linux ABI).
 const PTRACE_EVENT_STOP: i32 = 128;
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10 | 0x00;
-const BPF_RET_K: u16 = 0x06 | 0x00;
+// Classic BPF opcodes are a class, a size or operation, and a source or mode, OR-ed together
+// (linux/bpf_common.h); several parts are 0.
+const BPF_LD: u16 = 0x00;
+const BPF_W: u16 = 0x00;
+const BPF_ABS: u16 = 0x20;
+const BPF_JMP: u16 = 0x05;
+const BPF_JEQ: u16 = 0x10;
+const BPF_K: u16 = 0x00;
+const BPF_RET: u16 = 0x06;
+const BPF_LD_W_ABS: u16 = BPF_LD | BPF_W | BPF_ABS;
+const BPF_JMP_JEQ_K: u16 = BPF_JMP | BPF_JEQ | BPF_K;
+const BPF_RET_K: u16 = BPF_RET | BPF_K;
 const SECCOMP_DATA_NR: u32 = 0;
 const SECCOMP_DATA_ARCH: u32 = 4;
 

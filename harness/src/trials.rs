@@ -20,6 +20,7 @@ use crate::driver::Run;
 use crate::incarnation::Target;
 use crate::invariant::Invariant;
 use crate::scenario::Scenario;
+use crate::standard::ScenarioSet;
 use crate::{RunOptions, report, run_scenario};
 use libtest_mimic::{Failed, Trial};
 use std::collections::BTreeSet;
@@ -32,7 +33,7 @@ pub type OnPass = Arc<dyn Fn(&Scenario, &Run) -> Result<(), Failed> + Send + Syn
 /// What to certify and how.
 #[derive(Clone)]
 pub struct Suite {
-    pub scenarios: PathBuf,
+    pub scenarios: ScenarioSet,
     pub target: Target,
     /// The target is the reference runtime: also run each scenario's `catches` against the
     /// broken variants (`--broken <variant>`).
@@ -44,10 +45,10 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// The standard scenarios (this repository's `scenarios/`) against `program`, with the probe.
+    /// The standard scenarios (embedded in this crate) against `program`, with the probe.
     pub fn standard(program: impl Into<PathBuf>) -> Suite {
         Suite {
-            scenarios: standard_scenarios(),
+            scenarios: ScenarioSet::standard(),
             target: Target { program: program.into(), args: Vec::new() },
             broken_variants: false,
             options: RunOptions::default(),
@@ -57,29 +58,46 @@ impl Suite {
     }
 }
 
-/// The scenarios that ship with killpoint (the repository's `scenarios/` directory).
-pub fn standard_scenarios() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
-}
-
 /// The whole `main` of a third party's `harness = false` test target: certifies `program`
 /// against the standard scenarios, one trial each, honouring libtest's command line
 /// (`cargo test -- after_dispatch`, `--list`, nextest).
 pub fn certify_main(program: impl Into<PathBuf>) -> std::process::ExitCode {
+    certify_main_with(program, std::iter::empty::<PathBuf>())
+}
+
+/// [`certify_main`] with the project's own scenarios too: every `*.toml` in each of `dirs` is a
+/// trial beside the standard ones (a file named like a standard scenario takes its place).
+///
+/// ```text
+/// fn main() -> std::process::ExitCode {
+///     killpoint::trials::certify_main_with(
+///         env!("CARGO_BIN_EXE_my-runtime"),
+///         [concat!(env!("CARGO_MANIFEST_DIR"), "/killpoint-scenarios")],
+///     )
+/// }
+/// ```
+pub fn certify_main_with(
+    program: impl Into<PathBuf>,
+    dirs: impl IntoIterator<Item = impl Into<PathBuf>>,
+) -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
+    let mut suite = Suite::standard(program);
+    suite.scenarios.dirs = dirs.into_iter().map(Into::into).collect();
     // `exit_code()` rather than `exit()`: returning from main lets destructors and coverage run.
-    libtest_mimic::run(&args, trials(&Suite::standard(program))).exit_code()
+    libtest_mimic::run(&args, trials(&suite)).exit_code()
 }
 
 /// One trial per scenario file, plus one per (scenario, broken variant) it catches.
 pub fn trials(suite: &Suite) -> Vec<Trial> {
-    let loaded = match Scenario::load_dir(&suite.scenarios) {
+    let loaded = match suite.scenarios.load() {
         Ok(l) => l,
         Err(e) => {
-            let message = format!("cannot read the scenario directory {}: {e}", suite.scenarios.display());
+            let message = format!("cannot read the scenarios: {e}");
             return vec![Trial::test("scenarios", move || Err(message.into()))];
         }
     };
+    // Asked once: which variants the runtime has, so a misspelt `broken = …` is the file's error.
+    let known = suite.broken_variants.then(|| crate::variants::of(&suite.target.program));
     let mut trials = Vec::new();
     for scenario in loaded {
         let scenario = match scenario {
@@ -93,11 +111,16 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
         let (s, suite_for_trial) = (scenario.clone(), suite.clone());
         let name = format!("{}{}", suite.prefix, scenario.name);
         trials.push(Trial::test(name, move || certify(&s, &suite_for_trial)));
-        if suite.broken_variants {
+        if let Some(known) = &known {
             for catch in &scenario.catches {
                 let (s, suite_for_trial, catch) = (scenario.clone(), suite.clone(), catch.clone());
                 let name = format!("{}broken::{}::{}", suite.prefix, catch.broken.replace('-', "_"), scenario.name);
-                trials.push(Trial::test(name, move || caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)));
+                let known = known.clone();
+                trials.push(Trial::test(name, move || {
+                    let names = known.as_ref().map_err(|e| e.clone())?;
+                    s.check_catches(names).map_err(|e| e.to_string())?;
+                    caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)
+                }));
             }
         }
     }
@@ -120,24 +143,38 @@ fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
 
 /// The broken variant must fail the scenario, on (at least) the invariants the scenario names.
 fn caught(scenario: &Scenario, suite: &Suite, broken: &str, expected: &[String]) -> Result<(), Failed> {
+    caught_by(scenario, &suite.target, &suite.options, broken, expected).map_err(Failed::from)
+}
+
+/// `target` (the reference runtime) started with `--broken <broken>` must fail `scenario` on (at
+/// least) `expected`: the proof that the checker catches the variant. `Err` says what was missed.
+pub fn caught_by(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    broken: &str,
+    expected: &[String],
+) -> Result<(), String> {
     let expected: BTreeSet<Invariant> = expected
         .iter()
         .map(|name| Invariant::from_name(name))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("{}: [[catches]] for `{broken}`: {e}", scenario.path.display()))?;
-    let mut target = suite.target.clone();
+    let mut target = target.clone();
     target.args.extend(["--broken".to_owned(), broken.to_owned()]);
-    let (verdict, run) = run_scenario(scenario, &target, &suite.options)
+    let (verdict, run) = run_scenario(scenario, &target, options)
         .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
     let failed = verdict.failed_invariants();
     if run.aborted.is_some() || !expected.is_subset(&failed) {
         let story = report::story(scenario, &verdict, &run);
         let missing: Vec<&str> = expected.difference(&failed).map(|i| i.as_str()).collect();
+        let expected: Vec<&str> = expected.iter().map(|i| i.as_str()).collect();
         return Err(format!(
-            "the reference runtime with `--broken {broken}` was expected to violate {expected:?} in `{}`; not caught: {missing:?}\n{story}",
-            scenario.name
-        )
-        .into());
+            "the reference runtime with `--broken {broken}` was expected to violate {} in `{}`; not caught: {}\n{story}",
+            expected.join(", "),
+            scenario.name,
+            missing.join(", ")
+        ));
     }
     Ok(())
 }

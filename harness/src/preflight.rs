@@ -1,0 +1,122 @@
+//! Checks made once, before any scenario runs: a runtime that cannot start would otherwise fail
+//! every scenario with the same error (and each fault with a knock-on "never reached"), as if the
+//! runtime's recovery were at fault.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// `program` can be started: it is a file, executable, and its `#!` interpreter (if any) exists;
+/// a `--broken NAME` among `args` names a variant the runtime has (when it lists them). `Err` is
+/// the one message to show.
+pub fn runtime(program: &Path, args: &[String]) -> Result<(), String> {
+    let shown = program.display();
+    let meta = std::fs::metadata(program).map_err(|e| format!("the runtime `{shown}` cannot be used: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("the runtime `{shown}` is not a file: expected an executable file"));
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o111 == 0 {
+        return Err(format!(
+            "the runtime `{shown}` is not executable (mode {:o}): expected the executable bit (`chmod +x {shown}`)",
+            mode & 0o7777
+        ));
+    }
+    if let Some(line) = shebang(program)? {
+        interpreter(program, &line)?;
+    }
+    broken_variant(program, args)
+}
+
+/// The `#!` line of `program`, if it has one.
+fn shebang(program: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let mut head = [0u8; 512];
+    let mut file =
+        std::fs::File::open(program).map_err(|e| format!("the runtime `{}` cannot be read: {e}", program.display()))?;
+    let n = file.read(&mut head).map_err(|e| format!("the runtime `{}` cannot be read: {e}", program.display()))?;
+    let head = &head[..n];
+    if !head.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+    Ok(Some(String::from_utf8_lossy(&head[2..end]).trim().to_owned()))
+}
+
+/// The interpreter named on the `#!` line exists (for `/usr/bin/env NAME`: NAME is on `PATH`).
+fn interpreter(program: &Path, line: &str) -> Result<(), String> {
+    let mut words = line.split_whitespace();
+    let Some(first) = words.next() else {
+        return Err(format!("the runtime `{}` starts with an empty `#!` line", program.display()));
+    };
+    let missing = |what: String| {
+        format!("the runtime `{}` starts with `#!{line}`, but {what}: it cannot start", program.display())
+    };
+    if !Path::new(first).is_file() {
+        return Err(missing(format!("`{first}` does not exist")));
+    }
+    // `env -S …` and options: only a plain `env NAME` is looked up.
+    if Path::new(first).file_name().is_some_and(|n| n == "env")
+        && let Some(name) = words.next().filter(|w| !w.starts_with('-'))
+        && on_path(name).is_none()
+    {
+        return Err(missing(format!("`{name}` is not on PATH")));
+    }
+    Ok(())
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Path::new(name).is_file().then(|| PathBuf::from(name));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(name)).find(|p| p.is_file())
+}
+
+/// `--broken NAME` (or `--broken=NAME`) among the runtime's arguments names one of its variants.
+/// Only the reference runtime has any, and it lists them (`--list-broken`): the check asks it, so
+/// the list cannot drift. A runtime that lists none is left to take its own arguments.
+fn broken_variant(program: &Path, args: &[String]) -> Result<(), String> {
+    let name = args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--broken=") {
+        Some(name) => Some(name.to_owned()),
+        None => (a == "--broken").then(|| args.get(i + 1).cloned().unwrap_or_default()),
+    });
+    let Some(name) = name else { return Ok(()) };
+    let Ok(known) = crate::variants::of(program) else { return Ok(()) };
+    if known.iter().any(|v| v.name == name) {
+        return Ok(());
+    }
+    let names: Vec<&str> = known.iter().map(|v| v.name.as_str()).collect();
+    Err(format!(
+        "the runtime argument `--broken {name}`: {}",
+        crate::boundary::unknown_word("broken variant", &name, &names)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_runtime_that_cannot_start_is_one_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = runtime(&dir.path().join("nope"), &[]).unwrap_err();
+        assert!(missing.contains("cannot be used"), "{missing}");
+        let plain = script(dir.path(), "plain", "#!/bin/sh\n", 0o644);
+        let err = runtime(&plain, &[]).unwrap_err();
+        assert!(err.contains("is not executable (mode 644)"), "{err}");
+        let bad = script(dir.path(), "bad", "#!/no/such/python3\n", 0o755);
+        let err = runtime(&bad, &[]).unwrap_err();
+        assert!(err.contains("`/no/such/python3` does not exist"), "{err}");
+        let env = script(dir.path(), "env", "#!/usr/bin/env no-such-interpreter-kp\n", 0o755);
+        let err = runtime(&env, &[]).unwrap_err();
+        assert!(err.contains("`no-such-interpreter-kp` is not on PATH"), "{err}");
+        let good = script(dir.path(), "good", "#!/bin/sh\nexit 0\n", 0o755);
+        assert_eq!(runtime(&good, &["--broken".into(), "x".into()]), Ok(()), "a runtime with no variant list");
+    }
+}
