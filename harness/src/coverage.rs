@@ -212,7 +212,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "§6-7",
         check: by(&[PolicyChecked, PolicyRespected]),
-        proven_by: &[("policy-cache", "delivery_dead_letter")],
+        proven_by: &[("policy-cache", "delivery_dead_letter"), ("deliver-refused", "revoked_destination")],
     },
     Rule {
         id: "§7-1",
@@ -276,6 +276,7 @@ pub const RULES: &[Rule] = &[
             ("no-policy-recheck", "after_policy_revocation"),
             ("no-policy-recheck", "revoke_without_kill"),
             ("policy-fail-open", "policy_unavailable"),
+            ("deliver-refused", "revoked_destination"),
         ],
     },
     Rule { id: "§9-1", check: by(&[Fenced]), proven_by: &[("no-fence-header", "zombie_worker")] },
