@@ -34,6 +34,12 @@ const NAIVE: [&str; 2] = ["after_dispatch", "after_provider_success"];
 /// repeat what the run with the probe showed.
 const BLACK_BOX: [&str; 3] = ["after_dispatch", "after_provider_success", "after_delivery_send"];
 
+/// What the naive versions' habits break, each time: a replayed call step sends the request again
+/// (`at_most_once`) with a fresh key (`stable_provider_key`), without a lookup (`no_blind_retry`),
+/// on the policy answer recorded before the crash (`policy_checked`).
+const NAIVE_VIOLATES: [Invariant; 4] =
+    [Invariant::AtMostOnce, Invariant::StableProviderKey, Invariant::NoBlindRetry, Invariant::PolicyChecked];
+
 /// Every boundary the runtime announces, and the one the provider reaches from outside.
 const CORRECTED: [&str; 6] = [
     "before_dispatch",
@@ -129,22 +135,28 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
                 .filter_map(|v| v.operation.as_deref())
                 .filter(|operation| killed.contains(operation))
                 .collect();
-            if run.aborted.is_some() || duplicated.is_empty() {
+            let failed = verdict.failed_invariants();
+            let missing: Vec<&str> =
+                NAIVE_VIOLATES.iter().filter(|i| !failed.contains(i)).map(|i| i.as_str()).collect();
+            if run.aborted.is_some() || duplicated.is_empty() || !missing.is_empty() {
                 return Err(format!(
-                    "{} was expected to fail `{}` on at_most_once for an operation killed at `{}` ({}); it did not:\n{}",
+                    "{} was expected to fail `{}` on at_most_once for an operation killed at `{}` ({}), and on every invariant its habits break; not caught: {}\n{}",
                     script.display(),
                     scenario.name,
                     scenario.faults.first().map_or("?".to_owned(), |fault| fault.at.to_string()),
                     killed.join(", "),
+                    if duplicated.is_empty() { "at_most_once".to_owned() } else { missing.join(", ") },
                     story()
                 )
                 .into());
             }
+            let failed: Vec<&str> = failed.iter().map(|i| i.as_str()).collect();
             eprintln!(
-                "{} fails `{}` as expected: at_most_once for {}",
+                "{} fails `{}` as expected: at_most_once for {} (violated: {})",
                 script.display(),
                 scenario.name,
-                duplicated.join(", ")
+                duplicated.join(", "),
+                failed.join(", ")
             );
             Ok(())
         }
