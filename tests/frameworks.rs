@@ -100,6 +100,8 @@ fn main() -> ExitCode {
             }
         }
     }
+    let kit = root.join("probe-kit/python");
+    trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     if !python_present {
         eprintln!("python3 not found: the frameworks:: trials (LangGraph and DBOS examples) are ignored, not passed");
     }
@@ -160,5 +162,22 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
             );
             Ok(())
         }
+    }
+}
+
+/// The Python kit's own tests (`probe-kit/python/test_killpoint_probe.py`), on the plain python3
+/// it is written for: the standard library only.
+fn python_kit(dir: &Path) -> Result<(), Failed> {
+    let output = std::process::Command::new("python3")
+        .args(["-m", "unittest", "test_killpoint_probe"])
+        .current_dir(dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .map_err(|e| format!("running python3 -m unittest in {}: {e}", dir.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("the Python kit's tests failed in {}:\n{}", dir.display(), String::from_utf8_lossy(&output.stderr))
+            .into())
     }
 }

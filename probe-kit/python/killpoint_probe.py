@@ -1,4 +1,5 @@
-"""The killpoint contract's plumbing for a Python runtime (standard library only).
+"""The killpoint contract's plumbing for a Python runtime (standard library only): the
+environment (CONTRACT.md section 2), the ready line, and the boundary probe (section 7).
 
     import killpoint_probe as kp
     env = kp.Env.from_environ()           # CONTRACT.md section 2; exits naming a bad variable
@@ -8,7 +9,6 @@
     ...
     kp.boundary("before_dispatch", op_id, attempt)
     kp.boundary("after_delivery_send", op_id, send, destination="ledger")
-    status, body = kp.request(env, "POST", url, {"arguments": args}, key=op_id)
 
 Off (no probe socket, or before `ready`), `boundary` returns at once. On, it writes one JSON line
 and blocks the calling thread until the harness answers {"action":"resume"} -- or kills the
@@ -22,8 +22,6 @@ import queue
 import socket
 import sys
 import threading
-import urllib.error
-import urllib.request
 
 CONTRACT = "killpoint-contract/3"
 EXIT_PROBE_LOST = 70
@@ -31,7 +29,6 @@ EXIT_PROBE_LOST = 70
 # the provider from outside; announcing them is an error.
 BOUNDARIES = ("before_dispatch", "after_provider_success", "after_result_write",
               "after_delivery_send", "after_policy_revocation")
-HTTP_TIMEOUT_S = 10.0  # a provider answer later than this is an unknown outcome (section 4-8)
 
 
 def _log(message):
@@ -161,44 +158,3 @@ def _read_answers():
 def _lost(why):
     _log(f"{why}; exiting")
     os._exit(EXIT_PROBE_LOST)  # the whole process, from any thread, at once
-
-
-# ---- loopback HTTP to the fake world (sections 2, 4-9, 9) ---------------------------------
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None  # section 4-9: a redirect is an answer, never followed
-
-
-# No proxies: urllib would otherwise honour http_proxy and leave loopback (section 2-5).
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
-
-
-def request(env, method, url, body=None, key=None):
-    """Returns (status, parsed JSON body, or the raw text when it is not JSON). Raises when no
-    complete answer was read (refused, dropped, timed out, cut short). A `409 fenced` answer
-    means a newer incarnation owns the data (section 9): the process exits at once."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    req.add_header("Killpoint-Incarnation", str(env.incarnation))
-    if key is not None:
-        req.add_header("Idempotency-Key", key)
-    try:
-        with _OPENER.open(req, timeout=HTTP_TIMEOUT_S) as response:
-            status, raw = response.status, response.read()
-    except urllib.error.HTTPError as error:  # a complete non-2xx answer
-        status, raw = error.code, error.read()
-    try:
-        answer = json.loads(raw) if raw else None
-    except ValueError:
-        return status, raw.decode(errors="replace")
-    if status == 409 and isinstance(answer, dict) and answer.get("error") == "fenced":
-        fenced(f"{url} answered 409 fenced")
-    return status, answer
-
-
-def fenced(why):
-    """A newer incarnation owns the data dir: no other request, no other commit."""
-    _log(f"fenced: {why}; exiting")
-    os._exit(3)
