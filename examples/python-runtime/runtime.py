@@ -12,7 +12,7 @@ Shape of the program:
     deliveries), one step at a time, in submission order. One worker keeps the story deterministic and the
     boundary probe trivially serialised;
   * the boundary probe (section 7) and the ready line come from the kit, `killpoint_probe`
-    (probe-kit/python: `pip install probe-kit/python`, or found beside this repository).
+    (probe-kit/python, found beside this file in the repository, or `pip install`ed).
 
 Key choices (see README.md for the contract questions they answer):
   * provider Idempotency-Key = the operation id; delivery key = "<operation id>:<destination>".
@@ -34,12 +34,11 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-try:
-    import killpoint_probe
-except ImportError:  # not pip-installed: use the kit in this repository
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                    "probe-kit", "python"))
-    import killpoint_probe
+# The kit of the repository this file is in, when it is there (so that the examples always run
+# the kit as it is here); elsewhere, the one installed with `pip install probe-kit/python`.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "probe-kit", "python"))
+import killpoint_probe  # noqa: E402
 
 CONTRACT = "killpoint-contract/3"
 KINDS = ("idempotent_by_key", "non_idempotent_with_lookup", "non_idempotent_no_lookup",
