@@ -17,24 +17,20 @@ mod fence;
 mod http;
 mod model;
 mod policy;
-mod probe;
 mod provider;
 mod request_hash;
 mod store;
 mod worker;
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::broken::Broken;
 use crate::config::{CONTRACT, Config};
-use crate::probe::Probe;
 use crate::store::Store;
 use crate::worker::Worker;
 
@@ -121,15 +117,6 @@ fn usage() -> String {
     usage
 }
 
-/// The line the harness waits for (CONTRACT.md §2).
-#[derive(Serialize)]
-struct Ready<'a> {
-    contract: &'a str,
-    api: String,
-    /// Whether boundaries are announced: only when the harness gave a probe socket.
-    probe: bool,
-}
-
 async fn run(broken: Option<Broken>) -> Result<()> {
     let config = Config::from_env()?;
     if let Some(broken) = broken {
@@ -150,10 +137,8 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     let store = Arc::new(store);
     worker::recover(&store, broken)?;
 
-    let probe = match &config.probe_socket {
-        Some(path) => Probe::connect(path).await?,
-        None => Probe::disabled(),
-    };
+    // Before the ready line, as the contract requires; without a socket every boundary is a no-op.
+    killpoint_probe::connect(config.probe_socket.as_deref())?;
 
     let listener =
         TcpListener::bind(config.listen).await.with_context(|| format!("binding the API to {}", config.listen))?;
@@ -161,14 +146,11 @@ async fn run(broken: Option<Broken>) -> Result<()> {
 
     let wake = Arc::new(Notify::new());
     let api = api::router(Arc::clone(&store), Arc::clone(&wake), broken);
-    let worker = Worker::new(&config, store, probe, wake, broken);
+    let worker = Worker::new(&config, store, wake, broken);
 
     // The listener is bound, so connections are accepted (queued by the kernel) from now on.
-    let ready = Ready { contract: CONTRACT, api: format!("http://{address}"), probe: config.probe_socket.is_some() };
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "KILLPOINT_READY {}", serde_json::to_string(&ready)?)?;
-    stdout.flush()?;
-    drop(stdout);
+    // Announcements are armed from here on: none may precede the ready line.
+    killpoint_probe::ready(address)?;
     eprintln!("killpoint-runtime: serving {CONTRACT} on http://{address}");
 
     let worker = tokio::spawn(worker.run());

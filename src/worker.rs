@@ -15,8 +15,8 @@
 //!
 //! What the tasks share is behind locks that are never held across an `.await`: the store (one
 //! short transaction per call), the backoff schedule, and the broken `policy-cache` variant's
-//! memory. The probe serialises announcements itself: a task blocked on it holds up other tasks
-//! only at their next announcement, never at the store.
+//! memory. The probe (`killpoint_probe`) serialises announcements itself: a task blocked on it
+//! holds up other tasks only at their next announcement, never at the store.
 //!
 //! The places where a `--broken` variant deviates are marked `BROKEN:`.
 
@@ -35,7 +35,6 @@ use crate::config::Config;
 use crate::consumers::{Consumers, Event};
 use crate::model::{AuditEvent, Delivery, Effect, ExecutionState, Operation, Recovery};
 use crate::policy::{Decision, Policy, Subject};
-use crate::probe::{Boundary, Probe};
 use crate::provider::{Invocation, Lookup, LookupBy, Provider};
 use crate::store::Store;
 
@@ -78,7 +77,6 @@ struct Shared {
     provider: Provider,
     consumers: Consumers,
     policy: Policy,
-    probe: Probe,
     backoff: Mutex<Backoff>,
     delivery_max_attempts: u32,
     retry_base: Duration,
@@ -88,7 +86,7 @@ struct Shared {
 }
 
 impl Worker {
-    pub fn new(config: &Config, store: Arc<Store>, probe: Probe, wake: Arc<Notify>, broken: Option<Broken>) -> Worker {
+    pub fn new(config: &Config, store: Arc<Store>, wake: Arc<Notify>, broken: Option<Broken>) -> Worker {
         let incarnation = match broken {
             // BROKEN: no fencing token on any request: the world cannot refuse an outlived
             // incarnation, and cannot tell it from the current one.
@@ -101,7 +99,6 @@ impl Worker {
             provider: Provider::new(http.clone(), config.provider_url.clone()).with_broken(broken),
             consumers: Consumers::new(http.clone(), config.consumers_url.clone()),
             policy: Policy::new(http, config.policy_url.clone()).with_broken(broken),
-            probe,
             backoff: Mutex::default(),
             delivery_max_attempts: config.delivery_max_attempts,
             retry_base: config.retry_base,
@@ -194,7 +191,7 @@ impl Shared {
     }
 
     async fn work(&self, work: Work) -> Result<()> {
-        self.probe.quiet().await;
+        killpoint_probe::quiet();
         match work {
             Work::Execute(operation, first) => self.drive(operation, first).await,
             Work::Deliver(deliveries) => {
@@ -244,7 +241,7 @@ impl Shared {
                     self.store.record_failure(&id, AuditEvent::PolicyRefused, &reason)?;
                 }
                 eprintln!("{id} attempt {attempt} refused: {reason}");
-                self.probe.at(Boundary::AfterPolicyRevocation, &id, attempt, None).await;
+                killpoint_probe::boundary!("after_policy_revocation", id, attempt);
                 return Ok(Next::Stop);
             }
             Decision::Unreachable(why) => {
@@ -255,7 +252,7 @@ impl Shared {
             }
         }
 
-        self.probe.at(Boundary::BeforeDispatch, &id, attempt, None).await;
+        killpoint_probe::boundary!("before_dispatch", id, attempt);
 
         let key = match self.broken {
             // BROKEN: a new key per attempt, so the provider cannot recognise a repeat.
@@ -448,17 +445,17 @@ impl Shared {
     async fn succeed(&self, operation: &mut Operation, effect: Effect) -> Result<()> {
         let id = operation.id.clone();
         let attempt = operation.attempts;
-        self.probe.at(Boundary::AfterProviderSuccess, &id, attempt, None).await;
+        killpoint_probe::boundary!("after_provider_success", id, attempt);
 
         if self.broken == Some(Broken::SplitOutbox) {
             // BROKEN: success and deliveries in two transactions. A crash between them leaves a
             // success with no delivery, and nothing ever creates one.
             self.store.record_success_without_deliveries(&id, &effect)?;
-            self.probe.at(Boundary::AfterResultWrite, &id, attempt, None).await;
+            killpoint_probe::boundary!("after_result_write", id, attempt);
             self.store.enqueue_deliveries(operation, SystemTime::now())?;
         } else {
             self.store.record_success(operation, &effect, SystemTime::now())?;
-            self.probe.at(Boundary::AfterResultWrite, &id, attempt, None).await;
+            killpoint_probe::boundary!("after_result_write", id, attempt);
         }
 
         self.backoff().succeeded(&Task::Operation(id));
@@ -535,7 +532,7 @@ impl Shared {
         };
         match self.consumers.send(&key, &event).await {
             Ok(()) => {
-                self.probe.at(Boundary::AfterDeliverySend, &id, send, Some(&destination)).await;
+                killpoint_probe::boundary!("after_delivery_send", id, send, destination);
                 self.store.record_delivery_acked(&delivery)?;
                 eprintln!("{id} -> {destination} send {send} acked");
             }

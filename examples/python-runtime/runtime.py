@@ -11,7 +11,8 @@ Shape of the program:
   * one worker (the main thread) does everything else (provider calls, lookups, policy checks,
     deliveries), one step at a time, in submission order. One worker keeps the story deterministic and the
     boundary probe trivially serialised;
-  * the boundary probe (section 7) is a blocking request/answer on a Unix socket.
+  * the boundary probe (section 7) and the ready line come from the kit, `killpoint_probe`
+    (probe-kit/python, found beside this file in the repository, or `pip install`ed).
 
 Key choices (see README.md for the contract questions they answer):
   * provider Idempotency-Key = the operation id; delivery key = "<operation id>:<destination>".
@@ -23,8 +24,6 @@ import contextlib
 import json
 import os
 import re
-import select
-import socket
 import sqlite3
 import sys
 import threading
@@ -34,6 +33,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# The kit of the repository this file is in, when it is there (so that the examples always run
+# the kit as it is here); elsewhere, the one installed with `pip install probe-kit/python`.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "probe-kit", "python"))
+import killpoint_probe  # noqa: E402
 
 CONTRACT = "killpoint-contract/3"
 KINDS = ("idempotent_by_key", "non_idempotent_with_lookup", "non_idempotent_no_lookup",
@@ -192,78 +197,6 @@ def audit(db, op_id, event, detail):
 
 
 # --------------------------------------------------------------------------------------------
-# The boundary probe (section 7)
-# --------------------------------------------------------------------------------------------
-
-class Probe:
-    """One connection for the whole life; one message, one answer, under a lock."""
-
-    def __init__(self, path):
-        self.sock = None
-        self.lock = threading.Lock()
-        if path:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(path)  # fails loudly if the harness is not listening
-
-    @property
-    def enabled(self):
-        return self.sock is not None
-
-    def announce(self, boundary, op_id, attempt, destination=None):
-        if not self.enabled:
-            return
-        message = {"boundary": boundary, "operation_id": op_id, "attempt": attempt}
-        if destination is not None:
-            message["destination"] = destination
-        with self.lock:
-            try:
-                self.sock.sendall(json.dumps(message).encode() + b"\n")
-                answer = self._read_line()
-            except OSError as error:
-                self._die(f"probe connection failed: {error}")
-            if answer is None:
-                self._die("probe closed by the harness")
-            try:
-                action = json.loads(answer).get("action")
-            except (ValueError, AttributeError):
-                action = None
-            if action != "resume":
-                self._die(f"unexpected probe answer {answer!r}")
-
-    def _read_line(self):
-        # Byte by byte, without a buffered reader: nothing may be read ahead of the answer,
-        # so that the watcher below sees exactly what the harness sent.
-        line = bytearray()
-        while True:
-            byte = self.sock.recv(1)
-            if not byte:
-                return None
-            if byte == b"\n":
-                return line.decode()
-            line += byte
-
-    def watch(self):
-        """Exit as soon as the harness closes the probe, even while the worker is idle.
-
-        Outside an exchange the harness has nothing to say, so a readable socket means EOF
-        (or a protocol error): either way the harness is gone or confused, and we exit.
-        """
-        while True:
-            time.sleep(0.2)
-            with self.lock:
-                readable, _, _ = select.select([self.sock], [], [], 0)
-                if readable:
-                    data = self.sock.recv(1, socket.MSG_PEEK)
-                    self._die("probe closed by the harness" if not data
-                              else "unsolicited data on the probe")
-
-    @staticmethod
-    def _die(why):
-        log(f"exiting: {why}")
-        os._exit(3)  # the whole process, from any thread, at once
-
-
-# --------------------------------------------------------------------------------------------
 # Outbound HTTP (provider, consumers, policy): loopback only
 # --------------------------------------------------------------------------------------------
 
@@ -334,8 +267,8 @@ def quote(segment):
 # --------------------------------------------------------------------------------------------
 
 class Worker:
-    def __init__(self, cfg, store, probe):
-        self.cfg, self.store, self.probe = cfg, store, probe
+    def __init__(self, cfg, store):
+        self.cfg, self.store = cfg, store
         self.wake = threading.Event()  # set by the API when new work arrives
 
     def run(self):
@@ -433,9 +366,9 @@ class Worker:
                 self.pause(op, f"policy: {verdict}; earlier attempt's outcome unknown")
             else:
                 self.fail(op, f"policy: {verdict}", "policy_refused")
-            self.probe.announce("after_policy_revocation", op["id"], n)
+            killpoint_probe.boundary("after_policy_revocation", op["id"], n)
             return
-        self.probe.announce("before_dispatch", op["id"], n)
+        killpoint_probe.boundary("before_dispatch", op["id"], n)
         with self.store.tx() as db:  # write-ahead: durable before the provider sees anything
             db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ?"
                        " WHERE id = ?", (n, op["id"]))
@@ -466,7 +399,7 @@ class Worker:
         Nothing about the success may be written before `after_provider_success`, not even an
         audit line: the boundary promises that the success exists in memory only.
         """
-        self.probe.announce("after_provider_success", op["id"], attempt)
+        killpoint_probe.boundary("after_provider_success", op["id"], attempt)
         destinations = json.loads(op["destinations"])
         with self.store.tx() as db:
             db.execute("UPDATE operations SET execution = 'SUCCEEDED', paused = 0,"
@@ -477,7 +410,7 @@ class Worker:
                            " idempotency_key) VALUES (?, ?, ?, 'PENDING', ?)",
                            (op["id"], position, destination, f"{op['id']}:{destination}"))
             audit(db, op["id"], "succeeded", f"provider_ref {effect['provider_ref']} ({how})")
-        self.probe.announce("after_result_write", op["id"], attempt)
+        killpoint_probe.boundary("after_result_write", op["id"], attempt)
 
     def fail(self, op, reason, event):
         with self.store.tx() as db:
@@ -523,7 +456,7 @@ class Worker:
         except Exception as error:
             status, body = None, repr(error)
         if status is not None and 200 <= status < 300:
-            self.probe.announce("after_delivery_send", op["id"], n, destination)
+            killpoint_probe.boundary("after_delivery_send", op["id"], n, destination)
             with self.store.tx() as db:
                 db.execute("UPDATE deliveries SET state = 'ACKED', last_error = NULL"
                            " WHERE operation_id = ? AND destination = ?", key)
@@ -687,26 +620,25 @@ class Api(BaseHTTPRequestHandler):
 # Start-up (section 2)
 # --------------------------------------------------------------------------------------------
 
-def main():
+def main(worker_class=None, after_ready=None):
+    """Serves the contract. A runtime built on this one (examples/langgraph, examples/dbos) passes
+    its own Worker subclass, and `after_ready` to start what may announce boundaries."""
     global INCARNATION
     cfg = Config(os.environ)
     INCARNATION = cfg.incarnation
     store = Store(cfg.data_dir, cfg.incarnation)
     recover(store)
-    probe = Probe(cfg.probe_socket)  # connected before the ready line, as promised
-    worker = Worker(cfg, store, probe)
+    killpoint_probe.connect(cfg.probe_socket)  # connected before the ready line, as promised
+    worker = (worker_class or Worker)(cfg, store)
     Api.store, Api.worker = store, worker
     server = ThreadingHTTPServer(cfg.listen, Api)  # bound and listening once constructed
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="api", daemon=True).start()
-    ready = {"contract": CONTRACT, "api": f"http://{cfg.listen[0]}:{server.server_address[1]}",
-             "probe": probe.enabled}
-    sys.stdout.write("KILLPOINT_READY " + json.dumps(ready, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
-    log(f"ready on {ready['api']} (probe: {probe.enabled})")
-    # Only now may boundaries be announced: the worker starts after the ready line.
-    if probe.enabled:
-        threading.Thread(target=probe.watch, name="probe-watch", daemon=True).start()
+    # Only from here on are boundaries announced: the worker starts after the ready line.
+    killpoint_probe.ready((cfg.listen[0], server.server_address[1]))
+    log(f"ready on port {server.server_address[1]} (probe: {killpoint_probe.connected()})")
+    if after_ready is not None:
+        after_ready(worker)
     worker.run()
 
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""A DBOS workflow as a killpoint runtime, written the way a typical user writes it (expected to
+FAIL at_most_once).
+
+    authorize (step) --> call_tool (step, retries_allowed) --> record (step)
+
+The workflow is durable (DBOS recovers it after a crash) and the tool call is a DBOS step with
+DBOS's own retries. Two habits make it unsafe:
+  * `call_tool` makes a fresh Idempotency-Key each time it runs (uuid4), so a provider cannot
+    recognise the replay of a call it already applied;
+  * a step whose output DBOS did not record (a crash before the step returned) is run again from
+    the top on recovery, and it sends the request again — without looking first; DBOS's retries
+    do the same after an exception.
+A crash after the provider applied the call (`after_dispatch`) or after its answer arrived
+(`after_provider_success`) therefore applies it twice.
+"""
+
+import json
+import os
+import sys
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "frameworks"))
+import shell  # noqa: E402
+from shell import audit, killpoint_probe, runtime  # noqa: E402
+from dbos import DBOS, SetWorkflowID  # noqa: E402
+
+WORKER = None
+
+
+class ProviderError(Exception):
+    pass
+
+
+@DBOS.step()
+def authorize(op_id):
+    op = WORKER.store.operation(op_id)
+    verdict = runtime.check_policy(WORKER.cfg, op, tool=op["tool_name"])
+    if verdict is not True:
+        WORKER.fail(op, f"policy: {verdict}", "policy_refused")
+        killpoint_probe.boundary("after_policy_revocation", op_id, op["attempts"] + 1)
+        return False
+    return True
+
+
+@DBOS.step(retries_allowed=True, max_attempts=3, interval_seconds=0.05)
+def call_tool(op_id):
+    op = WORKER.store.operation(op_id)
+    n = op["attempts"] + 1
+    killpoint_probe.boundary("before_dispatch", op_id, n)
+    with WORKER.store.tx() as db:
+        db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ? WHERE id = ?",
+                   (n, op_id))
+        audit(db, op_id, "dispatched", f"attempt {n}")
+    status, body = runtime.http(
+        "POST", f"{WORKER.cfg.provider}/tools/{runtime.quote(op['tool_name'])}",
+        {"arguments": json.loads(op["arguments"])}, key=str(uuid.uuid4()))
+    if 400 <= status < 500:
+        WORKER.fail(op, f"provider: {body}", "failed")
+        return {"effect": None, "attempt": n}
+    if not (200 <= status < 300 and runtime.valid_effect(body)):
+        raise ProviderError(f"provider answered {status}")  # DBOS retries the step
+    killpoint_probe.boundary("after_provider_success", op_id, n)
+    return {"effect": body, "attempt": n}
+
+
+@DBOS.step()
+def record(op_id, effect, attempt):
+    shell.record(WORKER, op_id, effect, attempt, f"attempt {attempt}")
+
+
+@DBOS.workflow()
+def operation(op_id):
+    if not authorize(op_id):
+        return
+    answer = call_tool(op_id)
+    if answer["effect"] is not None:
+        record(op_id, answer["effect"], answer["attempt"])
+
+
+def main():
+    def after_ready(worker):
+        global WORKER
+        WORKER = worker
+        DBOS(config={"name": "killpoint-dbos",
+                     "system_database_url": f"sqlite:///{os.path.join(worker.cfg.data_dir, 'dbos.sqlite')}",
+                     "log_level": "WARNING"})
+        DBOS.launch()  # recovers the workflows a crash interrupted, in the background
+
+        def execute(op_id):
+            with SetWorkflowID(op_id):
+                try:
+                    DBOS.start_workflow(operation, op_id).get_result()
+                except Exception as error:
+                    runtime.log(f"{op_id}: {error!r}")
+
+        shell.FrameworkWorker.execute = staticmethod(execute)
+
+    runtime.main(worker_class=shell.FrameworkWorker, after_ready=after_ready)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+//! `cargo test --test frameworks`: the framework examples certified (`examples/langgraph/`,
+//! `examples/dbos/`), with and without the probe.
+//!
+//! - `frameworks::<framework>::corrected::<scenario>`: the corrected version passes.
+//! - `frameworks::<framework>::naive::<scenario>`: the naive version fails, on `at_most_once`, for
+//!   an operation the scenario kills at its boundary — the failure the guide (docs/frameworks.md)
+//!   explains. A naive version that passed would mean the scenario no longer shows the mistake.
+//!
+//! The frameworks come from a virtualenv (`.ci/run` makes it: `target/frameworks-venv`, pinned in
+//! `examples/frameworks/requirements.txt`); `KILLPOINT_FRAMEWORKS_PYTHON` names another
+//! interpreter. Where python3 itself is missing the trials are ignored, with the reason on stderr;
+//! a missing virtualenv is a failure that says how to make it.
+//!
+//! Each run starts a Python interpreter that imports its framework once per incarnation (about a
+//! second, several incarnations a scenario), so the trials run a subset of the scenarios: one per
+//! boundary, where a step-replaying engine goes wrong or right (`NAIVE`, `CORRECTED`), and as a
+//! black box only where the harness can kill without the probe (`BLACK_BOX`). The other
+//! scenarios exercise the contract shell (examples/python-runtime), certified by `python::`.
+
+use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const FRAMEWORKS: [&str; 2] = ["langgraph", "dbos"];
+
+/// Where the naive versions must fail: a kill after the provider applied the call, and after its
+/// answer arrived, both before the engine recorded the step's output.
+const NAIVE: [&str; 2] = ["after_dispatch", "after_provider_success"];
+
+/// The boundaries the harness reaches without the probe (CONTRACT.md §7, "Without the probe"):
+/// only these are run as a black box too. Elsewhere a black-box run kills nothing, and would only
+/// repeat what the run with the probe showed.
+const BLACK_BOX: [&str; 3] = ["after_dispatch", "after_provider_success", "after_delivery_send"];
+
+/// What the naive versions' habits break, each time: a replayed call step sends the request again
+/// (`at_most_once`) with a fresh key (`stable_provider_key`), without a lookup (`no_blind_retry`),
+/// on the policy answer recorded before the crash (`policy_checked`).
+const NAIVE_VIOLATES: [Invariant; 4] =
+    [Invariant::AtMostOnce, Invariant::StableProviderKey, Invariant::NoBlindRetry, Invariant::PolicyChecked];
+
+/// Every boundary the runtime announces, and the one the provider reaches from outside.
+const CORRECTED: [&str; 6] = [
+    "before_dispatch",
+    "after_dispatch",
+    "after_provider_success",
+    "after_result_write",
+    "after_delivery_send",
+    "after_policy_revocation",
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Version {
+    Naive,
+    Corrected,
+}
+
+impl Version {
+    fn name(self) -> &'static str {
+        match self {
+            Version::Naive => "naive",
+            Version::Corrected => "corrected",
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python_present = std::process::Command::new("python3")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let python = std::env::var_os("KILLPOINT_FRAMEWORKS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/frameworks-venv/bin/python"));
+
+    let mut trials = Vec::new();
+    for framework in FRAMEWORKS {
+        for version in [Version::Naive, Version::Corrected] {
+            let names: &[&str] = if version == Version::Naive { &NAIVE } else { &CORRECTED };
+            for name in names {
+                for probe in [true, false] {
+                    if !probe && !BLACK_BOX.contains(name) {
+                        continue;
+                    }
+                    let script = root.join("examples").join(framework).join(format!("{}.py", version.name()));
+                    let scenario = root.join("scenarios").join(format!("{name}.toml"));
+                    let python = python.clone();
+                    let prefix = if probe { "" } else { "black_box::" };
+                    let trial_name = format!("frameworks::{prefix}{framework}::{}::{name}", version.name());
+                    trials.push(
+                        Trial::test(trial_name, move || run(&python, &script, &scenario, version, probe))
+                            .with_ignored_flag(!python_present),
+                    );
+                }
+            }
+        }
+    }
+    let kit = root.join("probe-kit/python");
+    trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
+    if !python_present {
+        eprintln!("python3 not found: the frameworks:: trials (LangGraph and DBOS examples) are ignored, not passed");
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: bool) -> Result<(), Failed> {
+    if !python.is_file() {
+        return Err(format!(
+            "expected the frameworks' virtualenv interpreter at {}, found nothing; make it with\n  python3 -m venv target/frameworks-venv && target/frameworks-venv/bin/pip install -r examples/frameworks/requirements.txt probe-kit/python\n(or set KILLPOINT_FRAMEWORKS_PYTHON)",
+            python.display()
+        )
+        .into());
+    }
+    let scenario = Arc::new(Scenario::load(scenario).map_err(|e| e.to_string())?);
+    let target = Target { program: python.to_owned(), args: vec![script.display().to_string()] };
+    let options = RunOptions { probe, ..RunOptions::default() };
+    let (verdict, run) = run_scenario(&scenario, &target, &options)
+        .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
+    let story = || killpoint::report::story(&scenario, &verdict, &run);
+    match version {
+        Version::Corrected if verdict.passed() => Ok(()),
+        Version::Corrected => {
+            Err(format!("{} was expected to pass `{}`:\n{}", script.display(), scenario.name, story()).into())
+        }
+        Version::Naive => {
+            // The operations the scenario kills at its boundary: the replayed step re-sends theirs.
+            let killed: Vec<&str> = scenario.faults.iter().map(|fault| fault.operation.as_str()).collect();
+            let duplicated: Vec<&str> = verdict
+                .violations
+                .iter()
+                .filter(|v| v.invariant == Invariant::AtMostOnce)
+                .filter_map(|v| v.operation.as_deref())
+                .filter(|operation| killed.contains(operation))
+                .collect();
+            let failed = verdict.failed_invariants();
+            let missing: Vec<&str> =
+                NAIVE_VIOLATES.iter().filter(|i| !failed.contains(i)).map(|i| i.as_str()).collect();
+            if run.aborted.is_some() || duplicated.is_empty() || !missing.is_empty() {
+                return Err(format!(
+                    "{} was expected to fail `{}` on at_most_once for an operation killed at `{}` ({}), and on every invariant its habits break; not caught: {}\n{}",
+                    script.display(),
+                    scenario.name,
+                    scenario.faults.first().map_or("?".to_owned(), |fault| fault.at.to_string()),
+                    killed.join(", "),
+                    if duplicated.is_empty() { "at_most_once".to_owned() } else { missing.join(", ") },
+                    story()
+                )
+                .into());
+            }
+            let failed: Vec<&str> = failed.iter().map(|i| i.as_str()).collect();
+            eprintln!(
+                "{} fails `{}` as expected: at_most_once for {} (violated: {})",
+                script.display(),
+                scenario.name,
+                duplicated.join(", "),
+                failed.join(", ")
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The Python kit's own tests (`probe-kit/python/test_killpoint_probe.py`), on the plain python3
+/// it is written for: the standard library only.
+fn python_kit(dir: &Path) -> Result<(), Failed> {
+    let output = std::process::Command::new("python3")
+        .args(["-m", "unittest", "test_killpoint_probe"])
+        .current_dir(dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .map_err(|e| format!("running python3 -m unittest in {}: {e}", dir.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("the Python kit's tests failed in {}:\n{}", dir.display(), String::from_utf8_lossy(&output.stderr))
+            .into())
+    }
+}
