@@ -31,6 +31,10 @@ pub struct ScenarioOutcome {
     pub story: Option<String>,
     /// Where the data dir and logs were kept, if they were.
     pub artifacts: Option<PathBuf>,
+    /// The run's events on the shared clock, for the HTML report (absent if it could not run).
+    pub timeline: Option<crate::html::Timeline>,
+    /// For kept artifacts: the `rerun.sh` in them that reruns exactly this case.
+    pub rerun: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -268,15 +272,49 @@ fn certify_one(scenario: &Scenario, target: &Target, options: &crate::RunOptions
         Ok((verdict, run)) => {
             let duration = started.elapsed();
             let story = (!verdict.passed()).then(|| crate::report::story(scenario, &verdict, &run));
-            let artifacts = (!verdict.passed() || keep).then(|| run.keep_artifacts());
-            ScenarioOutcome {
+            let timeline = crate::html::Timeline::of(&run);
+            let mut outcome = ScenarioOutcome {
                 name: scenario.name.clone(),
                 file: scenario.path.clone(),
                 verdict: Ok(verdict),
                 duration,
                 story,
-                artifacts,
+                artifacts: None,
+                timeline: Some(timeline),
+                rerun: None,
+            };
+            if outcome.verdict.as_ref().is_ok_and(|v| !v.passed()) || keep {
+                let dir = run.artifacts_path().to_owned();
+                let written = crate::artifacts::write_evidence(
+                    &dir,
+                    scenario,
+                    &run.ledger,
+                    outcome.timeline.as_ref().expect("set above"),
+                    target,
+                    options.probe,
+                );
+                outcome.artifacts = Some(run.keep_artifacts());
+                match written {
+                    Ok(rerun) => {
+                        outcome.rerun = Some(rerun);
+                        let report = crate::html::render(
+                            &Certificate::new(target, std::slice::from_ref(&outcome)),
+                            std::slice::from_ref(&outcome),
+                        );
+                        if let Err(e) = std::fs::write(dir.join("report.html"), report) {
+                            append_story(
+                                &mut outcome,
+                                &format!("killpoint: cannot write report.html in {}: {e}", dir.display()),
+                            );
+                        }
+                    }
+                    Err(e) => append_story(
+                        &mut outcome,
+                        &format!("killpoint: cannot write the evidence files in {}: {e}", dir.display()),
+                    ),
+                }
             }
+            outcome
         }
         Err(e) => ScenarioOutcome {
             name: scenario.name.clone(),
@@ -285,6 +323,15 @@ fn certify_one(scenario: &Scenario, target: &Target, options: &crate::RunOptions
             duration: started.elapsed(),
             story: None,
             artifacts: None,
+            timeline: None,
+            rerun: None,
         },
     }
+}
+
+/// A harness problem with the artifacts is said where the failure is told, not lost.
+fn append_story(outcome: &mut ScenarioOutcome, line: &str) {
+    let story = outcome.story.get_or_insert_with(String::new);
+    story.push_str(line);
+    story.push('\n');
 }

@@ -111,6 +111,10 @@ pub enum Happening {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Mark {
     pub seq: u64,
+    /// When it happened: microseconds since the scenario's world started, on the same origin as
+    /// the ledger's `at_micros` (the HTML timeline draws both on one axis; the text trace and its
+    /// snapshots never show it).
+    pub at_micros: u64,
     #[serde(flatten)]
     pub happening: Happening,
 }
@@ -294,7 +298,7 @@ struct Driver<'a> {
 impl Driver<'_> {
     fn mark(&mut self, happening: Happening) {
         let seq = self.clock.tick();
-        self.timeline.push(Mark { seq, happening });
+        self.timeline.push(Mark { seq, at_micros: self.clock.micros(), happening });
     }
 
     /// The fault (index) to fire at this probe announcement, if any.
@@ -535,7 +539,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     };
     let launch = Launch { target, env, logs: &logs, probe: listener.as_ref(), ready_timeout: options.ready_timeout };
 
-    let timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
+    let timeline =
+        vec![Mark { seq: clock.tick(), at_micros: clock.micros(), happening: Happening::Started { incarnation: 1 } }];
     let first = match start(&launch, 1, &mut traced).await {
         Ok(i) => i,
         Err(e) => {

@@ -20,6 +20,7 @@ pub mod client;
 pub mod coverage;
 pub mod driver;
 pub mod explore;
+pub mod html;
 pub mod incarnation;
 pub mod invariant;
 pub mod probe;

@@ -41,6 +41,8 @@ options:
   --keep-artifacts    keep every data dir and log, not only those of failures
   --json PATH         write the JSON certificate (docs/report.md) to PATH
   --junit PATH        write JUnit XML to PATH
+  --html PATH         write the HTML report (matrix, each scenario's timeline) to PATH
+  --artifacts-dir DIR where run directories are made (default: the temp dir); failures keep theirs
   --jobs N            scenarios (certify) or cases (explore) run at once (default: the number of cores)
 
 explore options:
@@ -93,6 +95,7 @@ struct Args {
     first_failure: bool,
     quiet: bool,
     points: killpoint::explore::Points,
+    report: killpoint::artifacts::ReportOptions,
 }
 
 fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -132,6 +135,7 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
         first_failure: false,
         quiet: false,
         points: killpoint::explore::Points::Boundaries,
+        report: Default::default(),
     };
     while let Some(arg) = raw.next() {
         let mut value = |flag: &str| raw.next().ok_or(format!("{flag} expects a value"));
@@ -145,6 +149,8 @@ fn parse(mut raw: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-probe" => args.probe = false,
             "--json" => args.json = Some(value("--json")?.into()),
             "--junit" => args.junit = Some(value("--junit")?.into()),
+            "--html" => args.report.html = Some(value("--html")?.into()),
+            "--artifacts-dir" => args.report.artifacts_dir = Some(value("--artifacts-dir")?.into()),
             "--cases" if command == Command::Random => args.cases = positive("--cases", value("--cases")?)?,
             "--seed" if command == Command::Random => {
                 let seed = value("--seed")?;
@@ -281,7 +287,8 @@ fn main() -> ExitCode {
         eprintln!("killpoint: no scenario to run (directory {}, filter {:?})", args.scenarios.display(), args.filter);
         return ExitCode::from(2);
     }
-    let options = RunOptions { probe: args.probe, ..RunOptions::default() };
+    let options =
+        RunOptions { probe: args.probe, artifacts_root: args.report.artifacts_dir.clone(), ..RunOptions::default() };
     match args.command {
         Command::Certify | Command::Run => certify(&scenarios, &target, &options, &args),
         Command::Bench if args.scenario.is_some() => bench_explore(&scenarios[0], &target, options, &args),
@@ -300,12 +307,10 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
             eprintln!("{story}");
         }
         if let Some(path) = &o.artifacts {
-            eprintln!(
-                "{}: {}
-",
-                o.name,
-                killpoint::artifacts::kept_at(path)
-            );
+            eprintln!("{}: {}", o.name, killpoint::artifacts::kept_at(path));
+        }
+        if let Some(rerun) = &o.rerun {
+            eprintln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
         }
     }
     let rows: Vec<(String, Result<Verdict, String>)> =
@@ -315,9 +320,12 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     println!("\n{}", report::matrix_table(&report::matrix(&verdicts)));
     let certificate = Certificate::new(target, &outcomes);
     println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
-    for (path, text, what) in
-        [(&args.json, certificate.to_json(), "JSON certificate"), (&args.junit, certificate.to_junit(), "JUnit report")]
-    {
+    let html = args.report.html.as_ref().map(|_| killpoint::html::render(&certificate, &outcomes)).unwrap_or_default();
+    for (path, text, what) in [
+        (&args.json, certificate.to_json(), "JSON certificate"),
+        (&args.junit, certificate.to_junit(), "JUnit report"),
+        (&args.report.html, html, "HTML report"),
+    ] {
         if let Some(path) = path {
             match std::fs::write(path, text) {
                 Ok(()) => println!("{what} written to {}", path.display()),

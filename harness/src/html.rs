@@ -1,0 +1,466 @@
+//! The HTML report: one self-contained file (no network, no script) with the certification matrix
+//! at the top and, per scenario, its timeline as inline SVG on the shared clock — one lane for the
+//! runtime (incarnations, boundary announcements, kills and restarts), one for the provider, one
+//! per consumer, one for the policy service — with each violation marked where its proof is and
+//! explained beside the timeline with the ledger lines that prove it.
+//!
+//! [`render`] is a pure function of the certificate and the scenarios' timelines; the CLI writes
+//! it with `--html PATH`, and every failing run's artifacts hold one.
+
+use crate::boundary::Boundary;
+use crate::certificate::{Certificate, ScenarioEntry, ScenarioOutcome, ScenarioStatus};
+use crate::driver::{Happening, Run};
+use crate::report::Cell;
+use crate::trace::{describe_entry, describe_mark};
+use fake_tool::{Entry, Event, Service, ToolKind};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Where an event is drawn: whose view of the run it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case", tag = "lane", content = "destination")]
+pub enum Lane {
+    /// The runtime and what the harness did to it (starts, kills, submissions).
+    Runtime,
+    Provider,
+    /// One consumer, by destination.
+    Consumer(String),
+    Policy,
+}
+
+impl Lane {
+    fn label(&self) -> String {
+        match self {
+            Lane::Runtime => "runtime".into(),
+            Lane::Provider => "provider".into(),
+            Lane::Consumer(d) => format!("consumer {d}"),
+            Lane::Policy => "policy".into(),
+        }
+    }
+}
+
+/// What kind of mark an event gets on the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Plain,
+    /// The runtime was SIGKILLed (or frozen) here: a red line across every lane.
+    Kill,
+    /// A new incarnation started on the same data dir: a green line across every lane.
+    Restart,
+    /// A retry the runtime logged (execution or delivery), from its stderr.
+    Retry,
+}
+
+/// One event of a run, placed on the shared clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimelineEvent {
+    /// The shared logical clock: harness marks and ledger entries are ordered by it.
+    pub seq: u64,
+    /// Microseconds since the scenario's world started (shown, never used for order).
+    pub at_micros: u64,
+    #[serde(flatten)]
+    pub lane: Lane,
+    pub kind: Kind,
+    pub text: String,
+}
+
+/// A run's events in clock order, as the report draws them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    pub events: Vec<TimelineEvent>,
+}
+
+impl Timeline {
+    /// The harness's marks and the fake world's ledger, merged on their clock.
+    pub fn of(run: &Run) -> Timeline {
+        let mut events: Vec<TimelineEvent> = run
+            .ledger
+            .iter()
+            .map(entry_event)
+            .chain(run.timeline.iter().map(|m| TimelineEvent {
+                seq: m.seq,
+                at_micros: m.at_micros,
+                lane: Lane::Runtime,
+                kind: match &m.happening {
+                    Happening::Killed { .. }
+                    | Happening::SyscallKill { .. }
+                    | Happening::Frozen { .. }
+                    | Happening::ZombieOutlived { .. } => Kind::Kill,
+                    Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
+                    _ => Kind::Plain,
+                },
+                text: describe_mark(m),
+            }))
+            .collect();
+        events.sort_by_key(|e| e.seq);
+        Timeline { events }
+    }
+
+    /// The lanes this timeline uses, in the order they are drawn.
+    fn lanes(&self) -> Vec<Lane> {
+        let mut consumers: Vec<Lane> =
+            self.events.iter().filter(|e| matches!(e.lane, Lane::Consumer(_))).map(|e| e.lane.clone()).collect();
+        consumers.sort();
+        consumers.dedup();
+        let mut lanes = vec![Lane::Runtime, Lane::Provider];
+        lanes.extend(consumers);
+        lanes.push(Lane::Policy);
+        lanes
+    }
+}
+
+fn entry_event(entry: &Entry) -> TimelineEvent {
+    let lane = match &entry.event {
+        Event::ProviderCall { .. } | Event::ProviderLookup { .. } => Lane::Provider,
+        Event::ConsumerReceipt { destination, .. } => Lane::Consumer(destination.clone()),
+        Event::PolicyCheck { .. } | Event::Revocation { .. } => Lane::Policy,
+        Event::Fenced { service: Service::Provider, .. } => Lane::Provider,
+        Event::Fenced { service: Service::Policy, .. } => Lane::Policy,
+        Event::Fenced { service: Service::Consumer, destination, .. } => {
+            Lane::Consumer(destination.clone().unwrap_or_else(|| "?".into()))
+        }
+    };
+    TimelineEvent { seq: entry.seq, at_micros: entry.at_micros, lane, kind: Kind::Plain, text: describe_entry(entry) }
+}
+
+/// The `#seq` numbers a violation's evidence lines name (`#12 provider  call …`).
+fn evidence_seqs(evidence: &[String]) -> Vec<u64> {
+    evidence
+        .iter()
+        .filter_map(|line| line.strip_prefix('#')?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect()
+}
+
+/// HTML-escapes text for element content and attribute values.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An id usable in `href="#…"`: scenario names are file stems, but explored ones hold dots.
+fn anchor(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+}
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em;border-top:1px solid #ccc;padding-top:1em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;vertical-align:top}
+.pass{background:#dfd}.approximate{background:#efd}.fail{background:#fcc}.needs_probe{background:#eee}.untested{color:#999}
+.partial{background:#eee}.error{background:#fdb}
+.status{font-weight:bold;text-transform:uppercase}
+.scroll{overflow-x:auto;border:1px solid #ddd;margin:.5em 0}
+.violations li{margin-bottom:.6em}.evidence{font:12px monospace;white-space:pre-wrap;color:#600}
+.events td{font:12px monospace;white-space:pre}tr.violated td{background:#fcc}tr.kill td{color:#b00}tr.restart td{color:#070}
+details{margin:.5em 0}code{font-size:12px}section.scenario{background:none}";
+
+/// The whole report. `outcomes` are the certificate's scenarios, in the same order; those with a
+/// timeline get one drawn.
+pub fn render(certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> String {
+    let mut out = String::new();
+    let s = &certificate.summary;
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>killpoint certificate: {}</title>\n<style>{STYLE}</style></head><body>\n",
+        esc(&certificate.runtime.path)
+    );
+    let _ = writeln!(out, "<h1>killpoint certificate</h1>");
+    let _ = writeln!(
+        out,
+        "<p>runtime <code>{}</code>{} · contract {} · killpoint {} · <b>{} passed, {} partial, {} failed, {} not judged</b></p>",
+        esc(&certificate.runtime.path),
+        certificate.runtime.args.iter().map(|a| format!(" <code>{}</code>", esc(a))).collect::<String>(),
+        esc(certificate.contract),
+        esc(certificate.killpoint_version),
+        s.passed,
+        s.partial,
+        s.failed,
+        s.errors
+    );
+    matrix(&mut out, certificate);
+    scenario_list(&mut out, &certificate.scenarios);
+    for (i, entry) in certificate.scenarios.iter().enumerate() {
+        let timeline = outcomes.get(i).and_then(|o| o.timeline.as_ref());
+        scenario(&mut out, entry, timeline);
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn status_class(status: ScenarioStatus) -> &'static str {
+    match status {
+        ScenarioStatus::Pass => "pass",
+        ScenarioStatus::Partial => "partial",
+        ScenarioStatus::Fail => "fail",
+        ScenarioStatus::Error => "error",
+    }
+}
+
+fn cell_class(cell: Cell) -> &'static str {
+    match cell {
+        Cell::Untested => "untested",
+        Cell::NeedsProbe => "needs_probe",
+        Cell::Pass => "pass",
+        Cell::Approximate => "approximate",
+        Cell::Fail => "fail",
+    }
+}
+
+fn matrix(out: &mut String, certificate: &Certificate) {
+    out.push_str("<h2 id=\"matrix\">boundary × tool kind</h2>\n<table class=\"matrix\"><tr><th>boundary</th>");
+    for kind in ToolKind::ALL {
+        let _ = write!(out, "<th>{}</th>", kind.as_str());
+    }
+    out.push_str("</tr>\n");
+    for boundary in Boundary::ALL {
+        let _ = write!(out, "<tr><th>{}</th>", boundary.as_str());
+        for kind in ToolKind::ALL {
+            let cell = certificate
+                .matrix
+                .iter()
+                .find(|c| c.boundary == boundary && c.tool_kind == kind)
+                .map_or(Cell::Untested, |c| c.cell);
+            // Each scenario with a fault in this cell, linked.
+            let mut links: Vec<String> = certificate
+                .scenarios
+                .iter()
+                .filter(|s| s.faults.iter().any(|f| f.boundary == boundary && f.tool_kind == kind))
+                .map(|s| format!("<a href=\"#s-{}\">{}</a>", anchor(&s.name), esc(&s.name)))
+                .collect();
+            links.dedup();
+            let _ = write!(
+                out,
+                "<td class=\"{}\">{}{}</td>",
+                cell_class(cell),
+                cell_word(cell),
+                if links.is_empty() { String::new() } else { format!("<br>{}", links.join("<br>")) }
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n<p>(~ = killed as soon as the fake world saw the point, not exactly at it; - = no scenario kills there)</p>\n");
+}
+
+fn cell_word(cell: Cell) -> &'static str {
+    match cell {
+        Cell::Untested => "-",
+        Cell::NeedsProbe => "n/a: probe",
+        Cell::Pass => "pass",
+        Cell::Approximate => "pass (~)",
+        Cell::Fail => "FAIL",
+    }
+}
+
+fn scenario_list(out: &mut String, scenarios: &[ScenarioEntry]) {
+    out.push_str(
+        "<h2 id=\"scenarios\">scenarios</h2>\n<table><tr><th>scenario</th><th>verdict</th><th>violated</th></tr>\n",
+    );
+    for s in scenarios {
+        let mut violated: Vec<&str> = s.violations.iter().map(|v| v.invariant.as_str()).collect();
+        violated.sort();
+        violated.dedup();
+        let _ = writeln!(
+            out,
+            "<tr class=\"{}\"><td><a href=\"#s-{}\">{}</a></td><td class=\"status\">{}</td><td>{}</td></tr>",
+            status_class(s.status),
+            anchor(&s.name),
+            esc(&s.name),
+            status_class(s.status),
+            esc(&violated.join(", "))
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// Geometry of the timeline: one column per event on the logical clock, one row per lane.
+const LABEL: u64 = 120;
+const STEP: u64 = 16;
+const ROW: u64 = 26;
+const TOP: u64 = 30;
+
+fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>) {
+    let id = anchor(&entry.name);
+    let _ = writeln!(
+        out,
+        "<section id=\"s-{id}\" class=\"scenario {}\"><h2>{} <span class=\"status\">{}</span></h2>",
+        status_class(entry.status),
+        esc(&entry.name),
+        status_class(entry.status)
+    );
+    if let Some(error) = &entry.error {
+        let _ = writeln!(out, "<p class=\"error\">not judged: {}</p>", esc(error));
+    }
+    if let Some(path) = &entry.artifacts {
+        let _ = writeln!(out, "<p>artifacts: <code>{}</code></p>", esc(path));
+    }
+    // Which events prove which violation: those are marked on the timeline.
+    let mut proven: Vec<(u64, usize)> = Vec::new();
+    for (n, v) in entry.violations.iter().enumerate() {
+        proven.extend(evidence_seqs(&v.evidence).into_iter().map(|seq| (seq, n)));
+    }
+    if let Some(timeline) = timeline {
+        svg(out, &id, entry, timeline, &proven);
+    }
+    if !entry.violations.is_empty() {
+        out.push_str("<ol class=\"violations\">\n");
+        for (n, v) in entry.violations.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<li id=\"v-{id}-{n}\" class=\"violation\" data-invariant=\"{}\"><b>{}</b>{}: {}",
+                v.invariant.as_str(),
+                v.invariant.as_str(),
+                v.operation.as_deref().map(|o| format!(" ({})", esc(o))).unwrap_or_default(),
+                esc(&v.message)
+            );
+            if !v.evidence.is_empty() {
+                let _ = write!(out, "<div class=\"evidence\">{}</div>", esc(&v.evidence.join("\n")));
+            }
+            out.push_str("</li>\n");
+        }
+        out.push_str("</ol>\n");
+    }
+    if let Some(timeline) = timeline {
+        let _ = write!(
+            out,
+            "<details{}><summary>every event ({})</summary><table class=\"events\"><tr><th>#</th><th>ms</th><th>lane</th><th>event</th></tr>\n",
+            if entry.violations.is_empty() { "" } else { " open" },
+            timeline.events.len()
+        );
+        for e in &timeline.events {
+            let class = if proven.iter().any(|(s, _)| *s == e.seq) {
+                "violated"
+            } else {
+                match e.kind {
+                    Kind::Kill => "kill",
+                    Kind::Restart => "restart",
+                    Kind::Retry => "retry",
+                    Kind::Plain => "plain",
+                }
+            };
+            let _ = writeln!(
+                out,
+                "<tr id=\"e-{id}-{}\" class=\"{class}\"><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+                e.seq,
+                e.seq,
+                e.at_micros as f64 / 1000.0,
+                esc(&e.lane.label()),
+                esc(&e.text)
+            );
+        }
+        out.push_str("</table></details>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+fn svg(out: &mut String, id: &str, entry: &ScenarioEntry, timeline: &Timeline, proven: &[(u64, usize)]) {
+    let lanes = timeline.lanes();
+    let width = LABEL + STEP * (timeline.events.len() as u64 + 1);
+    let height = TOP + ROW * lanes.len() as u64 + 8;
+    let _ = writeln!(
+        out,
+        "<div class=\"scroll\"><svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"monospace\" font-size=\"11\">"
+    );
+    let y_of = |lane: &Lane| TOP + ROW * lanes.iter().position(|l| l == lane).unwrap_or(0) as u64 + ROW / 2;
+    for lane in &lanes {
+        let y = y_of(lane);
+        let _ = writeln!(
+            out,
+            "<text x=\"4\" y=\"{}\">{}</text><line x1=\"{LABEL}\" y1=\"{y}\" x2=\"{width}\" y2=\"{y}\" stroke=\"#ccc\"/>",
+            y + 4,
+            esc(&lane.label())
+        );
+    }
+    let bottom = height - 4;
+    for (i, e) in timeline.events.iter().enumerate() {
+        let x = LABEL + STEP * (i as u64 + 1);
+        let y = y_of(&e.lane);
+        let title = format!("#{} at {:.1} ms: {}", e.seq, e.at_micros as f64 / 1000.0, e.text);
+        match e.kind {
+            Kind::Kill => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"kill\"><title>{}</title><line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#d00\" stroke-width=\"2\"/><text x=\"{}\" y=\"12\" fill=\"#d00\">KILL</text></g>",
+                    esc(&title),
+                    x - 12
+                );
+            }
+            Kind::Restart => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"restart\"><title>{}</title><line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#090\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/><text x=\"{}\" y=\"25\" fill=\"#090\">restart</text></g>",
+                    esc(&title),
+                    x - 16
+                );
+            }
+            Kind::Retry => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"retry\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"8\" height=\"8\" fill=\"#c80\"/></g>",
+                    esc(&title),
+                    x - 4,
+                    y - 4
+                );
+            }
+            Kind::Plain => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"event\"><title>{}</title><circle cx=\"{x}\" cy=\"{y}\" r=\"4\" fill=\"#36c\"/></g>",
+                    esc(&title)
+                );
+            }
+        }
+        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq) {
+            let invariant = entry.violations[*n].invariant.as_str();
+            let _ = writeln!(
+                out,
+                "<a href=\"#v-{id}-{n}\"><g class=\"violation-marker\" data-invariant=\"{invariant}\"><title>{invariant}: {}</title><circle cx=\"{x}\" cy=\"{y}\" r=\"8\" fill=\"none\" stroke=\"#e00\" stroke-width=\"3\"/><text x=\"{}\" y=\"{}\" fill=\"#e00\" font-weight=\"bold\">✗</text></g></a>",
+                esc(&entry.violations[*n].message),
+                x + 6,
+                y - 6
+            );
+        }
+    }
+    // Violations with no ledger line to point at (a report that disagrees, an unsettled
+    // operation) are marked at the end of the timeline.
+    let end = LABEL + STEP * (timeline.events.len() as u64 + 1) - 6;
+    for (n, v) in entry.violations.iter().enumerate() {
+        if !proven.iter().any(|(_, m)| *m == n) {
+            let _ = writeln!(
+                out,
+                "<a href=\"#v-{id}-{n}\"><g class=\"violation-marker\" data-invariant=\"{}\"><title>{}: {}</title><text x=\"{end}\" y=\"{}\" fill=\"#e00\" font-weight=\"bold\">✗</text></g></a>",
+                v.invariant.as_str(),
+                v.invariant.as_str(),
+                esc(&v.message),
+                y_of(&Lane::Runtime) + 4
+            );
+        }
+    }
+    out.push_str("</svg></div>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_lines_name_their_sequence_numbers() {
+        let lines = vec!["#12 provider  call charge_card".to_owned(), "no number".to_owned(), "#3".to_owned()];
+        assert_eq!(evidence_seqs(&lines), vec![12, 3]);
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(anchor("after_dispatch.kill-3"), "after_dispatch-kill-3");
+    }
+}
