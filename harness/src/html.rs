@@ -451,6 +451,99 @@ fn svg(out: &mut String, id: &str, entry: &ScenarioEntry, timeline: &Timeline, p
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certificate::ScenarioOutcome;
+    use crate::checker::{Coverage, Verdict, Violation};
+    use crate::driver::Hit;
+    use crate::invariant::Invariant;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn event(seq: u64, lane: Lane, kind: Kind, text: &str) -> TimelineEvent {
+        // Times are fixed (a millisecond per tick): the snapshot holds none of a real run's.
+        TimelineEvent { seq, at_micros: seq * 1000, lane, kind, text: text.to_owned() }
+    }
+
+    /// A small failing certification, made by hand: one kill, one restart, a duplicate effect.
+    fn small() -> (Certificate, Vec<ScenarioOutcome>) {
+        let timeline = Timeline {
+            events: vec![
+                event(1, Lane::Runtime, Kind::Plain, "harness   start incarnation 1"),
+                event(2, Lane::Policy, Kind::Plain, "policy    acme/alice tool charge_card (charge): allowed"),
+                event(
+                    3,
+                    Lane::Provider,
+                    Kind::Plain,
+                    "provider  call charge_card for charge (call 1, key charge): applied charge_card-000001, answer held",
+                ),
+                event(4, Lane::Runtime, Kind::Kill, "harness   SIGKILL incarnation 1"),
+                event(5, Lane::Runtime, Kind::Restart, "harness   start incarnation 2"),
+                event(
+                    6,
+                    Lane::Provider,
+                    Kind::Plain,
+                    "provider  call charge_card for charge (call 2, key charge#2): applied charge_card-000002, answered 200",
+                ),
+                event(
+                    7,
+                    Lane::Consumer("ledger".into()),
+                    Kind::Plain,
+                    "consumer  ledger received charge (key charge): applied, answered 202",
+                ),
+            ],
+        };
+        let violation = Violation {
+            invariant: Invariant::AtMostOnce,
+            operation: Some("charge".into()),
+            message: "`charge` had 2 effects at the provider; at most one is allowed".into(),
+            evidence: vec![
+                "#3 provider  call charge_card for charge (call 1, key charge): applied charge_card-000001, answer held".into(),
+                "#6 provider  call charge_card for charge (call 2, key charge#2): applied charge_card-000002, answered 200".into(),
+            ],
+        };
+        let verdict = Verdict {
+            scenario: "after_dispatch".into(),
+            probe: true,
+            violations: vec![violation],
+            coverage: vec![Coverage {
+                boundary: Boundary::AfterDispatch,
+                operation: "charge".into(),
+                tool_kind: ToolKind::NonIdempotentWithLookup,
+                hit: Hit::Exact,
+            }],
+            error: None,
+        };
+        let outcome = ScenarioOutcome {
+            name: "after_dispatch".into(),
+            file: PathBuf::from("/nonexistent/after_dispatch.toml"),
+            verdict: Ok(verdict),
+            duration: Duration::from_millis(7),
+            story: None,
+            artifacts: None,
+            timeline: Some(timeline),
+            rerun: None,
+        };
+        let target = crate::Target {
+            program: PathBuf::from("/nonexistent/runtime"),
+            args: vec!["--broken".into(), "blind-retry".into()],
+        };
+        let outcomes = vec![outcome];
+        (Certificate::new(&target, &outcomes), outcomes)
+    }
+
+    #[test]
+    fn a_failure_is_marked_on_its_timeline_and_explained_beside_it() {
+        let (certificate, outcomes) = small();
+        let html = render(&certificate, &outcomes);
+        // Both proving provider calls are marked, each linking to the explanation.
+        assert_eq!(html.matches("class=\"violation-marker\" data-invariant=\"at_most_once\"").count(), 2);
+        assert_eq!(html.matches("href=\"#v-after_dispatch-0\"").count(), 2);
+        assert!(html.contains("<li id=\"v-after_dispatch-0\" class=\"violation\" data-invariant=\"at_most_once\">"));
+        assert!(html.contains("<g class=\"kill\">") && html.contains("<g class=\"restart\">"));
+        assert!(html.contains("consumer ledger"), "one lane per consumer");
+        assert!(html.contains("<a href=\"#s-after_dispatch\">after_dispatch</a>"), "the matrix links the scenario");
+        assert!(!html.contains("<script"));
+        insta::assert_snapshot!(html);
+    }
 
     #[test]
     fn evidence_lines_name_their_sequence_numbers() {
