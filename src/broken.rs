@@ -2,8 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs`, `policy.rs` or
-//! `api.rs`, marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs`, `policy.rs`,
+//! `api.rs` or `metrics.rs`, marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -77,10 +77,13 @@ pub enum Broken {
     /// The success and its outbox are written before the provider is called (a provisional
     /// result), the real result over it after: a crash between leaves a success nobody performed.
     ResultBeforeCall,
+    /// `GET /metrics` counts dead letters in memory, from this incarnation's start: those of
+    /// earlier incarnations are forgotten at every restart, so the signal under-reports.
+    MiscountsDeadLetters,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 24] = [
+    pub const ALL: [Broken; 25] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -105,6 +108,7 @@ impl Broken {
         Self::NoFenceHeader,
         Self::FencedHangs,
         Self::ResultBeforeCall,
+        Self::MiscountsDeadLetters,
     ];
 
     pub fn name(self) -> &'static str {
@@ -133,6 +137,7 @@ impl Broken {
             Self::NoFenceHeader => "no-fence-header",
             Self::FencedHangs => "fenced-hangs",
             Self::ResultBeforeCall => "result-before-call",
+            Self::MiscountsDeadLetters => "miscounts-dead-letters",
         }
     }
 
@@ -165,6 +170,9 @@ impl Broken {
             Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
             Self::FencedHangs => "stops working when fenced, but never exits",
             Self::ResultBeforeCall => "writes the success before calling the provider",
+            Self::MiscountsDeadLetters => {
+                "counts dead letters in memory for /metrics, forgetting them at every restart"
+            }
         }
     }
 

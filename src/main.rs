@@ -15,6 +15,7 @@ mod config;
 mod consumers;
 mod fence;
 mod http;
+mod metrics;
 mod model;
 mod policy;
 mod probe;
@@ -115,6 +116,8 @@ struct Ready<'a> {
     api: String,
     /// Whether boundaries are announced: only when the harness gave a probe socket.
     probe: bool,
+    /// `GET /metrics` serves the monitoring signals (the contract's optional section).
+    metrics: bool,
 }
 
 async fn run(broken: Option<Broken>) -> Result<()> {
@@ -151,7 +154,12 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     let worker = Worker::new(&config, store, probe, wake, broken);
 
     // The listener is bound, so connections are accepted (queued by the kernel) from now on.
-    let ready = Ready { contract: CONTRACT, api: format!("http://{address}"), probe: config.probe_socket.is_some() };
+    let ready = Ready {
+        contract: CONTRACT,
+        api: format!("http://{address}"),
+        probe: config.probe_socket.is_some(),
+        metrics: true,
+    };
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "KILLPOINT_READY {}", serde_json::to_string(&ready)?)?;
     stdout.flush()?;

@@ -216,3 +216,39 @@ fn junit_has_one_case_per_cell_names_each_invariant_once_and_skips_what_was_not_
     );
     assert!(xml.contains("skipped=\"2\"") && xml.contains("failures=\"0\""), "{xml}");
 }
+
+/// The value of one sample line (`name{labels} value`) of a Prometheus text, if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn the_reference_runtimes_metrics_count_a_kill_a_reconciliation_and_a_dead_letter() {
+    let (verdict, run) =
+        killpoint::run_scenario(&scenario("monitoring_signals"), &runtime(None), &RunOptions::default()).unwrap();
+    assert!(verdict.passed(), "{:?}", verdict.violations);
+    assert_eq!(run.incarnations, 2, "the scenario kills once");
+    let text = match &run.metrics {
+        Some(Ok(text)) => text.clone(),
+        other => panic!("the reference runtime declares \"metrics\": true and serves them; got {other:?}"),
+    };
+    // Counted across the restart: the dead letter and the lookup happened in different incarnations.
+    for (series, value) in [
+        ("killpoint_dead_letters{destination=\"mailer\"}", 1.0),
+        ("killpoint_dead_letters{destination=\"ledger\"}", 0.0),
+        ("killpoint_reconciliations_total{outcome=\"found\"}", 1.0),
+        ("killpoint_reconciliations_total{outcome=\"not_found\"}", 0.0),
+        ("killpoint_refusals_total{reason=\"policy\"}", 0.0),
+        ("killpoint_executions{state=\"succeeded\"}", 2.0),
+        ("killpoint_executions{state=\"unknown\"}", 0.0),
+        ("killpoint_execution_age_seconds{state=\"unknown\"}", 0.0),
+        ("killpoint_delivery_age_seconds{destination=\"ledger\"}", 0.0),
+        ("killpoint_confirmation_to_ack_seconds_count", 1.0),
+    ] {
+        assert_eq!(sample(&text, series), Some(value), "{series} in:\n{text}");
+    }
+    for signal in ["killpoint_execution_age_seconds{state=\"dispatched\"}", "killpoint_confirmation_to_ack_seconds_sum"]
+    {
+        assert!(sample(&text, signal).is_some(), "{signal} missing from:\n{text}");
+    }
+}

@@ -199,6 +199,10 @@ pub struct Run {
     pub syscall_points: Vec<crate::traced::SyscallPoint>,
     /// Whether each `[[syscall_fault]]` was reached, by index.
     pub syscall_hits: Vec<bool>,
+    /// `GET /metrics` of the last incarnation once the workload settled, for a runtime whose
+    /// ready line declared `"metrics": true` (`None`: it does not serve them, or the run stopped
+    /// early); `Err` says why it could not be read.
+    pub metrics: Option<Result<String, String>>,
     pub artifacts: Artifacts,
 }
 
@@ -560,6 +564,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 fingerprints: Vec::new(),
                 syscall_points: Vec::new(),
                 syscall_hits: vec![false; scenario.syscall_faults.len()],
+                metrics: None,
                 artifacts,
             });
         }
@@ -614,6 +619,11 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             }
         }
     }
+    // The monitoring signals, read after the reports: the checker compares them with the ledgers.
+    let metrics = match aborted.is_none() && driver.incarnation.metrics {
+        true => Some(driver.client.metrics().await),
+        false => None,
+    };
     // Before anything is held against the runtime: was the harness's own ground intact?
     let harness_failure = intact(&artifacts).err();
     driver.incarnation.kill().await;
@@ -653,6 +663,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         fingerprints,
         syscall_points,
         syscall_hits,
+        metrics,
         artifacts,
     })
 }
