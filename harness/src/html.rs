@@ -69,6 +69,9 @@ pub struct TimelineEvent {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Timeline {
     pub events: Vec<TimelineEvent>,
+    /// The fake world's signal: idempotency keys that arrived again, by who saw them
+    /// (`provider`, `consumer <destination>`).
+    pub duplicate_keys: Vec<(String, u64)>,
 }
 
 impl Timeline {
@@ -94,7 +97,11 @@ impl Timeline {
             }))
             .collect();
         events.sort_by_key(|e| e.seq);
-        Timeline { events }
+        let keys = fake_tool::DuplicateKeys::of(&run.ledger);
+        let duplicate_keys = std::iter::once(("provider".to_owned(), keys.provider))
+            .chain(keys.consumers.into_iter().map(|(d, n)| (format!("consumer {d}"), n)))
+            .collect();
+        Timeline { events, duplicate_keys }
     }
 
     /// The lanes this timeline uses, in the order they are drawn.
@@ -310,6 +317,9 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
     }
     if let Some(timeline) = timeline {
         svg(out, &id, entry, timeline, &proven);
+        let keys: Vec<String> = timeline.duplicate_keys.iter().map(|(who, n)| format!("{} {n}", esc(who))).collect();
+        let _ =
+            writeln!(out, "<p class=\"duplicates\">duplicate keys seen (the world's signal): {}</p>", keys.join(" · "));
     }
     if !entry.violations.is_empty() {
         out.push_str("<ol class=\"violations\">\n");
@@ -490,6 +500,7 @@ mod tests {
                     "consumer  ledger received charge (key charge): applied, answered 202",
                 ),
             ],
+            duplicate_keys: vec![("provider".into(), 0), ("consumer ledger".into(), 0)],
         };
         let violation = Violation {
             invariant: Invariant::AtMostOnce,
