@@ -124,6 +124,15 @@ fn a_passing_runs_html_report_draws_every_timeline_with_kills_and_restarts() {
     assert!(html.matches("<g class=\"kill\">").count() >= 2, "each scenario's kill is drawn");
     assert!(html.matches("<g class=\"restart\">").count() >= 2, "each scenario's restart is drawn");
     assert!(!html.contains("violation-marker"), "a pass marks no violation");
+    // The runtime's structured retry lines are on the timeline: after_dispatch retries the
+    // execution of the charge the provider never applied (its lookup found nothing).
+    assert!(html.contains("<g class=\"retry\">"), "retries drawn");
+    assert!(
+        html.contains(
+            "runtime   log: execution retry of charge-not-applied, attempt 2: lookup: attempt 1 had no effect"
+        ),
+        "{html}"
+    );
     // Self-contained: no script, nothing fetched, links only within the page.
     for forbidden in ["<script", "src=", "<link", "@import", "href=\"http"] {
         assert!(!html.contains(forbidden), "the report must be self-contained: found `{forbidden}`");

@@ -96,7 +96,10 @@ impl Timeline {
                 text: describe_mark(m),
             }))
             .collect();
-        events.sort_by_key(|e| e.seq);
+        let stderr = std::fs::read(run.artifacts_path().join("logs").join("stderr.log")).unwrap_or_default();
+        events.extend(retries(&String::from_utf8_lossy(&stderr), &run.ledger));
+        // A retry is drawn just before the request it led to (same `seq`, sorted first).
+        events.sort_by_key(|e| (e.seq, e.kind != Kind::Retry));
         let keys = fake_tool::DuplicateKeys::of(&run.ledger);
         let duplicate_keys = std::iter::once(("provider".to_owned(), keys.provider))
             .chain(keys.consumers.into_iter().map(|(d, n)| (format!("consumer {d}"), n)))
@@ -129,6 +132,45 @@ fn entry_event(entry: &Entry) -> TimelineEvent {
         }
     };
     TimelineEvent { seq: entry.seq, at_micros: entry.at_micros, lane, kind: Kind::Plain, text: describe_entry(entry) }
+}
+
+/// The runtime's structured retry lines (`{"log":"retry","retry":"execution"|"delivery",…}` on
+/// stderr), placed on the clock at the request each led to: the provider's call `attempt` of the
+/// operation, or the destination's receipt number `attempt`. A retry whose request never reached
+/// the world (killed first) is drawn at the end.
+fn retries(stderr: &str, ledger: &[Entry]) -> Vec<TimelineEvent> {
+    let last = ledger.last().map_or((0, 0), |e| (e.seq, e.at_micros));
+    let mut out = Vec::new();
+    for line in stderr.lines().filter(|l| l.starts_with('{') && l.contains("\"log\":\"retry\"")) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let (Some(kind), Some(op), Some(attempt)) =
+            (v["retry"].as_str(), v["operation_id"].as_str(), v["attempt"].as_u64())
+        else {
+            continue;
+        };
+        let destination = v["destination"].as_str();
+        let reason = v["reason"].as_str().unwrap_or_default();
+        let target = match (kind, destination) {
+            ("execution", _) => ledger.iter().find(|e| {
+                matches!(&e.event, Event::ProviderCall { operation: Some(o), call, .. } if o == op && u64::from(*call) == attempt)
+            }),
+            ("delivery", Some(d)) => ledger
+                .iter()
+                .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination, operation: Some(o), .. } if destination == d && o == op))
+                .nth(usize::try_from(attempt).unwrap_or(usize::MAX).saturating_sub(1)),
+            _ => continue,
+        };
+        let (seq, at_micros) = target.map_or(last, |e| (e.seq, e.at_micros));
+        let to = destination.map(|d| format!(" -> {d}")).unwrap_or_default();
+        out.push(TimelineEvent {
+            seq,
+            at_micros,
+            lane: Lane::Runtime,
+            kind: Kind::Retry,
+            text: format!("runtime   log: {kind} retry of {op}{to}, attempt {attempt}: {reason}"),
+        });
+    }
+    out
 }
 
 /// The `#seq` numbers a violation's evidence lines name (`#12 provider  call …`).
@@ -168,7 +210,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-
 .status{font-weight:bold;text-transform:uppercase}
 .scroll{overflow-x:auto;border:1px solid #ddd;margin:.5em 0}
 .violations li{margin-bottom:.6em}.evidence{font:12px monospace;white-space:pre-wrap;color:#600}
-.events td{font:12px monospace;white-space:pre}tr.violated td{background:#fcc}tr.kill td{color:#b00}tr.restart td{color:#070}
+.events td{font:12px monospace;white-space:pre}tr.retry td{color:#a60}tr.violated td{background:#fcc}tr.kill td{color:#b00}tr.restart td{color:#070}
 details{margin:.5em 0}code{font-size:12px}section.scenario{background:none}";
 
 /// The whole report. `outcomes` are the certificate's scenarios, in the same order; those with a
@@ -359,8 +401,7 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
             };
             let _ = writeln!(
                 out,
-                "<tr id=\"e-{id}-{}\" class=\"{class}\"><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
-                e.seq,
+                "<tr class=\"{class}\"><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
                 e.seq,
                 e.at_micros as f64 / 1000.0,
                 esc(&e.lane.label()),
