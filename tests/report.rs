@@ -256,6 +256,13 @@ fn the_reference_runtimes_metrics_count_a_kill_a_reconciliation_and_a_dead_lette
     ] {
         assert_eq!(sample(&text, series), Some(value), "{series} in:\n{text}");
     }
+    // The logs say what each retry was: the mailer's resend is a delivery retry, not an execution.
+    let stderr = std::fs::read_to_string(run.artifacts_path().join("logs/stderr.log")).unwrap();
+    assert!(
+        stderr.contains(r#"{"log":"retry","retry":"delivery","operation_id":"mail","destination":"mailer","attempt":2,"reason":"HTTP 503"#),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(r#""retry":"execution""#), "nothing was executed twice: {stderr}");
     for signal in ["killpoint_execution_age_seconds{state=\"dispatched\"}", "killpoint_confirmation_to_ack_seconds_sum"]
     {
         assert!(sample(&text, signal).is_some(), "{signal} missing from:\n{text}");
