@@ -50,6 +50,8 @@ pub struct Certificate {
     pub matrix: Vec<MatrixCell>,
     /// Every numbered rule of the contract and what this run established about it.
     pub rules: Vec<crate::coverage::RuleOutcome>,
+    /// The seed's eight acceptance questions, answered with their evidence.
+    pub checklist: Vec<crate::checklist::Item>,
 }
 
 #[derive(Debug, Serialize)]
@@ -125,7 +127,7 @@ impl Certificate {
             Err(_) => ScenarioStatus::Error,
         };
         let count = |status: ScenarioStatus| outcomes.iter().filter(|o| status_of(o) == status).count();
-        Certificate {
+        let mut certificate = Certificate {
             schema: SCHEMA,
             killpoint_version: env!("CARGO_PKG_VERSION"),
             contract: CONTRACT,
@@ -165,7 +167,10 @@ impl Certificate {
                 .map(|(boundary, tool_kind, cell)| MatrixCell { boundary, tool_kind, cell })
                 .collect(),
             rules: crate::coverage::judge_rules(&verdicts),
-        }
+            checklist: Vec::new(),
+        };
+        certificate.checklist = crate::checklist::answer(&certificate.scenarios, outcomes, &certificate.matrix);
+        certificate
     }
 
     pub fn to_json(&self) -> String {

@@ -72,6 +72,9 @@ pub struct Timeline {
     /// The fake world's signal: idempotency keys that arrived again, by who saw them
     /// (`provider`, `consumer <destination>`).
     pub duplicate_keys: Vec<(String, u64)>,
+    /// The ledger entries that are retries: a provider call after an operation's first, a
+    /// receipt after the first of an operation at a destination (by `seq`).
+    pub retried: Vec<u64>,
 }
 
 impl Timeline {
@@ -104,7 +107,20 @@ impl Timeline {
         let duplicate_keys = std::iter::once(("provider".to_owned(), keys.provider))
             .chain(keys.consumers.into_iter().map(|(d, n)| (format!("consumer {d}"), n)))
             .collect();
-        Timeline { events, duplicate_keys }
+        let mut firsts = std::collections::HashSet::new();
+        let retried = run
+            .ledger
+            .iter()
+            .filter(|e| match &e.event {
+                Event::ProviderCall { operation: Some(o), .. } => !firsts.insert((o.clone(), None)),
+                Event::ConsumerReceipt { operation: Some(o), destination, .. } => {
+                    !firsts.insert((o.clone(), Some(destination.clone())))
+                }
+                _ => false,
+            })
+            .map(|e| e.seq)
+            .collect();
+        Timeline { events, duplicate_keys, retried }
     }
 
     /// The lanes this timeline uses, in the order they are drawn.
@@ -237,6 +253,7 @@ pub fn render(certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> String
         s.errors
     );
     matrix(&mut out, certificate);
+    checklist(&mut out, &certificate.checklist);
     scenario_list(&mut out, &certificate.scenarios);
     for (i, entry) in certificate.scenarios.iter().enumerate() {
         let timeline = outcomes.get(i).and_then(|o| o.timeline.as_ref());
@@ -244,6 +261,25 @@ pub fn render(certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> String
     }
     out.push_str("</body></html>\n");
     out
+}
+
+fn checklist(out: &mut String, items: &[crate::checklist::Item]) {
+    out.push_str("<h2 id=\"checklist\">the seed's acceptance checklist</h2>\n<table class=\"checklist\"><tr><th>question</th><th>answer</th><th>evidence</th></tr>\n");
+    for item in items {
+        let class = match item.answer {
+            crate::checklist::Answer::Yes => "pass",
+            crate::checklist::Answer::No => "fail",
+            crate::checklist::Answer::NotShown => "untested",
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
+            esc(item.question),
+            item.answer.as_str(),
+            item.evidence.iter().map(|e| esc(e)).collect::<Vec<_>>().join("<br>")
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 fn status_class(status: ScenarioStatus) -> &'static str {
@@ -542,6 +578,7 @@ mod tests {
                 ),
             ],
             duplicate_keys: vec![("provider".into(), 0), ("consumer ledger".into(), 0)],
+            retried: vec![6],
         };
         let violation = Violation {
             invariant: Invariant::AtMostOnce,

@@ -16,6 +16,7 @@ pub mod artifacts;
 pub mod boundary;
 pub mod certificate;
 pub mod checker;
+pub mod checklist;
 pub mod client;
 pub mod coverage;
 pub mod driver;

@@ -320,6 +320,7 @@ fn certify(scenarios: &[Scenario], target: &Target, options: &RunOptions, args: 
     println!("\n{}", report::matrix_table(&report::matrix(&verdicts)));
     let certificate = Certificate::new(target, &outcomes);
     println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
+    println!("{}", killpoint::checklist::table(&certificate.checklist));
     let html = args.report.html.as_ref().map(|_| killpoint::html::render(&certificate, &outcomes)).unwrap_or_default();
     for (path, text, what) in [
         (&args.json, certificate.to_json(), "JSON certificate"),
