@@ -159,7 +159,7 @@ fn a_failing_report_marks_the_violation_in_headless_chromium() {
         let output = Command::new("timeout")
             .arg("120")
             .arg(chromium)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1400,1000"])
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(extra)
             .arg(format!("file://{}", report.display()))
@@ -178,7 +178,8 @@ fn a_failing_report_marks_the_violation_in_headless_chromium() {
     }
     assert!(dom.contains("<g class=\"kill\">") && dom.contains("<g class=\"restart\">"), "kills and restarts drawn");
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-failure.png");
-    browse(&[&format!("--screenshot={}", shot.display())]);
+    // Tall enough for the matrix, the checklist and the failing scenario's timeline.
+    browse(&[&format!("--screenshot={}", shot.display()), "--window-size=1300,1900"]);
     assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000), "no screenshot at {}", shot.display());
     if std::env::var_os("KILLPOINT_UPDATE_SCREENSHOT").is_some() {
         std::fs::copy(&shot, Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report-failure.png")).unwrap();

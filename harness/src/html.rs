@@ -425,7 +425,7 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
             timeline.events.len()
         );
         for e in &timeline.events {
-            let class = if proven.iter().any(|(s, _)| *s == e.seq) {
+            let class = if e.kind != Kind::Retry && proven.iter().any(|(s, _)| *s == e.seq) {
                 "violated"
             } else {
                 match e.kind {
@@ -506,7 +506,8 @@ fn svg(out: &mut String, id: &str, entry: &ScenarioEntry, timeline: &Timeline, p
                 );
             }
         }
-        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq) {
+        // A retry line shares the `seq` of the request it led to; the proof is the request.
+        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq && e.kind != Kind::Retry) {
             let invariant = entry.violations[*n].invariant.as_str();
             let _ = writeln!(
                 out,
