@@ -1293,8 +1293,6 @@ fn metrics_agree(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>
                 .sum(),
         )
     };
-    let ops: HashSet<&str> = scenario.operations.iter().map(|o| o.id.as_str()).collect();
-    let ours = |e: &&Entry| e.event.operation().is_some_and(|o| ops.contains(o));
 
     let destinations: BTreeSet<&String> = scenario.operations.iter().flat_map(|o| &o.destinations).collect();
     match sum("killpoint_dead_letters", None) {
@@ -1322,12 +1320,12 @@ fn metrics_agree(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>
             matches!(m.happening, Happening::Killed { .. } | Happening::SyscallKill { .. } | Happening::Frozen { .. })
         })
         .count() as f64;
-    let lookups: Vec<&Entry> =
-        run.ledger.iter().filter(ours).filter(|e| matches!(e.event, Event::ProviderLookup { .. })).collect();
+    // Every lookup and refusal in this scenario's world is the runtime's, whether or not the
+    // request named an operation the world knows (a lookup by a key never sent names none).
+    let lookups: Vec<&Entry> = run.ledger.iter().filter(|e| matches!(e.event, Event::ProviderLookup { .. })).collect();
     let refusals: Vec<&Entry> = run
         .ledger
         .iter()
-        .filter(ours)
         .filter(|e| {
             matches!(&e.event, Event::PolicyCheck { answer: PolicyAnswer::Refused, subject, .. } if !matches!(subject, Subject::Destination(_)))
         })
@@ -1374,15 +1372,21 @@ fn given_up(scenario: &Scenario, run: &Run, destination: &str) -> (usize, Vec<St
             .iter()
             .filter(|e| matches!(&e.event, Event::PolicyCheck { subject: Subject::Destination(d), operation: Some(o), answer: PolicyAnswer::Refused, .. } if d == destination && *o == op.id))
             .collect();
-        if accepted {
-            continue;
-        }
-        if receipts.len() >= max {
-            count += 1;
-            proof.extend(evidence(receipts));
-        } else if !refused.is_empty() {
+        // A refusal dead-letters the delivery even after a send the consumer accepted, when the
+        // runtime was killed before it recorded the acknowledgement: only an accepted send after
+        // the last refusal means it was delivered.
+        let last_refusal = refused.last().map(|e| e.seq);
+        let accepted_after_refusal = last_refusal.is_some_and(|r| {
+            receipts.iter().any(|e| {
+                e.seq > r && matches!(&e.event, Event::ConsumerReceipt { status, .. } if (200..300).contains(status))
+            })
+        });
+        if last_refusal.is_some() && !accepted_after_refusal {
             count += 1;
             proof.extend(evidence(refused));
+        } else if !accepted && receipts.len() >= max {
+            count += 1;
+            proof.extend(evidence(receipts));
         }
     }
     (count, proof)
