@@ -68,6 +68,10 @@ pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<Str
     let confirmed = confirmations(&facts);
     let delivery_ages = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let dead_letters = Family::<Labels, Gauge>::default();
+    for destination in &facts.destinations {
+        let _ = delivery_ages.get_or_create(&label("destination", destination));
+        let _ = dead_letters.get_or_create(&label("destination", destination));
+    }
     for (operation, destination, state) in &facts.deliveries {
         let age = delivery_ages.get_or_create(&label("destination", destination));
         let _ = dead_letters.get_or_create(&label("destination", destination));

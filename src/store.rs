@@ -1000,6 +1000,8 @@ pub struct MonitoringFacts {
     pub deliveries: Vec<(String, String, DeliveryState)>,
     /// The audit trail in order: operation, event name, detail, when.
     pub audit: Vec<(String, String, String, f64)>,
+    /// Every destination an operation names, so each has its series before its first delivery.
+    pub destinations: Vec<String>,
 }
 
 impl Store {
@@ -1018,6 +1020,15 @@ impl Store {
             .prepare("SELECT operation_id, event, detail, julianday(at) * 86400.0 FROM audit ORDER BY id")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(MonitoringFacts { now, operations, deliveries, audit })
+        let mut destinations: Vec<String> = conn
+            .prepare("SELECT destinations_json FROM agent_operations")?
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .iter()
+            .flat_map(|json| serde_json::from_str::<Vec<String>>(json).unwrap_or_default())
+            .collect();
+        destinations.sort();
+        destinations.dedup();
+        Ok(MonitoringFacts { now, operations, deliveries, audit, destinations })
     }
 }
