@@ -27,10 +27,8 @@ impl DuplicateKeys {
         let mut out = DuplicateKeys::default();
         for entry in entries {
             match &entry.event {
-                Event::ProviderCall { tool, idempotency_key: Some(key), .. } => {
-                    if !seen.insert((true, tool, key)) {
-                        out.provider += 1;
-                    }
+                Event::ProviderCall { tool, idempotency_key: Some(key), .. } if !seen.insert((true, tool, key)) => {
+                    out.provider += 1;
                 }
                 Event::ConsumerReceipt { destination, idempotency_key, .. } => {
                     let count = out.consumers.entry(destination.clone()).or_default();

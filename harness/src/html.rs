@@ -418,9 +418,9 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
         out.push_str("</ol>\n");
     }
     if let Some(timeline) = timeline {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<details{}><summary>every event ({})</summary><table class=\"events\"><tr><th>#</th><th>ms</th><th>lane</th><th>event</th></tr>\n",
+            "<details{}><summary>every event ({})</summary><table class=\"events\"><tr><th>#</th><th>ms</th><th>lane</th><th>event</th></tr>",
             if entry.violations.is_empty() { "" } else { " open" },
             timeline.events.len()
         );
