@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -38,16 +38,20 @@ struct AppState {
     broken: Option<Broken>,
     /// `ack-before-durable` only: intents acknowledged but not yet written.
     unwritten: Arc<Mutex<Vec<(Submission, String)>>>,
+    /// When this incarnation started, on the store's clock (for `GET /metrics`).
+    started: f64,
 }
 
 /// The API; `broken` only for a deliberately broken variant of the API's own.
 pub fn router(store: Arc<Store>, wake: Arc<Notify>, broken: Option<Broken>) -> Router {
-    let state = AppState { store, wake, broken, unwritten: Arc::default() };
+    let started = store.monitoring_facts().map(|f| f.now).unwrap_or_default();
+    let state = AppState { store, wake, broken, unwritten: Arc::default(), started };
     if broken == Some(Broken::AckBeforeDurable) {
         tokio::spawn(group_commit(state.clone()));
     }
     Router::new()
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .route("/operations", post(submit))
         .route("/operations/{operation_id}", get(read))
         .method_not_allowed_fallback(wrong_method)
@@ -74,6 +78,17 @@ async fn group_commit(state: AppState) {
 }
 
 // ---- handlers -------------------------------------------------------------------------------
+
+/// The monitoring signals (`metrics.rs`), in the Prometheus text format.
+async fn metrics(State(state): State<AppState>) -> Response {
+    match crate::metrics::render(&state.store, state.started, state.broken) {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response(),
+        Err(error) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot read the store for the metrics: {error:#}\n"))
+                .into_response()
+        }
+    }
+}
 
 async fn health() -> Json<Value> {
     Json(serde_json::json!({ "contract": CONTRACT }))

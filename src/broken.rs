@@ -2,8 +2,8 @@
 //! classic recovery bug. Selected only by `--broken <name>` on the command line; the reference
 //! runtime never runs with any of them.
 //!
-//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs`, `policy.rs` or
-//! `api.rs`, marked `BROKEN:` there.
+//! Each variant is one small deviation at one spot in `worker.rs`, `provider.rs`, `policy.rs`,
+//! `api.rs` or `metrics.rs`, marked `BROKEN:` there.
 
 use std::fmt;
 
@@ -80,10 +80,13 @@ pub enum Broken {
     /// A destination the policy refuses is delivered to anyway: the refusal is read as concerning
     /// new executions only, not the delivery of a result already obtained.
     DeliverRefused,
+    /// `GET /metrics` counts dead letters in memory, from this incarnation's start: those of
+    /// earlier incarnations are forgotten at every restart, so the signal under-reports.
+    MiscountsDeadLetters,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 25] = [
+    pub const ALL: [Broken; 26] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -109,6 +112,7 @@ impl Broken {
         Self::FencedHangs,
         Self::ResultBeforeCall,
         Self::DeliverRefused,
+        Self::MiscountsDeadLetters,
     ];
 
     pub fn name(self) -> &'static str {
@@ -138,6 +142,7 @@ impl Broken {
             Self::FencedHangs => "fenced-hangs",
             Self::ResultBeforeCall => "result-before-call",
             Self::DeliverRefused => "deliver-refused",
+            Self::MiscountsDeadLetters => "miscounts-dead-letters",
         }
     }
 
@@ -171,6 +176,9 @@ impl Broken {
             Self::FencedHangs => "stops working when fenced, but never exits",
             Self::ResultBeforeCall => "writes the success before calling the provider",
             Self::DeliverRefused => "delivers to a destination the policy refused",
+            Self::MiscountsDeadLetters => {
+                "counts dead letters in memory for /metrics, forgetting them at every restart"
+            }
         }
     }
 

@@ -15,6 +15,7 @@ mod config;
 mod consumers;
 mod fence;
 mod http;
+mod metrics;
 mod model;
 mod policy;
 mod provider;
@@ -149,8 +150,9 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     let worker = Worker::new(&config, store, wake, broken);
 
     // The listener is bound, so connections are accepted (queued by the kernel) from now on.
-    // Announcements are armed from here on: none may precede the ready line.
-    killpoint_probe::ready(address)?;
+    // Announcements are armed from here on: none may precede the ready line. `GET /metrics`
+    // serves the monitoring signals (the contract's optional section 11).
+    killpoint_probe::ready_declaring(address, killpoint_probe::Declares { metrics: true })?;
     eprintln!("killpoint-runtime: serving {CONTRACT} on http://{address}");
 
     let worker = tokio::spawn(worker.run());

@@ -987,3 +987,48 @@ mod tests {
         assert!(error.to_string().contains("schema version 99"), "{error}");
     }
 }
+
+/// What the monitoring signals are computed from (`GET /metrics`, see `metrics.rs`): read from the
+/// store, not counted in memory, so they survive restarts as the state they describe does.
+/// Times are seconds on SQLite's clock (`julianday × 86400`), `now` included.
+#[derive(Debug, Default)]
+pub struct MonitoringFacts {
+    pub now: f64,
+    /// Every operation: its execution state, whether it is paused, and when it entered the state.
+    pub operations: Vec<(ExecutionState, bool, f64)>,
+    /// Every delivery: its operation, destination and state.
+    pub deliveries: Vec<(String, String, DeliveryState)>,
+    /// The audit trail in order: operation, event name, detail, when.
+    pub audit: Vec<(String, String, String, f64)>,
+    /// Every destination an operation names, so each has its series before its first delivery.
+    pub destinations: Vec<String>,
+}
+
+impl Store {
+    pub fn monitoring_facts(&self) -> Result<MonitoringFacts> {
+        let conn = self.conn();
+        let now = conn.query_row("SELECT julianday('now') * 86400.0", [], |r| r.get(0))?;
+        let operations = conn
+            .prepare("SELECT execution_state, paused, julianday(updated_at) * 86400.0 FROM agent_operations")?
+            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let deliveries = conn
+            .prepare("SELECT operation_id, destination, state FROM deliveries")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let audit = conn
+            .prepare("SELECT operation_id, event, detail, julianday(at) * 86400.0 FROM audit ORDER BY id")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut destinations: Vec<String> = conn
+            .prepare("SELECT destinations_json FROM agent_operations")?
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .iter()
+            .flat_map(|json| serde_json::from_str::<Vec<String>>(json).unwrap_or_default())
+            .collect();
+        destinations.sort();
+        destinations.dedup();
+        Ok(MonitoringFacts { now, operations, deliveries, audit, destinations })
+    }
+}

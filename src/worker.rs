@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
@@ -396,7 +397,16 @@ impl Shared {
                 eprintln!("{id} {reason}");
                 Ok(Next::Stop)
             }
-            Recovery::Repeat => Ok(Next::Attempt),
+            Recovery::Repeat => {
+                log_retry(
+                    Retry::Execution,
+                    &id,
+                    None,
+                    operation.attempts + 1,
+                    "outcome unknown; the tool is safely repeatable",
+                );
+                Ok(Next::Attempt)
+            }
         }
     }
 
@@ -430,6 +440,7 @@ impl Shared {
                 let detail = format!("attempt {} had no effect", operation.attempts);
                 self.store.record_audit(&id, AuditEvent::NotFound, &detail)?;
                 eprintln!("{id} lookup: {detail}");
+                log_retry(Retry::Execution, &id, None, operation.attempts + 1, &format!("lookup: {detail}"));
                 Ok(Next::Attempt)
             }
             Lookup::Unknown(why) => {
@@ -515,6 +526,10 @@ impl Shared {
         }
 
         let send = delivery.attempts + 1;
+        if send > 1 {
+            let reason = delivery.last_error.as_deref().unwrap_or("the previous send's answer was never recorded");
+            log_retry(Retry::Delivery, &id, Some(&destination), send, reason);
+        }
         let key = match self.broken {
             // BROKEN: a new key per send, so the consumer cannot recognise a resend.
             Some(Broken::FreshDeliveryKey) => format!("{id}#{send}"),
@@ -552,6 +567,35 @@ impl Shared {
             }
         }
         Ok(())
+    }
+}
+
+/// What a retry repeats: the tool's execution (a new provider attempt) or only the delivery of a
+/// result already recorded (a resend to one destination). The seed asks that logs prove which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Retry {
+    Execution,
+    Delivery,
+}
+
+/// One structured line on stderr per retry, e.g.
+/// `{"log":"retry","retry":"delivery","operation_id":"charge","destination":"ledger","attempt":2,"reason":"…"}`.
+/// `attempt` is the provider attempt (execution) or the send (delivery) about to be made.
+fn log_retry(retry: Retry, operation_id: &str, destination: Option<&str>, attempt: u32, reason: &str) {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        log: &'static str,
+        retry: Retry,
+        operation_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        destination: Option<&'a str>,
+        attempt: u32,
+        reason: &'a str,
+    }
+    let line = Line { log: "retry", retry, operation_id, destination, attempt, reason };
+    if let Ok(json) = serde_json::to_string(&line) {
+        eprintln!("{json}");
     }
 }
 

@@ -71,11 +71,20 @@ impl World {
             .route("/revocations", post(policy::revoke))
             .with_state(policy.clone());
         let ledger_for_route = ledger.clone();
-        let app = Router::new()
-            .nest("/provider", provider_routes)
-            .nest("/consumers", consumer_routes)
-            .nest("/policy", policy_routes)
-            .route("/ledger", get(move || async move { axum::Json(ledger_for_route.entries()) }));
+        let ledger_for_metrics = ledger.clone();
+        let app =
+            Router::new()
+                .nest("/provider", provider_routes)
+                .nest("/consumers", consumer_routes)
+                .nest("/policy", policy_routes)
+                .route("/ledger", get(move || async move { axum::Json(ledger_for_route.entries()) }))
+                // The world's own monitoring signals (duplicate keys), from the ledger.
+                .route(
+                    "/metrics",
+                    get(move || async move {
+                        crate::signals::DuplicateKeys::of(&ledger_for_metrics.entries()).to_prometheus()
+                    }),
+                );
 
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;

@@ -31,6 +31,10 @@ pub struct ScenarioOutcome {
     pub story: Option<String>,
     /// Where the data dir and logs were kept, if they were.
     pub artifacts: Option<PathBuf>,
+    /// The run's events on the shared clock, for the HTML report (absent if it could not run).
+    pub timeline: Option<crate::html::Timeline>,
+    /// For kept artifacts: the `rerun.sh` in them that reruns exactly this case.
+    pub rerun: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -46,6 +50,8 @@ pub struct Certificate {
     pub matrix: Vec<MatrixCell>,
     /// Every numbered rule of the contract and what this run established about it.
     pub rules: Vec<crate::coverage::RuleOutcome>,
+    /// The seed's eight acceptance questions, answered with their evidence.
+    pub checklist: Vec<crate::checklist::Item>,
 }
 
 #[derive(Debug, Serialize)]
@@ -124,7 +130,7 @@ impl Certificate {
             Err(_) => ScenarioStatus::Error,
         };
         let count = |status: ScenarioStatus| outcomes.iter().filter(|o| status_of(o) == status).count();
-        Certificate {
+        let mut certificate = Certificate {
             schema: SCHEMA,
             killpoint_version: env!("CARGO_PKG_VERSION"),
             contract: CONTRACT,
@@ -164,15 +170,21 @@ impl Certificate {
                 .map(|(boundary, tool_kind, cell)| MatrixCell { boundary, tool_kind, cell })
                 .collect(),
             rules: crate::coverage::judge_rules(&verdicts),
-        }
+            checklist: Vec::new(),
+        };
+        certificate.checklist = crate::checklist::answer(&certificate.scenarios, outcomes, &certificate.matrix);
+        certificate
     }
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("the certificate is plain data")
     }
 
-    /// JUnit XML: one test suite, one test case per scenario; the certificate's identity as
-    /// suite properties so CI systems show it.
+    /// JUnit XML: one test suite; per scenario (the case's class), one test case per fault (a
+    /// cell of the matrix: boundary × tool kind, for one operation) and one for its workload as a
+    /// whole (what no fault's operation accounts for). A case fails with its invariants named once
+    /// each; a fault only the probe reaches, in a runtime without one, is skipped, never passed.
+    /// The certificate's identity is in the suite's properties so CI systems show it.
     pub fn to_junit(&self) -> String {
         let mut suite = TestSuite::new("killpoint certify");
         for (name, value) in [
@@ -186,51 +198,108 @@ impl Certificate {
         ] {
             suite.add_property(Property::new(name, value));
         }
+        let mut total = Duration::ZERO;
         for entry in &self.scenarios {
-            let status = match entry.status {
-                ScenarioStatus::Pass => TestCaseStatus::success(),
-                ScenarioStatus::Partial => {
-                    let mut s = TestCaseStatus::success();
-                    // JUnit has no "partly"; the skipped boundaries go to system-out below.
-                    s.set_message("passed; some boundaries need the probe");
-                    s
+            let scenario_time = Duration::from_millis(entry.duration_ms);
+            total += scenario_time;
+            let cells = junit_cells(entry);
+            // The scenario ran once for all its cells: its time is shared among them.
+            let share = scenario_time / u32::try_from(cells.len()).unwrap_or(u32::MAX).max(1);
+            for (name, cell) in cells {
+                let mut case = TestCase::new(name, cell);
+                case.set_classname(format!("killpoint.{}", entry.name));
+                case.set_time(share);
+                if let Some(path) = &entry.artifacts {
+                    case.set_system_err(format!("artifacts kept at {path}"));
                 }
-                failed @ (ScenarioStatus::Fail | ScenarioStatus::Error) => {
-                    let kind =
-                        if failed == ScenarioStatus::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
-                    let mut s = TestCaseStatus::non_success(kind);
-                    let invariants: Vec<&str> = entry.violations.iter().map(|v| v.invariant.as_str()).collect();
-                    s.set_message(match &entry.error {
-                        Some(e) => e.lines().next().unwrap_or_default().to_owned(),
-                        None => format!("violated: {}", invariants.join(", ")),
-                    });
-                    if let Some(story) = &entry.story {
-                        s.set_description(story.clone());
-                    }
-                    s
-                }
-            };
-            let mut case = TestCase::new(entry.name.clone(), status);
-            case.set_classname("killpoint.scenario");
-            case.set_time(Duration::from_millis(entry.duration_ms));
-            let not_exercised: Vec<String> = entry
-                .faults
-                .iter()
-                .filter(|c| c.hit == crate::driver::Hit::NeedsProbe)
-                .map(|c| format!("{} of {}", c.boundary, c.operation))
-                .collect();
-            if !not_exercised.is_empty() {
-                case.set_system_out(format!("not exercised without the probe: {}", not_exercised.join(", ")));
+                suite.add_test_case(case);
             }
-            if let Some(path) = &entry.artifacts {
-                case.set_system_err(format!("artifacts kept at {path}"));
-            }
-            suite.add_test_case(case);
         }
+        suite.set_time(total);
         let mut report = Report::new("killpoint");
+        report.set_time(total);
         report.add_test_suite(suite);
         report.to_string().expect("JUnit XML serialises")
     }
+}
+
+/// The JUnit cases of one scenario: `(name, status)`, one per fault and one for the workload.
+fn junit_cells(entry: &ScenarioEntry) -> Vec<(String, TestCaseStatus)> {
+    let mut cells = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for fault in &entry.faults {
+        let mut name = format!("{} {} ({})", fault.boundary, fault.operation, fault.tool_kind.as_str());
+        // Two faults at one boundary of one operation (other occurrences) stay two cases.
+        let same = names.iter().filter(|n| n.starts_with(&name)).count();
+        if same > 0 {
+            name = format!("{name} #{}", same + 1);
+        }
+        names.push(name.clone());
+        let violations: Vec<&Violation> =
+            entry.violations.iter().filter(|v| v.operation.as_deref() == Some(&fault.operation)).collect();
+        let status = match (&entry.error, entry.status) {
+            (Some(error), _) => not_judged(error),
+            (None, ScenarioStatus::Error) => not_judged("not judged"),
+            _ if !violations.is_empty() => failed(&violations, entry.story.as_deref()),
+            _ if fault.hit == crate::driver::Hit::NeedsProbe => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!(
+                    "not exercised: only the probe stops a runtime at {}, and this runtime has none",
+                    fault.boundary
+                ));
+                s.set_type("needs_probe");
+                s
+            }
+            _ => TestCaseStatus::success(),
+        };
+        cells.push((name, status));
+    }
+    let faulted: Vec<&str> = entry.faults.iter().map(|f| f.operation.as_str()).collect();
+    let rest: Vec<&Violation> =
+        entry.violations.iter().filter(|v| v.operation.as_deref().is_none_or(|o| !faulted.contains(&o))).collect();
+    let status = match (&entry.error, entry.status) {
+        (Some(error), _) => not_judged(error),
+        (None, ScenarioStatus::Error) => not_judged("not judged"),
+        _ if !rest.is_empty() => failed(&rest, entry.story.as_deref()),
+        _ => TestCaseStatus::success(),
+    };
+    cells.push(("workload".to_owned(), status));
+    cells
+}
+
+fn not_judged(error: &str) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+    s.set_message(error.lines().next().unwrap_or_default().to_owned());
+    s.set_type("not_judged");
+    s.set_description(error.to_owned());
+    s
+}
+
+/// A failure naming each violated invariant once (in the order first violated); the body tells
+/// every violation with its proof, then the scenario's whole story.
+fn failed(violations: &[&Violation], story: Option<&str>) -> TestCaseStatus {
+    let mut invariants: Vec<&str> = Vec::new();
+    for v in violations {
+        if !invariants.contains(&v.invariant.as_str()) {
+            invariants.push(v.invariant.as_str());
+        }
+    }
+    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    s.set_message(format!("violated: {}", invariants.join(", ")));
+    s.set_type(invariants.join(", "));
+    let mut body = String::new();
+    for v in violations {
+        body.push_str(&format!("{}: {}\n", v.invariant, v.message));
+        for e in &v.evidence {
+            body.push_str(&format!("    {e}\n"));
+        }
+    }
+    if let Some(story) = story {
+        body.push('\n');
+        body.push_str(story);
+    }
+    s.set_description(body);
+    s
 }
 
 /// Runs every scenario against `target`, keeping artifacts of failures (and of passes when
@@ -271,15 +340,49 @@ fn certify_one(scenario: &Scenario, target: &Target, options: &crate::RunOptions
         Ok((verdict, run)) => {
             let duration = started.elapsed();
             let story = (!verdict.passed()).then(|| crate::report::story(scenario, &verdict, &run));
-            let artifacts = (!verdict.passed() || keep).then(|| run.keep_artifacts());
-            ScenarioOutcome {
+            let timeline = crate::html::Timeline::of(&run);
+            let mut outcome = ScenarioOutcome {
                 name: scenario.name.clone(),
                 file: scenario.path.clone(),
                 verdict: Ok(verdict),
                 duration,
                 story,
-                artifacts,
+                artifacts: None,
+                timeline: Some(timeline),
+                rerun: None,
+            };
+            if outcome.verdict.as_ref().is_ok_and(|v| !v.passed()) || keep {
+                let dir = run.artifacts_path().to_owned();
+                let written = crate::artifacts::write_evidence(
+                    &dir,
+                    scenario,
+                    &run.ledger,
+                    outcome.timeline.as_ref().expect("set above"),
+                    target,
+                    options.probe,
+                );
+                outcome.artifacts = Some(run.keep_artifacts());
+                match written {
+                    Ok(rerun) => {
+                        outcome.rerun = Some(rerun);
+                        let report = crate::html::render(
+                            &Certificate::new(target, std::slice::from_ref(&outcome)),
+                            std::slice::from_ref(&outcome),
+                        );
+                        if let Err(e) = std::fs::write(dir.join("report.html"), report) {
+                            append_story(
+                                &mut outcome,
+                                &format!("killpoint: cannot write report.html in {}: {e}", dir.display()),
+                            );
+                        }
+                    }
+                    Err(e) => append_story(
+                        &mut outcome,
+                        &format!("killpoint: cannot write the evidence files in {}: {e}", dir.display()),
+                    ),
+                }
             }
+            outcome
         }
         Err(e) => ScenarioOutcome {
             name: scenario.name.clone(),
@@ -288,6 +391,15 @@ fn certify_one(scenario: &Scenario, target: &Target, options: &crate::RunOptions
             duration: started.elapsed(),
             story: None,
             artifacts: None,
+            timeline: None,
+            rerun: None,
         },
     }
+}
+
+/// A harness problem with the artifacts is said where the failure is told, not lost.
+fn append_story(outcome: &mut ScenarioOutcome, line: &str) {
+    let story = outcome.story.get_or_insert_with(String::new);
+    story.push_str(line);
+    story.push('\n');
 }

@@ -249,6 +249,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         }
     }
     intent_durable(run, &mut violations);
+    metrics_agree(scenario, run, &mut violations);
     idempotent_submission(run, &mut violations);
     fenced(run, &mut violations);
     if run.aborted.is_none() {
@@ -1277,5 +1278,206 @@ fn idempotent_submission(run: &Run, violations: &mut Vec<Violation>) {
             ),
             evidence: vec![marked(mark)],
         });
+    }
+}
+
+/// A runtime that serves the monitoring signals (ready line `"metrics": true`) is held to them at
+/// the end of the scenario: a signal that disagrees with the ledgers is a false status report.
+///
+/// - Dead letters, per destination and in all: exactly the deliveries the ledger shows given up —
+///   no send accepted, and either `delivery_max_attempts` failed sends or a destination check the
+///   policy refused.
+/// - Reconciliations (lookups, any outcome) and policy refusals of attempts: no more than the
+///   provider's lookups and the policy's refusals of a tool or operation, and no fewer than those
+///   less one per kill (a kill can land after the request and before the runtime wrote it down).
+fn metrics_agree(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    let Some(metrics) = &run.metrics else { return };
+    let mut report = |message: String, evidence: Vec<String>| {
+        violations.push(Violation { invariant: Invariant::TruthfulStatus, operation: None, message, evidence });
+    };
+    let text = match metrics {
+        Ok(text) => text,
+        Err(e) => {
+            return report(
+                format!("the ready line declared \"metrics\": true, but GET /metrics could not be read: {e}"),
+                Vec::new(),
+            );
+        }
+    };
+    let samples = prometheus_samples(text);
+    // A family with no series yet (no delivery, no destination) is served by its `# TYPE` line;
+    // a counter's is declared without `_total`.
+    let declared = |name: &str| {
+        text.lines().any(|l| {
+            l.strip_prefix("# TYPE ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .is_some_and(|n| n == name || n == name.trim_end_matches("_total"))
+        })
+    };
+    let sum = |name: &str, label: Option<(&str, &str)>| -> Option<f64> {
+        if !declared(name) && !samples.iter().any(|s| s.name == name) {
+            return None;
+        }
+        let matching = samples.iter().filter(|s| s.name == name);
+        Some(
+            matching
+                .filter(|s| label.is_none_or(|(k, v)| s.labels.iter().any(|(lk, lv)| lk == k && lv == v)))
+                .map(|s| s.value)
+                .sum(),
+        )
+    };
+
+    let destinations: BTreeSet<&String> = scenario.operations.iter().flat_map(|o| &o.destinations).collect();
+    // A labelled family has no series until it has a label value: no `killpoint_dead_letters`
+    // line for a destination (or none at all, before any delivery) is the runtime saying zero.
+    for destination in destinations {
+        let claimed = sum("killpoint_dead_letters", Some(("destination", destination))).unwrap_or(0.0);
+        let (shown, proof) = given_up(scenario, run, destination);
+        if claimed != shown as f64 {
+            report(
+                format!(
+                    "GET /metrics says {claimed} dead letter(s) for `{destination}`; the ledgers show {shown} delivery(ies) to it given up"
+                ),
+                proof,
+            );
+        }
+    }
+
+    let kills = run
+        .timeline
+        .iter()
+        .filter(|m| {
+            matches!(m.happening, Happening::Killed { .. } | Happening::SyscallKill { .. } | Happening::Frozen { .. })
+        })
+        .count() as f64;
+    // Every lookup and refusal in this scenario's world is the runtime's, whether or not the
+    // request named an operation the world knows (a lookup by a key never sent names none).
+    let lookups: Vec<&Entry> = run.ledger.iter().filter(|e| matches!(e.event, Event::ProviderLookup { .. })).collect();
+    let refusals: Vec<&Entry> = run
+        .ledger
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, Event::PolicyCheck { answer: PolicyAnswer::Refused, subject, .. } if !matches!(subject, Subject::Destination(_)))
+        })
+        .collect();
+    for (name, label, what, entries) in [
+        ("killpoint_reconciliations_total", None, "reconciliation(s)", &lookups),
+        ("killpoint_refusals_total", Some(("reason", "policy")), "policy refusal(s)", &refusals),
+    ] {
+        let Some(claimed) = sum(name, label) else {
+            report(format!("GET /metrics serves no `{name}`"), Vec::new());
+            continue;
+        };
+        let seen = entries.len() as f64;
+        if claimed > seen || claimed < seen - kills {
+            let bound = if kills > 0.0 {
+                format!("between {} and {seen} (one per kill may go unrecorded)", (seen - kills).max(0.0))
+            } else {
+                format!("{seen}")
+            };
+            report(
+                format!("GET /metrics says {claimed} {what}; the ledgers show {seen}, so it must say {bound}"),
+                evidence(entries.iter().copied()),
+            );
+        }
+    }
+}
+
+/// Deliveries to `destination` the ledger shows given up (see [`metrics_agree`]), and the
+/// ledger lines that show it.
+fn given_up(scenario: &Scenario, run: &Run, destination: &str) -> (usize, Vec<String>) {
+    let max = scenario.runtime.delivery_max_attempts as usize;
+    let (mut count, mut proof) = (0, Vec::new());
+    for op in scenario.operations.iter().filter(|op| op.destinations.iter().any(|d| d == destination)) {
+        let receipts: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, operation: Some(o), .. } if d == destination && *o == op.id))
+            .collect();
+        let accepted = receipts
+            .iter()
+            .any(|e| matches!(&e.event, Event::ConsumerReceipt { status, .. } if (200..300).contains(status)));
+        let refused: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| matches!(&e.event, Event::PolicyCheck { subject: Subject::Destination(d), operation: Some(o), answer: PolicyAnswer::Refused, .. } if d == destination && *o == op.id))
+            .collect();
+        // A refusal dead-letters the delivery even after a send the consumer accepted, when the
+        // runtime was killed before it recorded the acknowledgement: only an accepted send after
+        // the last refusal means it was delivered.
+        let last_refusal = refused.last().map(|e| e.seq);
+        let accepted_after_refusal = last_refusal.is_some_and(|r| {
+            receipts.iter().any(|e| {
+                e.seq > r && matches!(&e.event, Event::ConsumerReceipt { status, .. } if (200..300).contains(status))
+            })
+        });
+        if last_refusal.is_some() && !accepted_after_refusal {
+            count += 1;
+            proof.extend(evidence(refused));
+        } else if !accepted && receipts.len() >= max {
+            count += 1;
+            proof.extend(evidence(receipts));
+        }
+    }
+    (count, proof)
+}
+
+/// One sample of the Prometheus text format: `name{label="value",…} value`.
+#[derive(Debug, PartialEq)]
+struct Sample {
+    name: String,
+    labels: Vec<(String, String)>,
+    value: f64,
+}
+
+/// The samples of a Prometheus text exposition; comments and lines that do not parse are skipped
+/// (a missing signal is reported by name where it is needed).
+fn prometheus_samples(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else { continue };
+        let Ok(value) = value.parse::<f64>() else { continue };
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => {
+                let inner = rest.trim_end_matches('}');
+                let labels = inner
+                    .split(',')
+                    .filter_map(|pair| {
+                        let (k, v) = pair.split_once('=')?;
+                        Some((k.trim().to_owned(), v.trim().trim_matches('"').to_owned()))
+                    })
+                    .collect();
+                (name, labels)
+            }
+            None => (series, Vec::new()),
+        };
+        samples.push(Sample { name: name.to_owned(), labels, value });
+    }
+    samples
+}
+
+#[cfg(test)]
+mod metrics_tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_text_is_read_sample_by_sample() {
+        let text = "# HELP killpoint_dead_letters Deliveries dead-lettered.\n# TYPE killpoint_dead_letters gauge\nkillpoint_dead_letters{destination=\"mailer\"} 1\nkillpoint_reconciliations_total{outcome=\"found\"} 2\nnot a sample\n# EOF\n";
+        let samples = prometheus_samples(text);
+        assert_eq!(
+            samples,
+            vec![
+                Sample {
+                    name: "killpoint_dead_letters".into(),
+                    labels: vec![("destination".into(), "mailer".into())],
+                    value: 1.0
+                },
+                Sample {
+                    name: "killpoint_reconciliations_total".into(),
+                    labels: vec![("outcome".into(), "found".into())],
+                    value: 2.0
+                },
+            ]
+        );
     }
 }

@@ -160,6 +160,18 @@ impl Client {
         Answer::of(self.http.get(format!("{}/operations/{}", self.base, path_segment(id))).send().await).await
     }
 
+    /// `GET /metrics`: the monitoring signals as Prometheus text, or what went wrong.
+    pub async fn metrics(&self) -> Result<String, String> {
+        let url = format!("{}/metrics", self.base);
+        let response = self.http.get(&url).send().await.map_err(|e| format!("GET {url} failed: {e}"))?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| format!("GET {url}: reading the body failed: {e}"))?;
+        if status.as_u16() != 200 {
+            return Err(format!("GET {url}: expected 200, got {status}: {}", bounded(&body, 200)));
+        }
+        Ok(body)
+    }
+
     pub async fn read(&self, id: &str) -> Result<OperationReport, ReadError> {
         let url = format!("{}/operations/{id}", self.base);
         let response =

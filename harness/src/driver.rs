@@ -111,6 +111,10 @@ pub enum Happening {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Mark {
     pub seq: u64,
+    /// When it happened: microseconds since the scenario's world started, on the same origin as
+    /// the ledger's `at_micros` (the HTML timeline draws both on one axis; the text trace and its
+    /// snapshots never show it).
+    pub at_micros: u64,
     #[serde(flatten)]
     pub happening: Happening,
 }
@@ -198,6 +202,10 @@ pub struct Run {
     pub syscall_points: Vec<crate::traced::SyscallPoint>,
     /// Whether each `[[syscall_fault]]` was reached, by index.
     pub syscall_hits: Vec<bool>,
+    /// `GET /metrics` of the last incarnation once the workload settled, for a runtime whose
+    /// ready line declared `"metrics": true` (`None`: it does not serve them, or the run stopped
+    /// early); `Err` says why it could not be read.
+    pub metrics: Option<Result<String, String>>,
     pub artifacts: Artifacts,
 }
 
@@ -297,7 +305,7 @@ struct Driver<'a> {
 impl Driver<'_> {
     fn mark(&mut self, happening: Happening) {
         let seq = self.clock.tick();
-        self.timeline.push(Mark { seq, happening });
+        self.timeline.push(Mark { seq, at_micros: self.clock.micros(), happening });
     }
 
     /// The fault (index) to fire at this probe announcement, if any.
@@ -547,7 +555,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     };
     let launch = Launch { target, env, logs: &logs, probe: listener.as_ref(), ready_timeout: options.ready_timeout };
 
-    let timeline = vec![Mark { seq: clock.tick(), happening: Happening::Started { incarnation: 1 } }];
+    let timeline =
+        vec![Mark { seq: clock.tick(), at_micros: clock.micros(), happening: Happening::Started { incarnation: 1 } }];
     let first = match start(&launch, 1, &mut traced).await {
         Ok(i) => i,
         Err(e) => {
@@ -567,6 +576,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
                 fingerprints: Vec::new(),
                 syscall_points: Vec::new(),
                 syscall_hits: vec![false; scenario.syscall_faults.len()],
+                metrics: None,
                 artifacts,
             });
         }
@@ -632,6 +642,11 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
             }
         }
     }
+    // The monitoring signals, read after the reports: the checker compares them with the ledgers.
+    let metrics = match aborted.is_none() && driver.incarnation.metrics {
+        true => Some(driver.client.metrics().await),
+        false => None,
+    };
     // Before anything is held against the runtime: was the harness's own ground intact?
     let harness_failure = intact(&artifacts).err();
     driver.incarnation.kill().await;
@@ -671,6 +686,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         fingerprints,
         syscall_points,
         syscall_hits,
+        metrics,
         artifacts,
     })
 }

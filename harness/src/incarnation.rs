@@ -42,6 +42,9 @@ pub struct Incarnation {
     pub api: String,
     pub child: Child,
     pub probe: Option<ProbeConnection>,
+    /// The ready line declared `"metrics": true`: `GET /metrics` serves the monitoring signals
+    /// (CONTRACT.md, optional section), and the checker holds them against the ledgers.
+    pub metrics: bool,
     pgid: Pid,
     /// This incarnation's `KILLPOINT_INCARNATION_TOKEN`, to find its processes outside its group.
     token: String,
@@ -141,7 +144,7 @@ impl Incarnation {
         let pid = child.id().ok_or_else(|| fail("exited before it could be watched".into()))?;
         let pgid = Pid::from_raw(pid as i32);
         let mut incarnation =
-            Incarnation { number, api: String::new(), child, probe: None, pgid, token, killed: false };
+            Incarnation { number, api: String::new(), child, probe: None, metrics: false, pgid, token, killed: false };
         match incarnation.become_ready(launch).await {
             Ok(()) => Ok(incarnation),
             Err(message) => {
@@ -228,6 +231,7 @@ impl Incarnation {
         // connected before printing it, so the connection is already queued: the deadline only
         // guards against a runtime that promised and did not connect.
         let declares_probe = ready.get("probe").and_then(|p| p.as_bool()).unwrap_or(false);
+        incarnation.metrics = ready.get("metrics").and_then(|m| m.as_bool()).unwrap_or(false);
         match (launch.probe, declares_probe) {
             (Some(listener), true) => {
                 tokio::select! {

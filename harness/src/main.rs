@@ -155,6 +155,12 @@ struct OutputArgs {
     /// Write JUnit XML to PATH
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
+    /// Write the HTML report (the matrix, each scenario's timeline) to PATH; a failing run's artifacts always have one
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
+    /// Where run directories are made (default: the temp dir); failures keep theirs, with rerun.sh
+    #[arg(long, value_name = "DIR")]
+    artifacts_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -438,7 +444,9 @@ fn scenarios(select: &ScenarioArgs, copies: u32) -> Result<Vec<Scenario>, Usage>
 fn certify_command(args: &CertifyArgs) -> Result<ExitCode, Usage> {
     let target = target(&args.runtime)?;
     let scenarios = scenarios(&args.select, args.operations)?;
-    Ok(certify(&scenarios, &target, &traced_options(&args.runtime, args.points), &args.output, args.jobs))
+    let options =
+        RunOptions { artifacts_root: args.output.artifacts_dir.clone(), ..traced_options(&args.runtime, args.points) };
+    Ok(certify(&scenarios, &target, &options, &args.output, args.jobs))
 }
 
 fn run_command(args: &RunArgs) -> Result<ExitCode, Usage> {
@@ -454,7 +462,8 @@ fn run_command(args: &RunArgs) -> Result<ExitCode, Usage> {
     if let Some(known) = &variants {
         scenario.check_catches(known).map_err(|e| e.to_string())?;
     }
-    let options = traced_options(&args.runtime, args.points);
+    let options =
+        RunOptions { artifacts_root: args.output.artifacts_dir.clone(), ..traced_options(&args.runtime, args.points) };
     let verdict =
         certify(std::slice::from_ref(&scenario.with_copies(args.operations)), &target, &options, &args.output, None);
     if scenario.catches.is_empty() {
@@ -610,12 +619,10 @@ fn certify(
             eprintln!("{story}");
         }
         if let Some(path) = &o.artifacts {
-            eprintln!(
-                "{}: {}
-",
-                o.name,
-                killpoint::artifacts::kept_at(path)
-            );
+            eprintln!("{}: {}", o.name, killpoint::artifacts::kept_at(path));
+        }
+        if let Some(rerun) = &o.rerun {
+            eprintln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
         }
     }
     let rows: Vec<(String, Result<Verdict, String>)> =
@@ -633,9 +640,12 @@ fn certify(
     }
     let certificate = Certificate::new(target, &outcomes);
     println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
+    println!("{}", killpoint::checklist::table(&certificate.checklist));
+    let html = output.html.as_ref().map(|_| killpoint::html::render(&certificate, &outcomes)).unwrap_or_default();
     for (path, text, what) in [
         (&output.json, certificate.to_json(), "JSON certificate"),
         (&output.junit, certificate.to_junit(), "JUnit report"),
+        (&output.html, html, "HTML report"),
     ] {
         if let Some(path) = path {
             match std::fs::write(path, text) {

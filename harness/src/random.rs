@@ -235,7 +235,7 @@ pub fn rerun_command(file: &Path, target: &Target, probe: bool) -> String {
     format!("killpoint run {}{black_box}{}", shell_word(&file.display().to_string()), runtime_flags(target))
 }
 
-fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:=+,@".contains(&b)) {
         word.to_owned()
     } else {

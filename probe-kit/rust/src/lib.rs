@@ -242,8 +242,20 @@ pub fn connect(socket: Option<&Path>) -> Result<(), ProbeError> {
 /// Prints the ready line on stdout — `KILLPOINT_READY {"contract":…,"api":"http://…","probe":…}`
 /// (§2-6) — and from then on sends announcements to the harness, if the probe is connected.
 pub fn ready(api: SocketAddr) -> std::io::Result<()> {
+    ready_declaring(api, Declares::default())
+}
+
+/// What a runtime declares in its ready line besides the probe: the contract's optional parts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Declares {
+    /// `GET /metrics` serves the monitoring signals (CONTRACT.md §11).
+    pub metrics: bool,
+}
+
+/// [`ready`], declaring the optional parts the runtime implements.
+pub fn ready_declaring(api: SocketAddr, declares: Declares) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", ready_line(api, connected()))?;
+    writeln!(stdout, "{}", ready_line(api, connected(), declares))?;
     stdout.flush()?;
     if connected() {
         STATE.store(ARMED, Ordering::Relaxed);
@@ -252,9 +264,10 @@ pub fn ready(api: SocketAddr) -> std::io::Result<()> {
 }
 
 /// The ready line, without its newline.
-pub fn ready_line(api: SocketAddr, probe: bool) -> String {
+pub fn ready_line(api: SocketAddr, probe: bool, declares: Declares) -> String {
+    let metrics = if declares.metrics { ",\"metrics\":true" } else { "" };
     format!(
-        "KILLPOINT_READY {{\"contract\":{},\"api\":{},\"probe\":{probe}}}",
+        "KILLPOINT_READY {{\"contract\":{},\"api\":{},\"probe\":{probe}{metrics}}}",
         json_string(CONTRACT),
         json_string(&format!("http://{api}"))
     )
@@ -509,7 +522,7 @@ mod tests {
             r#"{"boundary":"after_delivery_send","operation_id":"op\"1","attempt":2,"destination":"ledger"}"#
         );
         assert_eq!(
-            ready_line("127.0.0.1:40555".parse().unwrap(), true),
+            ready_line("127.0.0.1:40555".parse().unwrap(), true, Declares::default()),
             r#"KILLPOINT_READY {"contract":"killpoint-contract/3","api":"http://127.0.0.1:40555","probe":true}"#
         );
         assert!(is_resume(r#"{ "action": "resume" }"#));

@@ -1,0 +1,649 @@
+//! The HTML report: one self-contained file (no network, no script) with the certification matrix
+//! at the top and, per scenario, its timeline as inline SVG on the shared clock — one lane for the
+//! runtime (incarnations, boundary announcements, kills and restarts), one for the provider, one
+//! per consumer, one for the policy service — with each violation marked where its proof is and
+//! explained beside the timeline with the ledger lines that prove it.
+//!
+//! [`render`] is a pure function of the certificate and the scenarios' timelines; the CLI writes
+//! it with `--html PATH`, and every failing run's artifacts hold one.
+
+use crate::boundary::Boundary;
+use crate::certificate::{Certificate, ScenarioEntry, ScenarioOutcome, ScenarioStatus};
+use crate::driver::{Happening, Run};
+use crate::report::Cell;
+use crate::trace::{describe_entry, describe_mark};
+use fake_tool::{Entry, Event, Service, ToolKind};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Where an event is drawn: whose view of the run it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case", tag = "lane", content = "destination")]
+pub enum Lane {
+    /// The runtime and what the harness did to it (starts, kills, submissions).
+    Runtime,
+    Provider,
+    /// One consumer, by destination.
+    Consumer(String),
+    Policy,
+}
+
+impl Lane {
+    fn label(&self) -> String {
+        match self {
+            Lane::Runtime => "runtime".into(),
+            Lane::Provider => "provider".into(),
+            Lane::Consumer(d) => format!("consumer {d}"),
+            Lane::Policy => "policy".into(),
+        }
+    }
+}
+
+/// What kind of mark an event gets on the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Plain,
+    /// The runtime was SIGKILLed (or frozen) here: a red line across every lane.
+    Kill,
+    /// A new incarnation started on the same data dir: a green line across every lane.
+    Restart,
+    /// A retry the runtime logged (execution or delivery), from its stderr.
+    Retry,
+}
+
+/// One event of a run, placed on the shared clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimelineEvent {
+    /// The shared logical clock: harness marks and ledger entries are ordered by it.
+    pub seq: u64,
+    /// Microseconds since the scenario's world started (shown, never used for order).
+    pub at_micros: u64,
+    #[serde(flatten)]
+    pub lane: Lane,
+    pub kind: Kind,
+    pub text: String,
+}
+
+/// A run's events in clock order, as the report draws them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    pub events: Vec<TimelineEvent>,
+    /// The fake world's signal: idempotency keys that arrived again, by who saw them
+    /// (`provider`, `consumer <destination>`).
+    pub duplicate_keys: Vec<(String, u64)>,
+    /// The ledger entries that are retries: a provider call after an operation's first, a
+    /// receipt after the first of an operation at a destination (by `seq`).
+    pub retried: Vec<u64>,
+}
+
+impl Timeline {
+    /// The harness's marks and the fake world's ledger, merged on their clock.
+    pub fn of(run: &Run) -> Timeline {
+        let mut events: Vec<TimelineEvent> = run
+            .ledger
+            .iter()
+            .map(entry_event)
+            .chain(run.timeline.iter().map(|m| TimelineEvent {
+                seq: m.seq,
+                at_micros: m.at_micros,
+                lane: Lane::Runtime,
+                kind: match &m.happening {
+                    Happening::Killed { .. }
+                    | Happening::SyscallKill { .. }
+                    | Happening::Frozen { .. }
+                    | Happening::ZombieOutlived { .. } => Kind::Kill,
+                    Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
+                    _ => Kind::Plain,
+                },
+                text: describe_mark(m),
+            }))
+            .collect();
+        let stderr = std::fs::read(run.artifacts_path().join("logs").join("stderr.log")).unwrap_or_default();
+        events.extend(retries(&String::from_utf8_lossy(&stderr), &run.ledger));
+        // A retry is drawn just before the request it led to (same `seq`, sorted first).
+        events.sort_by_key(|e| (e.seq, e.kind != Kind::Retry));
+        let keys = fake_tool::DuplicateKeys::of(&run.ledger);
+        let duplicate_keys = std::iter::once(("provider".to_owned(), keys.provider))
+            .chain(keys.consumers.into_iter().map(|(d, n)| (format!("consumer {d}"), n)))
+            .collect();
+        let mut firsts = std::collections::HashSet::new();
+        let retried = run
+            .ledger
+            .iter()
+            .filter(|e| match &e.event {
+                Event::ProviderCall { operation: Some(o), .. } => !firsts.insert((o.clone(), None)),
+                Event::ConsumerReceipt { operation: Some(o), destination, .. } => {
+                    !firsts.insert((o.clone(), Some(destination.clone())))
+                }
+                _ => false,
+            })
+            .map(|e| e.seq)
+            .collect();
+        Timeline { events, duplicate_keys, retried }
+    }
+
+    /// The lanes this timeline uses, in the order they are drawn.
+    fn lanes(&self) -> Vec<Lane> {
+        let mut consumers: Vec<Lane> =
+            self.events.iter().filter(|e| matches!(e.lane, Lane::Consumer(_))).map(|e| e.lane.clone()).collect();
+        consumers.sort();
+        consumers.dedup();
+        let mut lanes = vec![Lane::Runtime, Lane::Provider];
+        lanes.extend(consumers);
+        lanes.push(Lane::Policy);
+        lanes
+    }
+}
+
+fn entry_event(entry: &Entry) -> TimelineEvent {
+    let lane = match &entry.event {
+        Event::ProviderCall { .. } | Event::ProviderLookup { .. } => Lane::Provider,
+        Event::ConsumerReceipt { destination, .. } => Lane::Consumer(destination.clone()),
+        Event::PolicyCheck { .. } | Event::Revocation { .. } => Lane::Policy,
+        Event::Fenced { service: Service::Provider, .. } => Lane::Provider,
+        Event::Fenced { service: Service::Policy, .. } => Lane::Policy,
+        Event::Fenced { service: Service::Consumer, destination, .. } => {
+            Lane::Consumer(destination.clone().unwrap_or_else(|| "?".into()))
+        }
+    };
+    TimelineEvent { seq: entry.seq, at_micros: entry.at_micros, lane, kind: Kind::Plain, text: describe_entry(entry) }
+}
+
+/// The runtime's structured retry lines (`{"log":"retry","retry":"execution"|"delivery",…}` on
+/// stderr), placed on the clock at the request each led to: the provider's call `attempt` of the
+/// operation, or the destination's receipt number `attempt`. A retry whose request never reached
+/// the world (killed first) is drawn at the end.
+fn retries(stderr: &str, ledger: &[Entry]) -> Vec<TimelineEvent> {
+    let last = ledger.last().map_or((0, 0), |e| (e.seq, e.at_micros));
+    let mut out = Vec::new();
+    for line in stderr.lines().filter(|l| l.starts_with('{') && l.contains("\"log\":\"retry\"")) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let (Some(kind), Some(op), Some(attempt)) =
+            (v["retry"].as_str(), v["operation_id"].as_str(), v["attempt"].as_u64())
+        else {
+            continue;
+        };
+        let destination = v["destination"].as_str();
+        let reason = v["reason"].as_str().unwrap_or_default();
+        let target = match (kind, destination) {
+            ("execution", _) => ledger.iter().find(|e| {
+                matches!(&e.event, Event::ProviderCall { operation: Some(o), call, .. } if o == op && u64::from(*call) == attempt)
+            }),
+            ("delivery", Some(d)) => ledger
+                .iter()
+                .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination, operation: Some(o), .. } if destination == d && o == op))
+                .nth(usize::try_from(attempt).unwrap_or(usize::MAX).saturating_sub(1)),
+            _ => continue,
+        };
+        let (seq, at_micros) = target.map_or(last, |e| (e.seq, e.at_micros));
+        let to = destination.map(|d| format!(" -> {d}")).unwrap_or_default();
+        out.push(TimelineEvent {
+            seq,
+            at_micros,
+            lane: Lane::Runtime,
+            kind: Kind::Retry,
+            text: format!("runtime   log: {kind} retry of {op}{to}, attempt {attempt}: {reason}"),
+        });
+    }
+    out
+}
+
+/// The `#seq` numbers a violation's evidence lines name (`#12 provider  call …`).
+fn evidence_seqs(evidence: &[String]) -> Vec<u64> {
+    evidence
+        .iter()
+        .filter_map(|line| line.strip_prefix('#')?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect()
+}
+
+/// HTML-escapes text for element content and attribute values.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An id usable in `href="#…"`: scenario names are file stems, but explored ones hold dots.
+fn anchor(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+}
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em;border-top:1px solid #ccc;padding-top:1em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;vertical-align:top}
+.pass{background:#dfd}.approximate{background:#efd}.fail{background:#fcc}.needs_probe{background:#eee}.untested{color:#999}
+.partial{background:#eee}.error{background:#fdb}
+.status{font-weight:bold;text-transform:uppercase}
+.scroll{overflow-x:auto;border:1px solid #ddd;margin:.5em 0}
+.violations li{margin-bottom:.6em}.evidence{font:12px monospace;white-space:pre-wrap;color:#600}
+.events td{font:12px monospace;white-space:pre}tr.retry td{color:#a60}tr.violated td{background:#fcc}tr.kill td{color:#b00}tr.restart td{color:#070}
+details{margin:.5em 0}code{font-size:12px}section.scenario{background:none}";
+
+/// The whole report. `outcomes` are the certificate's scenarios, in the same order; those with a
+/// timeline get one drawn.
+pub fn render(certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> String {
+    let mut out = String::new();
+    let s = &certificate.summary;
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>killpoint certificate: {}</title>\n<style>{STYLE}</style></head><body>\n",
+        esc(&certificate.runtime.path)
+    );
+    let _ = writeln!(out, "<h1>killpoint certificate</h1>");
+    let _ = writeln!(
+        out,
+        "<p>runtime <code>{}</code>{} · contract {} · killpoint {} · <b>{} passed, {} partial, {} failed, {} not judged</b></p>",
+        esc(&certificate.runtime.path),
+        certificate.runtime.args.iter().map(|a| format!(" <code>{}</code>", esc(a))).collect::<String>(),
+        esc(certificate.contract),
+        esc(certificate.killpoint_version),
+        s.passed,
+        s.partial,
+        s.failed,
+        s.errors
+    );
+    matrix(&mut out, certificate);
+    checklist(&mut out, &certificate.checklist);
+    scenario_list(&mut out, &certificate.scenarios);
+    for (i, entry) in certificate.scenarios.iter().enumerate() {
+        let timeline = outcomes.get(i).and_then(|o| o.timeline.as_ref());
+        scenario(&mut out, entry, timeline);
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn checklist(out: &mut String, items: &[crate::checklist::Item]) {
+    out.push_str("<h2 id=\"checklist\">the seed's acceptance checklist</h2>\n<table class=\"checklist\"><tr><th>question</th><th>answer</th><th>evidence</th></tr>\n");
+    for item in items {
+        let class = match item.answer {
+            crate::checklist::Answer::Yes => "pass",
+            crate::checklist::Answer::No => "fail",
+            crate::checklist::Answer::NotShown => "untested",
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
+            esc(item.question),
+            item.answer.as_str(),
+            item.evidence.iter().map(|e| esc(e)).collect::<Vec<_>>().join("<br>")
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn status_class(status: ScenarioStatus) -> &'static str {
+    match status {
+        ScenarioStatus::Pass => "pass",
+        ScenarioStatus::Partial => "partial",
+        ScenarioStatus::Fail => "fail",
+        ScenarioStatus::Error => "error",
+    }
+}
+
+fn cell_class(cell: Cell) -> &'static str {
+    match cell {
+        Cell::Untested => "untested",
+        Cell::NeedsProbe => "needs_probe",
+        Cell::Pass => "pass",
+        Cell::Approximate => "approximate",
+        Cell::Fail => "fail",
+    }
+}
+
+fn matrix(out: &mut String, certificate: &Certificate) {
+    out.push_str("<h2 id=\"matrix\">boundary × tool kind</h2>\n<table class=\"matrix\"><tr><th>boundary</th>");
+    for kind in ToolKind::ALL {
+        let _ = write!(out, "<th>{}</th>", kind.as_str());
+    }
+    out.push_str("</tr>\n");
+    for boundary in Boundary::ALL {
+        let _ = write!(out, "<tr><th>{}</th>", boundary.as_str());
+        for kind in ToolKind::ALL {
+            let cell = certificate
+                .matrix
+                .iter()
+                .find(|c| c.boundary == boundary && c.tool_kind == kind)
+                .map_or(Cell::Untested, |c| c.cell);
+            // Each scenario with a fault in this cell, linked.
+            let mut links: Vec<String> = certificate
+                .scenarios
+                .iter()
+                .filter(|s| s.faults.iter().any(|f| f.boundary == boundary && f.tool_kind == kind))
+                .map(|s| format!("<a href=\"#s-{}\">{}</a>", anchor(&s.name), esc(&s.name)))
+                .collect();
+            links.dedup();
+            let _ = write!(
+                out,
+                "<td class=\"{}\">{}{}</td>",
+                cell_class(cell),
+                cell_word(cell),
+                if links.is_empty() { String::new() } else { format!("<br>{}", links.join("<br>")) }
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n<p>(~ = killed as soon as the fake world saw the point, not exactly at it; - = no scenario kills there)</p>\n");
+}
+
+fn cell_word(cell: Cell) -> &'static str {
+    match cell {
+        Cell::Untested => "-",
+        Cell::NeedsProbe => "n/a: probe",
+        Cell::Pass => "pass",
+        Cell::Approximate => "pass (~)",
+        Cell::Fail => "FAIL",
+    }
+}
+
+fn scenario_list(out: &mut String, scenarios: &[ScenarioEntry]) {
+    out.push_str(
+        "<h2 id=\"scenarios\">scenarios</h2>\n<table><tr><th>scenario</th><th>verdict</th><th>violated</th></tr>\n",
+    );
+    for s in scenarios {
+        let mut violated: Vec<&str> = s.violations.iter().map(|v| v.invariant.as_str()).collect();
+        violated.sort();
+        violated.dedup();
+        let _ = writeln!(
+            out,
+            "<tr class=\"{}\"><td><a href=\"#s-{}\">{}</a></td><td class=\"status\">{}</td><td>{}</td></tr>",
+            status_class(s.status),
+            anchor(&s.name),
+            esc(&s.name),
+            status_class(s.status),
+            esc(&violated.join(", "))
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// Geometry of the timeline: one column per event on the logical clock, one row per lane.
+const LABEL: u64 = 120;
+const STEP: u64 = 16;
+const ROW: u64 = 26;
+const TOP: u64 = 30;
+
+fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>) {
+    let id = anchor(&entry.name);
+    let _ = writeln!(
+        out,
+        "<section id=\"s-{id}\" class=\"scenario {}\"><h2>{} <span class=\"status\">{}</span></h2>",
+        status_class(entry.status),
+        esc(&entry.name),
+        status_class(entry.status)
+    );
+    if let Some(error) = &entry.error {
+        let _ = writeln!(out, "<p class=\"error\">not judged: {}</p>", esc(error));
+    }
+    if let Some(path) = &entry.artifacts {
+        let _ = writeln!(out, "<p>artifacts: <code>{}</code></p>", esc(path));
+    }
+    // Which events prove which violation: those are marked on the timeline.
+    let mut proven: Vec<(u64, usize)> = Vec::new();
+    for (n, v) in entry.violations.iter().enumerate() {
+        proven.extend(evidence_seqs(&v.evidence).into_iter().map(|seq| (seq, n)));
+    }
+    if let Some(timeline) = timeline {
+        svg(out, &id, entry, timeline, &proven);
+        let keys: Vec<String> = timeline.duplicate_keys.iter().map(|(who, n)| format!("{} {n}", esc(who))).collect();
+        let _ =
+            writeln!(out, "<p class=\"duplicates\">duplicate keys seen (the world's signal): {}</p>", keys.join(" · "));
+    }
+    if !entry.violations.is_empty() {
+        out.push_str("<ol class=\"violations\">\n");
+        for (n, v) in entry.violations.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<li id=\"v-{id}-{n}\" class=\"violation\" data-invariant=\"{}\"><b>{}</b>{}: {}",
+                v.invariant.as_str(),
+                v.invariant.as_str(),
+                v.operation.as_deref().map(|o| format!(" ({})", esc(o))).unwrap_or_default(),
+                esc(&v.message)
+            );
+            if !v.evidence.is_empty() {
+                let _ = write!(out, "<div class=\"evidence\">{}</div>", esc(&v.evidence.join("\n")));
+            }
+            out.push_str("</li>\n");
+        }
+        out.push_str("</ol>\n");
+    }
+    if let Some(timeline) = timeline {
+        let _ = writeln!(
+            out,
+            "<details{}><summary>every event ({})</summary><table class=\"events\"><tr><th>#</th><th>ms</th><th>lane</th><th>event</th></tr>",
+            if entry.violations.is_empty() { "" } else { " open" },
+            timeline.events.len()
+        );
+        for e in &timeline.events {
+            let class = if e.kind != Kind::Retry && proven.iter().any(|(s, _)| *s == e.seq) {
+                "violated"
+            } else {
+                match e.kind {
+                    Kind::Kill => "kill",
+                    Kind::Restart => "restart",
+                    Kind::Retry => "retry",
+                    Kind::Plain => "plain",
+                }
+            };
+            let _ = writeln!(
+                out,
+                "<tr class=\"{class}\"><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+                e.seq,
+                e.at_micros as f64 / 1000.0,
+                esc(&e.lane.label()),
+                esc(&e.text)
+            );
+        }
+        out.push_str("</table></details>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+fn svg(out: &mut String, id: &str, entry: &ScenarioEntry, timeline: &Timeline, proven: &[(u64, usize)]) {
+    let lanes = timeline.lanes();
+    let width = LABEL + STEP * (timeline.events.len() as u64 + 1);
+    let height = TOP + ROW * lanes.len() as u64 + 8;
+    let _ = writeln!(
+        out,
+        "<div class=\"scroll\"><svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"monospace\" font-size=\"11\">"
+    );
+    let y_of = |lane: &Lane| TOP + ROW * lanes.iter().position(|l| l == lane).unwrap_or(0) as u64 + ROW / 2;
+    for lane in &lanes {
+        let y = y_of(lane);
+        let _ = writeln!(
+            out,
+            "<text x=\"4\" y=\"{}\">{}</text><line x1=\"{LABEL}\" y1=\"{y}\" x2=\"{width}\" y2=\"{y}\" stroke=\"#ccc\"/>",
+            y + 4,
+            esc(&lane.label())
+        );
+    }
+    let bottom = height - 4;
+    for (i, e) in timeline.events.iter().enumerate() {
+        let x = LABEL + STEP * (i as u64 + 1);
+        let y = y_of(&e.lane);
+        let title = format!("#{} at {:.1} ms: {}", e.seq, e.at_micros as f64 / 1000.0, e.text);
+        match e.kind {
+            Kind::Kill => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"kill\"><title>{}</title><line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#d00\" stroke-width=\"2\"/><text x=\"{}\" y=\"12\" fill=\"#d00\">KILL</text></g>",
+                    esc(&title),
+                    x - 12
+                );
+            }
+            Kind::Restart => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"restart\"><title>{}</title><line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#090\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/><text x=\"{}\" y=\"25\" fill=\"#090\">restart</text></g>",
+                    esc(&title),
+                    x - 16
+                );
+            }
+            Kind::Retry => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"retry\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"8\" height=\"8\" fill=\"#c80\"/></g>",
+                    esc(&title),
+                    x - 4,
+                    y - 4
+                );
+            }
+            Kind::Plain => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"event\"><title>{}</title><circle cx=\"{x}\" cy=\"{y}\" r=\"4\" fill=\"#36c\"/></g>",
+                    esc(&title)
+                );
+            }
+        }
+        // A retry line shares the `seq` of the request it led to; the proof is the request.
+        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq && e.kind != Kind::Retry) {
+            let invariant = entry.violations[*n].invariant.as_str();
+            let _ = writeln!(
+                out,
+                "<a href=\"#v-{id}-{n}\"><g class=\"violation-marker\" data-invariant=\"{invariant}\"><title>{invariant}: {}</title><circle cx=\"{x}\" cy=\"{y}\" r=\"8\" fill=\"none\" stroke=\"#e00\" stroke-width=\"3\"/><text x=\"{}\" y=\"{}\" fill=\"#e00\" font-weight=\"bold\">✗</text></g></a>",
+                esc(&entry.violations[*n].message),
+                x + 6,
+                y - 6
+            );
+        }
+    }
+    // Violations with no ledger line to point at (a report that disagrees, an unsettled
+    // operation) are marked at the end of the timeline.
+    let end = LABEL + STEP * (timeline.events.len() as u64 + 1) - 6;
+    for (n, v) in entry.violations.iter().enumerate() {
+        if !proven.iter().any(|(_, m)| *m == n) {
+            let _ = writeln!(
+                out,
+                "<a href=\"#v-{id}-{n}\"><g class=\"violation-marker\" data-invariant=\"{}\"><title>{}: {}</title><text x=\"{end}\" y=\"{}\" fill=\"#e00\" font-weight=\"bold\">✗</text></g></a>",
+                v.invariant.as_str(),
+                v.invariant.as_str(),
+                esc(&v.message),
+                y_of(&Lane::Runtime) + 4
+            );
+        }
+    }
+    out.push_str("</svg></div>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certificate::ScenarioOutcome;
+    use crate::checker::{Coverage, Verdict, Violation};
+    use crate::driver::Hit;
+    use crate::invariant::Invariant;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn event(seq: u64, lane: Lane, kind: Kind, text: &str) -> TimelineEvent {
+        // Times are fixed (a millisecond per tick): the snapshot holds none of a real run's.
+        TimelineEvent { seq, at_micros: seq * 1000, lane, kind, text: text.to_owned() }
+    }
+
+    /// A small failing certification, made by hand: one kill, one restart, a duplicate effect.
+    fn small() -> (Certificate, Vec<ScenarioOutcome>) {
+        let timeline = Timeline {
+            events: vec![
+                event(1, Lane::Runtime, Kind::Plain, "harness   start incarnation 1"),
+                event(2, Lane::Policy, Kind::Plain, "policy    acme/alice tool charge_card (charge): allowed"),
+                event(
+                    3,
+                    Lane::Provider,
+                    Kind::Plain,
+                    "provider  call charge_card for charge (call 1, key charge): applied charge_card-000001, answer held",
+                ),
+                event(4, Lane::Runtime, Kind::Kill, "harness   SIGKILL incarnation 1"),
+                event(5, Lane::Runtime, Kind::Restart, "harness   start incarnation 2"),
+                event(
+                    6,
+                    Lane::Provider,
+                    Kind::Plain,
+                    "provider  call charge_card for charge (call 2, key charge#2): applied charge_card-000002, answered 200",
+                ),
+                event(
+                    7,
+                    Lane::Consumer("ledger".into()),
+                    Kind::Plain,
+                    "consumer  ledger received charge (key charge): applied, answered 202",
+                ),
+            ],
+            duplicate_keys: vec![("provider".into(), 0), ("consumer ledger".into(), 0)],
+            retried: vec![6],
+        };
+        let violation = Violation {
+            invariant: Invariant::AtMostOnce,
+            operation: Some("charge".into()),
+            message: "`charge` had 2 effects at the provider; at most one is allowed".into(),
+            evidence: vec![
+                "#3 provider  call charge_card for charge (call 1, key charge): applied charge_card-000001, answer held".into(),
+                "#6 provider  call charge_card for charge (call 2, key charge#2): applied charge_card-000002, answered 200".into(),
+            ],
+        };
+        let verdict = Verdict {
+            scenario: "after_dispatch".into(),
+            probe: true,
+            violations: vec![violation],
+            coverage: vec![Coverage {
+                boundary: Boundary::AfterDispatch,
+                operation: "charge".into(),
+                tool_kind: ToolKind::NonIdempotentWithLookup,
+                hit: Hit::Exact,
+            }],
+            error: None,
+        };
+        let outcome = ScenarioOutcome {
+            name: "after_dispatch".into(),
+            file: PathBuf::from("/nonexistent/after_dispatch.toml"),
+            verdict: Ok(verdict),
+            duration: Duration::from_millis(7),
+            story: None,
+            artifacts: None,
+            timeline: Some(timeline),
+            rerun: None,
+        };
+        let target = crate::Target {
+            program: PathBuf::from("/nonexistent/runtime"),
+            args: vec!["--broken".into(), "blind-retry".into()],
+        };
+        let outcomes = vec![outcome];
+        (Certificate::new(&target, &outcomes), outcomes)
+    }
+
+    #[test]
+    fn a_failure_is_marked_on_its_timeline_and_explained_beside_it() {
+        let (certificate, outcomes) = small();
+        let html = render(&certificate, &outcomes);
+        // Both proving provider calls are marked, each linking to the explanation.
+        assert_eq!(html.matches("class=\"violation-marker\" data-invariant=\"at_most_once\"").count(), 2);
+        assert_eq!(html.matches("href=\"#v-after_dispatch-0\"").count(), 2);
+        assert!(html.contains("<li id=\"v-after_dispatch-0\" class=\"violation\" data-invariant=\"at_most_once\">"));
+        assert!(html.contains("<g class=\"kill\">") && html.contains("<g class=\"restart\">"));
+        assert!(html.contains("consumer ledger"), "one lane per consumer");
+        assert!(html.contains("<a href=\"#s-after_dispatch\">after_dispatch</a>"), "the matrix links the scenario");
+        assert!(!html.contains("<script"));
+        insta::assert_snapshot!(html);
+    }
+
+    #[test]
+    fn evidence_lines_name_their_sequence_numbers() {
+        let lines = vec!["#12 provider  call charge_card".to_owned(), "no number".to_owned(), "#3".to_owned()];
+        assert_eq!(evidence_seqs(&lines), vec![12, 3]);
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(anchor("after_dispatch.kill-3"), "after_dispatch-kill-3");
+    }
+}
