@@ -293,6 +293,18 @@ pub const RULES: &[Rule] = &[
     // broken variant reaches it yet: the reference's store fence stops a resumed incarnation
     // before the world can refuse it.
     Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[("fenced-hangs", "zombie_worker")] },
+    Rule {
+        id: "§11-1",
+        check: Check::NotChecked(
+            "that every family is served is not checked: a missing series counts as 0, and only dead letters, reconciliations and policy refusals are held against the ledgers (§11-2)",
+        ),
+        proven_by: &[],
+    },
+    Rule {
+        id: "§11-2",
+        check: by(&[TruthfulStatus]),
+        proven_by: &[("miscounts-dead-letters", "monitoring_signals")],
+    },
 ];
 
 /// A numbered rule as the contract states it.
