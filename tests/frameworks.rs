@@ -6,10 +6,11 @@
 //!   an operation the scenario kills at its boundary — the failure the guide (docs/frameworks.md)
 //!   explains. A naive version that passed would mean the scenario no longer shows the mistake.
 //!
-//! The frameworks come from a virtualenv (`.ci/run` makes it: `target/frameworks-venv`, pinned in
+//! The frameworks come from a virtualenv (this test makes it once: `target/frameworks-venv`, pinned in
 //! `examples/frameworks/requirements.txt`); `KILLPOINT_FRAMEWORKS_PYTHON` names another
 //! interpreter. Where python3 itself is missing the trials are ignored, with the reason on stderr;
-//! a missing virtualenv is a failure that says how to make it.
+//! a virtualenv that could not be made (no network to the Python registry) is a failure of every
+//! trial that needs it, saying how to make it by hand.
 //!
 //! Each run starts a Python interpreter that imports its framework once per incarnation (about a
 //! second, several incarnations a scenario), so the trials run a subset of the scenarios: one per
@@ -74,9 +75,20 @@ fn main() -> ExitCode {
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|status| status.success());
-    let python = std::env::var_os("KILLPOINT_FRAMEWORKS_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/frameworks-venv/bin/python"));
+    let python = match std::env::var_os("KILLPOINT_FRAMEWORKS_PYTHON") {
+        Some(python) => PathBuf::from(python),
+        None => {
+            let venv = root.join("target/frameworks-venv");
+            // Made here, once, so that README's `cargo test --workspace` sets up everything on a
+            // fresh machine; a failure is reported by every trial that needs it.
+            if python_present && !args.list {
+                if let Err(why) = make_venv(&root, &venv) {
+                    eprintln!("killpoint: the frameworks' virtualenv could not be made: {why}");
+                }
+            }
+            venv.join("bin/python")
+        }
+    };
 
     let mut trials = Vec::new();
     for framework in FRAMEWORKS {
@@ -106,6 +118,48 @@ fn main() -> ExitCode {
         eprintln!("python3 not found: the frameworks:: trials (LangGraph and DBOS examples) are ignored, not passed");
     }
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// `python3 -m venv VENV` and the pinned frameworks with the kit, unless VENV already holds
+/// exactly these requirements (a marker file keeps the requirements it was made from).
+fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
+    let requirements = root.join("examples/frameworks/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    let marker = venv.join("killpoint-requirements.txt");
+    if venv.join("bin/python").is_file() && std::fs::read_to_string(&marker).is_ok_and(|made| made == wanted) {
+        return Ok(());
+    }
+    eprintln!("making the frameworks' virtualenv at {} (once; pinned in {})", venv.display(), requirements.display());
+    let step = |program: &Path, args: &[&std::ffi::OsStr]| -> Result<(), String> {
+        let output = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} {:?} ended {}: {}",
+                program.display(),
+                args,
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ))
+        }
+    };
+    step(Path::new("python3"), &["-m".as_ref(), "venv".as_ref(), venv.as_os_str()])?;
+    step(
+        &venv.join("bin/pip"),
+        &[
+            "install".as_ref(),
+            "--quiet".as_ref(),
+            "-r".as_ref(),
+            requirements.as_os_str(),
+            root.join("probe-kit/python").as_os_str(),
+        ],
+    )?;
+    std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))
 }
 
 fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: bool) -> Result<(), Failed> {

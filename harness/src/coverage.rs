@@ -300,11 +300,7 @@ pub const RULES: &[Rule] = &[
         ),
         proven_by: &[],
     },
-    Rule {
-        id: "§11-2",
-        check: by(&[TruthfulStatus]),
-        proven_by: &[("miscounts-dead-letters", "monitoring_signals")],
-    },
+    Rule { id: "§11-2", check: by(&[TruthfulStatus]), proven_by: &[("miscounts-dead-letters", "monitoring_signals")] },
 ];
 
 /// A numbered rule as the contract states it.
