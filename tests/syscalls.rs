@@ -51,6 +51,20 @@ fn tracing_refused() -> bool {
     }
 }
 
+/// `tests/fixtures/split_step_runtime.py`, where it can be traced and python3 is there to run it;
+/// `None` (said on stderr: skipped, not passed) elsewhere.
+fn split_step_fixture() -> Option<Target> {
+    if tracing_refused() {
+        return None;
+    }
+    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !python {
+        eprintln!("python3 not found: the split-step fixture cannot run; not passed, skipped");
+        return None;
+    }
+    Some(Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() })
+}
+
 /// Explores `target` and returns the first failing case, written as a file and read back, after
 /// checking that the file fails the same target again on an invariant the case failed on.
 fn found(target: &Target) -> Option<(String, Vec<String>)> {
@@ -130,15 +144,7 @@ fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
 /// between its two commits catches it.
 #[test]
 fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
-    if tracing_refused() {
-        return;
-    }
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("python3 not found: the split-step fixture cannot run; not passed, skipped");
-        return;
-    }
-    let fixture = Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() };
+    let Some(fixture) = split_step_fixture() else { return };
     // At the boundaries, with the probe, explore finds nothing: no boundary lies between the writes.
     let at_boundaries =
         ExploreOptions { points: Points::Boundaries, keep_failures: false, ..ExploreOptions::default() };
@@ -306,15 +312,7 @@ fn workload_faults(scenario: &Scenario) -> usize {
 /// `after_result_write` scenario, no exploration needed.
 #[test]
 fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
-    if tracing_refused() {
-        return;
-    }
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("python3 not found: the split-step fixture cannot run; not passed, skipped");
-        return;
-    }
-    let fixture = Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() };
+    let Some(fixture) = split_step_fixture() else { return };
     let scenario = scenario("after_result_write");
     let (with_probe, _run) = run_scenario(&scenario, &fixture, &RunOptions::default()).expect("it runs");
     assert!(with_probe.passed(), "{:?}", with_probe.failed_invariants());
