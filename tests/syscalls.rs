@@ -216,17 +216,15 @@ fn black_box_after_provider_success_gives_the_same_verdict_every_run() {
     if tracing_refused() {
         return;
     }
+    // The reference runtime's passing verdict under the tracer is every_boundary_…'s; here, the
+    // runtime whose verdict used to depend on where the kill landed.
     let scenario = scenario("after_provider_success");
-    for (target, fails) in [(broken("blind-retry"), true), (reference(), false)] {
-        let mut verdicts = Vec::new();
-        for _ in 0..20 {
-            let (verdict, _run) = run_scenario(&scenario, &target, &traced_black_box()).expect("it runs");
-            verdicts.push(verdict.failed_invariants());
-        }
-        let first = verdicts[0].clone();
-        assert_eq!(!first.is_empty(), fails, "{:?}: {first:?}", target.args);
-        assert!(verdicts.iter().all(|v| *v == first), "{:?}: verdicts differ between runs: {verdicts:?}", target.args);
-    }
+    let target = broken("blind-retry");
+    let verdicts: Vec<_> = (0..20)
+        .map(|_| run_scenario(&scenario, &target, &traced_black_box()).expect("it runs").0.failed_invariants())
+        .collect();
+    assert!(verdicts[0].contains(&killpoint::Invariant::AtMostOnce), "{:?}", verdicts[0]);
+    assert!(verdicts.iter().all(|v| *v == verdicts[0]), "verdicts differ between runs: {verdicts:?}");
 }
 
 #[test]
