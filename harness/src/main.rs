@@ -985,11 +985,13 @@ fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &B
         rates[0],
         rates[rates.len() - 1]
     );
-    // One certification of the workload as written, for the recovery figures.
+    // One certification of the workload as written, for the recovery figures: traced when the
+    // points are system calls, so that a black box is killed at every boundary too.
+    let certified = RunOptions { syscalls: options.points == explore::Points::Syscalls, ..options.run.clone() };
     let mut restarts = Vec::new();
     let mut recoveries = Vec::new();
     for _ in 0..args.runs {
-        if let Ok((_, r)) = run_scenario(scenario, target, &options.run) {
+        if let Ok((_, r)) = run_scenario(scenario, target, &certified) {
             restarts.extend(r.restarts.iter().copied());
             recoveries.extend(r.recoveries.iter().copied());
         }
