@@ -83,10 +83,11 @@ fn main() -> ExitCode {
             let venv = root.join("target/frameworks-venv");
             // Made here, once, so that README's `cargo test --workspace` sets up everything on a
             // fresh machine; a failure is reported by every trial that needs it.
-            if python_present && !args.list {
-                if let Err(why) = make_venv(&root, &venv) {
-                    eprintln!("killpoint: the frameworks' virtualenv could not be made: {why}");
-                }
+            if python_present
+                && !args.list
+                && let Err(why) = make_venv(&root, &venv)
+            {
+                eprintln!("killpoint: the frameworks' virtualenv could not be made: {why}");
             }
             venv.join("bin/python")
         }

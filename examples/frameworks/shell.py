@@ -165,12 +165,5 @@ def record(worker, op_id, effect, attempt, how):
     if op["execution"] == "SUCCEEDED":
         return
     with worker.store.tx() as db:
-        db.execute("UPDATE operations SET execution = 'SUCCEEDED', paused = 0, provider_ref = ?,"
-                   " result = ?, failure = NULL WHERE id = ?",
-                   (effect["provider_ref"], json.dumps(effect["result"]), op_id))
-        for position, destination in enumerate(json.loads(op["destinations"])):
-            db.execute("INSERT INTO deliveries (operation_id, position, destination, state,"
-                       " idempotency_key) VALUES (?, ?, ?, 'PENDING', ?)",
-                       (op_id, position, destination, f"{op_id}:{destination}"))
-        audit(db, op_id, "succeeded", f"provider_ref {effect['provider_ref']} ({how})")
+        runtime.write_success(db, op, effect, how)
     killpoint_probe.boundary("after_result_write", op_id, attempt)

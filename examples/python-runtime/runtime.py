@@ -266,6 +266,19 @@ def quote(segment):
 # The worker: execution (section 4) and delivery (section 6)
 # --------------------------------------------------------------------------------------------
 
+def write_success(db, op, effect, how):
+    """Inside the caller's transaction: SUCCEEDED with the provider's result, and one PENDING
+    delivery per destination (the transactional outbox, 4.5), with its audit line."""
+    db.execute("UPDATE operations SET execution = 'SUCCEEDED', paused = 0,"
+               " provider_ref = ?, result = ?, failure = NULL WHERE id = ?",
+               (effect["provider_ref"], json.dumps(effect["result"]), op["id"]))
+    for position, destination in enumerate(json.loads(op["destinations"])):
+        db.execute("INSERT INTO deliveries (operation_id, position, destination, state,"
+                   " idempotency_key) VALUES (?, ?, ?, 'PENDING', ?)",
+                   (op["id"], position, destination, f"{op['id']}:{destination}"))
+    audit(db, op["id"], "succeeded", f"provider_ref {effect['provider_ref']} ({how})")
+
+
 class Worker:
     def __init__(self, cfg, store):
         self.cfg, self.store = cfg, store
@@ -400,16 +413,8 @@ class Worker:
         audit line: the boundary promises that the success exists in memory only.
         """
         killpoint_probe.boundary("after_provider_success", op["id"], attempt)
-        destinations = json.loads(op["destinations"])
         with self.store.tx() as db:
-            db.execute("UPDATE operations SET execution = 'SUCCEEDED', paused = 0,"
-                       " provider_ref = ?, result = ?, failure = NULL WHERE id = ?",
-                       (effect["provider_ref"], json.dumps(effect["result"]), op["id"]))
-            for position, destination in enumerate(destinations):
-                db.execute("INSERT INTO deliveries (operation_id, position, destination, state,"
-                           " idempotency_key) VALUES (?, ?, ?, 'PENDING', ?)",
-                           (op["id"], position, destination, f"{op['id']}:{destination}"))
-            audit(db, op["id"], "succeeded", f"provider_ref {effect['provider_ref']} ({how})")
+            write_success(db, op, effect, how)
         killpoint_probe.boundary("after_result_write", op["id"], attempt)
 
     def fail(self, op, reason, event):

@@ -757,14 +757,14 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
             plain
         })
         .collect();
-    let timed = |list: &[Scenario]| {
+    let timed = |list: &[Scenario], options: &RunOptions| {
         let started = Instant::now();
         for scenario in list {
             let _ = run_scenario(scenario, target, options);
         }
         started.elapsed()
     };
-    let (with_faults, without) = (timed(scenarios), timed(&plain));
+    let (with_faults, without) = (timed(scenarios, options), timed(&plain, options));
     println!("\n{clean_suites} passed, {} failed", runs - clean_suites);
     println!(
         "certification overhead:         {:.2} (certify {:.1} ms / the same workloads without faults {:.1} ms, one run each)",
@@ -775,14 +775,7 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
     if options.syscalls {
         // The price of tracing: the same workloads, faults and all, untraced, one run each way.
         let untraced = RunOptions { syscalls: false, ..options.clone() };
-        let timed = |options: &RunOptions| {
-            let started = Instant::now();
-            for scenario in scenarios {
-                let _ = run_scenario(scenario, target, options);
-            }
-            started.elapsed()
-        };
-        let (traced, plain) = (timed(options), timed(&untraced));
+        let (traced, plain) = (timed(scenarios, options), timed(scenarios, &untraced));
         println!(
             "tracing overhead:               {:.2} (traced {:.1} ms / untraced {:.1} ms, one run each)",
             traced.as_secs_f64() / plain.as_secs_f64().max(1e-9),

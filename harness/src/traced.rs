@@ -247,18 +247,21 @@ impl Boundaries {
                 }
             }
             (PointKind::Sync, When::After) => {
+                let mut committed = Vec::new();
                 for (due, boundary) in [
                     (&mut self.result_due, Boundary::AfterResultWrite),
                     (&mut self.refusal_due, Boundary::AfterPolicyRevocation),
                 ] {
-                    let committed: Vec<String> =
-                        due.iter().filter(|(_, d)| **d == Due::NextSync).map(|(op, _)| op.clone()).collect();
-                    for op in committed {
-                        due.remove(&op);
-                        let count = self.reached.entry((boundary, op.clone())).or_default();
-                        *count += 1;
-                        reached.push(Anchor { boundary, operation: op, occurrence: *count });
-                    }
+                    due.retain(|op, d| {
+                        let now = *d == Due::NextSync;
+                        if now {
+                            committed.push((boundary, op.clone()));
+                        }
+                        !now
+                    });
+                }
+                for (boundary, op) in committed {
+                    reached.push(self.reach(boundary, op));
                 }
             }
             _ => {}
