@@ -3,8 +3,8 @@
 //! requests, not by a SIGKILL and restart after them.
 
 use fake_tool::{Clock, World};
-use killpoint::client::{Client, ExecutionState};
-use killpoint::incarnation::{Incarnation, Launch, Target};
+use killpoint::run::client::{Client, ExecutionState};
+use killpoint::run::incarnation::{Incarnation, Launch, Target};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,7 +51,7 @@ async fn bad_requests_are_refused_and_nothing_accepted_is_lost() {
     std::fs::create_dir(&data).unwrap();
     std::fs::create_dir(&logs).unwrap();
     let (world, _points) = World::start(Clock::default()).await.unwrap();
-    let env = killpoint::driver::environment(&world, &data, &Default::default());
+    let env = killpoint::run::driver::environment(&world, &data, &Default::default());
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
     let launch = Launch { target: &target, env, logs: &logs, probe: None, ready_timeout: Duration::from_secs(10) };
     let mut runtime = Incarnation::start(&launch, 1).await.unwrap();

@@ -337,9 +337,9 @@ fn catches_an_unknown_broken_variant() {
     let text = format!("{GOOD}\n[[catches]]\nbroken = \"blind-retyr\"\ninvariants = [\"no_blind_retry\"]\n");
     std::fs::write(&path, &text).unwrap();
     let scenario = Scenario::load(&path).unwrap();
-    let known: Vec<killpoint::variants::Variant> = ["blind-retry", "fresh-key"]
+    let known: Vec<killpoint::model::variants::Variant> = ["blind-retry", "fresh-key"]
         .into_iter()
-        .map(|name| killpoint::variants::Variant { name: name.into(), description: String::new() })
+        .map(|name| killpoint::model::variants::Variant { name: name.into(), description: String::new() })
         .collect();
     let shown = scenario.check_catches(&known).unwrap_err().to_string();
     insta::assert_snapshot!(shown.replace(&dir.path().display().to_string(), "scenarios"));

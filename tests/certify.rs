@@ -2,7 +2,8 @@
 //! that ignores the contract fails fast with an explanation, and the JSON and JUnit certificates
 //! keep their documented shape (snapshots, volatile fields redacted).
 
-use killpoint::certificate::{Certificate, certify};
+use killpoint::report::certificate::Certificate;
+use killpoint::report::certify::certify;
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -74,7 +75,7 @@ fn a_runtime_that_speaks_another_contract_is_refused_by_name() {
     );
 }
 
-fn certificate_of(target: &Target) -> (Certificate, Vec<killpoint::certificate::ScenarioOutcome>) {
+fn certificate_of(target: &Target) -> (Certificate, Vec<killpoint::report::outcome::ScenarioOutcome>) {
     let scenarios = [scenario("after_dispatch"), scenario("after_delivery_send")];
     let outcomes = certify(&scenarios, target, &RunOptions::default(), false, 2);
     (Certificate::new(target, &outcomes), outcomes)

@@ -6,8 +6,8 @@
 //! then is the second charge submitted; it must settle while the first is still held.
 
 use fake_tool::{Clock, FaultResponse, ProviderFault, World};
-use killpoint::client::{Client, ExecutionState};
-use killpoint::incarnation::{Incarnation, Launch, Target};
+use killpoint::run::client::{Client, ExecutionState};
+use killpoint::run::incarnation::{Incarnation, Launch, Target};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -53,7 +53,7 @@ async fn an_operation_held_at_the_provider_does_not_hold_up_another() {
         tag: 0,
         revocations: Vec::new(),
     });
-    let env = killpoint::driver::environment(&world, &data, &Default::default());
+    let env = killpoint::run::driver::environment(&world, &data, &Default::default());
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
     let launch = Launch { target: &target, env, logs: &logs, probe: None, ready_timeout: Duration::from_secs(10) };
     let mut runtime = Incarnation::start(&launch, 1).await.unwrap();

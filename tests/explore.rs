@@ -8,7 +8,7 @@
 //!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself, and
 //!   the scenario file it writes reproduces that failure.
 
-use killpoint::explore::{self, CaseStatus, ExploreOptions, Workload};
+use killpoint::search::explore::{self, CaseStatus, ExploreOptions, Workload};
 use killpoint::{Scenario, Target, run_scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::collections::BTreeMap;
@@ -55,8 +55,12 @@ fn explored_points(path: &std::path::Path, target: &Target) -> Vec<Trial> {
             match finding.status() {
                 CaseStatus::Fail => {
                     let kept = run.keep_artifacts();
-                    Err(format!("{}\n  {}", finding.story.unwrap_or_default(), killpoint::artifacts::kept_at(&kept))
-                        .into())
+                    Err(format!(
+                        "{}\n  {}",
+                        finding.story.unwrap_or_default(),
+                        killpoint::run::artifacts::kept_at(&kept)
+                    )
+                    .into())
                 }
                 CaseStatus::Pass | CaseStatus::Partial | CaseStatus::NotReached => Ok(()),
             }
@@ -118,7 +122,7 @@ fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), F
         let expected = finding.verdict.failed_invariants();
         let again = verdict.failed_invariants();
         if again.is_disjoint(&expected) {
-            let story = killpoint::report::story(&replayed, &verdict, &run);
+            let story = killpoint::report::story::story(&replayed, &verdict, &run);
             return Err(format!(
                 "explore found `{}` failing {expected:?} with `--broken {variant}`, but its written file {} did not reproduce it (violated {again:?})\n{story}",
                 finding.case.name(),

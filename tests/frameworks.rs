@@ -112,7 +112,7 @@ fn main() -> ExitCode {
                     let untimed = !probe
                         && version == Version::Naive
                         && *name == "after_provider_success"
-                        && killpoint::traced::permitted().is_err();
+                        && killpoint::run::traced::permitted().is_err();
                     if untimed {
                         eprintln!(
                             "{trial_name}: ignored: this machine refuses tracing, and without it the kill at `after_provider_success` lands by timing"
@@ -191,10 +191,10 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
     // Untraced, the kill lands wherever the runtime is when the answer leaves the provider — after
     // the naive graph has recorded the call's output in some runs, and then nothing is repeated.
     let options =
-        RunOptions { probe, syscalls: !probe && killpoint::traced::permitted().is_ok(), ..RunOptions::default() };
+        RunOptions { probe, syscalls: !probe && killpoint::run::traced::permitted().is_ok(), ..RunOptions::default() };
     let (verdict, run) = run_scenario(&scenario, &target, &options)
         .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
-    let story = || killpoint::report::story(&scenario, &verdict, &run);
+    let story = || killpoint::report::story::story(&scenario, &verdict, &run);
     match version {
         Version::Corrected if verdict.passed() => Ok(()),
         Version::Corrected => {

@@ -306,7 +306,7 @@ fn a_runtime_stuck_after_a_boundary_is_unsettled_at_the_deadline() {
         .map(|v| v.message.as_str())
         .collect();
     assert_eq!(settled, ["`charge` did not settle within 2s of the last restart; last seen: DISPATCHED"]);
-    let story = killpoint::report::story(&scenario, &verdict, &run);
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
     assert!(story.contains("charge is DISPATCHED; blocking for ever"), "{story}");
     assert_nothing_left(&marker);
 }
@@ -359,7 +359,7 @@ fn a_flood_of_output_is_drained_and_its_last_lines_shown() {
     );
     assert_eq!(run.aborted, None, "the ready line after the flood was found");
     assert_eq!(run.unsettled, vec![("charge".to_owned(), "INTENT_RECORDED".to_owned())]);
-    let story = killpoint::report::story(&scenario, &verdict, &run);
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
     assert!(story.contains("flood: last words on stdout"), "{story}");
     assert!(story.contains("flood: last words on stderr"), "{story}");
     assert!(story.len() < 64 * 1024, "the story must show the last lines, not the flood: {} bytes", story.len());
@@ -527,7 +527,7 @@ fn a_panic_in_the_harness_mid_run_kills_the_runtime() {
                 blocked.exists()
             };
             tokio::select! {
-                run = killpoint::driver::run(&scenario, &target, &options) => {
+                run = killpoint::run::driver::run(&scenario, &target, &options) => {
                     format!("the run ended before the panic: {:?}", run.map(|r| r.aborted))
                 }
                 blocked = bug => {

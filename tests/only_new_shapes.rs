@@ -45,8 +45,11 @@ fn failures(variant: &str, scenarios: Vec<Scenario>) -> Vec<String> {
                 // `run_scenario` requires.
                 std::thread::spawn(move || {
                     let (verdict, run) = run_scenario(&scenario, &target, &RunOptions::default()).unwrap();
-                    let outcome =
-                        if verdict.passed() { None } else { Some(killpoint::report::story(&scenario, &verdict, &run)) };
+                    let outcome = if verdict.passed() {
+                        None
+                    } else {
+                        Some(killpoint::report::story::story(&scenario, &verdict, &run))
+                    };
                     drop(run);
                     outcome
                 })

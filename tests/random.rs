@@ -4,7 +4,7 @@
 //! `KILLPOINT_RANDOM_CASES` sets how many cases are drawn, `KILLPOINT_RANDOM_SEED` replays a
 //! search (each test prints its seed).
 
-use killpoint::random::{RandomOptions, search};
+use killpoint::search::random::{RandomOptions, search};
 use killpoint::{Scenario, Target, run_scenario};
 use std::path::PathBuf;
 

@@ -2,7 +2,9 @@
 //! failure, the HTML report draws every scenario's timeline and marks violations (checked in a
 //! real browser where one is installed), and the JUnit report has one case per cell.
 
-use killpoint::certificate::{Certificate, ScenarioOutcome, certify};
+use killpoint::report::certificate::Certificate;
+use killpoint::report::certify::certify;
+use killpoint::report::outcome::ScenarioOutcome;
 use killpoint::{RunOptions, Scenario, Target};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,7 +117,7 @@ fn a_passing_runs_html_report_draws_every_timeline_with_kills_and_restarts() {
     let outcomes = certify(&scenarios, &target, &in_root(&root), false, 2);
     assert!(violated(&outcomes).is_empty(), "the reference runtime passes");
     assert!(outcomes.iter().all(|o| o.artifacts.is_none()), "a pass keeps nothing without --keep-artifacts");
-    let html = killpoint::html::render(&Certificate::new(&target, &outcomes), &outcomes);
+    let html = killpoint::report::html::render(&Certificate::new(&target, &outcomes), &outcomes);
     for s in &scenarios {
         assert!(html.contains(&format!("<section id=\"s-{}\"", s.name)), "no section for {}", s.name);
         assert!(html.contains(&format!("href=\"#s-{}\"", s.name)), "the matrix links {}", s.name);

@@ -105,7 +105,8 @@ fn snapshot_trace(scenario: &killpoint::Scenario, run: &killpoint::Run) -> Resul
     settings.set_description(scenario.description.clone());
     settings.set_omit_expression(true);
     // The trace has no times, ports or pids; provider refs and keys are deterministic.
-    settings
-        .bind(|| insta::assert_yaml_snapshot!(format!("trace__{}", scenario.name), killpoint::trace::normalised(run)));
+    settings.bind(|| {
+        insta::assert_yaml_snapshot!(format!("trace__{}", scenario.name), killpoint::run::trace::normalised(run))
+    });
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! its data dir and at every request to and answer from the fake world; each is a crash point. No
 //! probe, no timing: the kill lands exactly at the call.
 
-use killpoint::explore::{self, CaseStatus, ExploreOptions, Points, Workload};
+use killpoint::search::explore::{self, CaseStatus, ExploreOptions, Points, Workload};
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use std::path::{Path, PathBuf};
 
@@ -42,7 +42,7 @@ fn options(first_failure: bool) -> ExploreOptions {
 /// Whether this machine lets the tracer trace (ptrace and seccomp; some containers refuse them).
 /// Where it does not, each test says so on stderr and returns: skipped, not passed.
 fn tracing_refused() -> bool {
-    match killpoint::traced::permitted() {
+    match killpoint::run::traced::permitted() {
         Ok(()) => false,
         Err(why) => {
             eprintln!("{why}: system-call crash points cannot be tested here (skipped, not passed)");
@@ -192,7 +192,7 @@ fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
     for name in ["before_dispatch", "after_provider_success", "after_result_write", "after_policy_revocation"] {
         let scenario = scenario(name);
         let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
-        assert!(verdict.passed(), "{name}: {}", killpoint::report::story(&scenario, &verdict, &run));
+        assert!(verdict.passed(), "{name}: {}", killpoint::report::story::story(&scenario, &verdict, &run));
         for (fault, hit) in scenario.faults.iter().zip(&run.hits) {
             let expected = if fault.at.at_syscall() { killpoint::Hit::AtSyscall } else { killpoint::Hit::Exact };
             assert_eq!(*hit, expected, "{name}: `{}` of `{}`", fault.at, fault.operation);
@@ -319,6 +319,6 @@ fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
     assert!(
         violated.contains(&killpoint::Invariant::DeliveredOnce),
         "{}",
-        killpoint::report::story(&scenario, &traced, &run)
+        killpoint::report::story::story(&scenario, &traced, &run)
     );
 }

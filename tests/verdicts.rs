@@ -1,8 +1,10 @@
 //! Verdicts that blame the right party: a harness that loses its own ground reports `error`, never
 //! `fail`; and the client-side checks catch their broken variants without the probe as well.
 
-use killpoint::certificate::{Certificate, ScenarioStatus, certify};
-use killpoint::checker::Status;
+use killpoint::judge::Status;
+use killpoint::report::certificate::Certificate;
+use killpoint::report::certify::certify;
+use killpoint::report::outcome::ScenarioStatus;
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
@@ -116,7 +118,7 @@ fn a_run_directory_removed_under_the_harness_is_an_error_not_a_failure() {
     assert_eq!(certificate.scenarios[0].error.as_deref(), Some(error));
     let junit = certificate.to_junit();
     assert!(junit.contains("<error") && !junit.contains("<failure"), "{junit}");
-    let table = killpoint::report::table(&[("slow".to_owned(), Ok(verdict.clone()))]);
+    let table = killpoint::report::story::table(&[("slow".to_owned(), Ok(verdict.clone()))]);
     assert!(table.contains("ERROR") && !table.contains("FAIL"), "{table}");
 
     let left = processes_mentioning(&root.path().display().to_string());

@@ -19,8 +19,9 @@
 //! flag is one field with its doc comment, which is its help line.
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use killpoint::certificate::{self, Certificate};
-use killpoint::{RunOptions, Scenario, ScenarioSet, Target, Verdict, report, run_scenario};
+use killpoint::report::certificate::Certificate;
+use killpoint::report::{certify, story};
+use killpoint::{RunOptions, Scenario, ScenarioSet, Target, Verdict, run_scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -238,11 +239,11 @@ enum PointsArg {
     Syscalls,
 }
 
-impl From<PointsArg> for killpoint::explore::Points {
+impl From<PointsArg> for killpoint::search::explore::Points {
     fn from(p: PointsArg) -> Self {
         match p {
-            PointsArg::Boundaries => killpoint::explore::Points::Boundaries,
-            PointsArg::Syscalls => killpoint::explore::Points::Syscalls,
+            PointsArg::Boundaries => killpoint::search::explore::Points::Boundaries,
+            PointsArg::Syscalls => killpoint::search::explore::Points::Syscalls,
         }
     }
 }
@@ -356,7 +357,7 @@ fn on_interrupt() {
     }
     std::thread::spawn(move || {
         let signal = signals.wait().unwrap_or(Signal::SIGINT);
-        for path in killpoint::artifacts::live() {
+        for path in killpoint::run::artifacts::live() {
             eprintln!(
                 "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}",
                 path.display()
@@ -398,7 +399,7 @@ fn target(args: &RuntimeArgs) -> Result<Target, Usage> {
                 .into(),
         );
     };
-    killpoint::preflight::runtime(&program, &args.runtime_args)?;
+    killpoint::run::preflight::runtime(&program, &args.runtime_args)?;
     Ok(Target { program, args: args.runtime_args.clone() })
 }
 
@@ -409,7 +410,7 @@ fn run_options(args: &RuntimeArgs) -> RunOptions {
 /// `--points` as asked, or `boundaries` where this machine refuses tracing (said in one line).
 fn points(asked: PointsArg, runtime: &RuntimeArgs) -> PointsArg {
     if asked == PointsArg::Syscalls
-        && let Err(why) = killpoint::traced::permitted()
+        && let Err(why) = killpoint::run::traced::permitted()
     {
         let instead = if runtime.no_probe { "as a black box" } else { "with the probe" };
         eprintln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
@@ -457,7 +458,7 @@ fn run_command(args: &RunArgs) -> Result<ExitCode, Usage> {
     let variants = if scenario.catches.is_empty() || !target.args.is_empty() {
         None
     } else {
-        killpoint::variants::of(&target.program).ok()
+        killpoint::model::variants::of(&target.program).ok()
     };
     if let Some(known) = &variants {
         scenario.check_catches(known).map_err(|e| e.to_string())?;
@@ -523,7 +524,8 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Usage> {
             files.push(Scenario::load(path));
         }
     }
-    let variants = args.runtime.clone().or_else(killpoint::reference_runtime).map(|p| killpoint::variants::of(&p));
+    let variants =
+        args.runtime.clone().or_else(killpoint::reference_runtime).map(|p| killpoint::model::variants::of(&p));
     let mut bad = 0;
     for file in &files {
         let checked = file.as_ref().map_err(|e| e.clone()).and_then(|s| match &variants {
@@ -554,8 +556,8 @@ fn check(args: &CheckArgs) -> Result<ExitCode, Usage> {
 
 /// `killpoint list`: the tables of scenarios/README.md, from the code.
 fn list(args: &ListArgs) -> Result<ExitCode, Usage> {
-    use killpoint::boundary::{Boundary, Site};
-    use killpoint::invariant::Invariant;
+    use killpoint::model::boundary::{Boundary, Site};
+    use killpoint::model::invariant::Invariant;
     let rows: Vec<(String, String)> = match args.table {
         Table::Boundaries => Boundary::ALL
             .iter()
@@ -587,7 +589,7 @@ fn list(args: &ListArgs) -> Result<ExitCode, Usage> {
             let program = args.runtime.clone().or_else(killpoint::reference_runtime).ok_or(
                 "no --runtime given and no reference runtime beside this binary: the variants are the reference runtime's",
             )?;
-            killpoint::variants::of(&program)?.into_iter().map(|v| (v.name, v.description)).collect()
+            killpoint::model::variants::of(&program)?.into_iter().map(|v| (v.name, v.description)).collect()
         }
     };
     let header = match args.table {
@@ -612,14 +614,14 @@ fn certify(
     jobs: Option<u32>,
 ) -> ExitCode {
     println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
-    let jobs = jobs.map_or(killpoint::explore::ExploreOptions::default().jobs, |j| j as usize);
-    let outcomes = certificate::certify(scenarios, target, options, output.keep_artifacts, jobs);
+    let jobs = jobs.map_or(killpoint::search::explore::ExploreOptions::default().jobs, |j| j as usize);
+    let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
     for o in &outcomes {
         if let Some(story) = &o.story {
             eprintln!("{story}");
         }
         if let Some(path) = &o.artifacts {
-            eprintln!("{}: {}", o.name, killpoint::artifacts::kept_at(path));
+            eprintln!("{}: {}", o.name, killpoint::run::artifacts::kept_at(path));
         }
         if let Some(rerun) = &o.rerun {
             eprintln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
@@ -627,10 +629,10 @@ fn certify(
     }
     let rows: Vec<(String, Result<Verdict, String>)> =
         outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
-    print!("{}", report::table(&rows));
+    print!("{}", story::table(&rows));
     let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
-    println!("\n{}", report::matrix_table(&report::matrix(&verdicts)));
-    let traced = report::at_syscalls(&verdicts);
+    println!("\n{}", story::matrix_table(&story::matrix(&verdicts)));
+    let traced = story::at_syscalls(&verdicts);
     if !traced.is_empty() {
         let names: Vec<&str> = traced.iter().map(|b| b.as_str()).collect();
         println!(
@@ -639,9 +641,10 @@ fn certify(
         );
     }
     let certificate = Certificate::new(target, &outcomes);
-    println!("{}\n", killpoint::coverage::summarise(&certificate.rules));
-    println!("{}", killpoint::checklist::table(&certificate.checklist));
-    let html = output.html.as_ref().map(|_| killpoint::html::render(&certificate, &outcomes)).unwrap_or_default();
+    println!("{}\n", killpoint::judge::rules::summarise(&certificate.rules));
+    println!("{}", killpoint::report::checklist::table(&certificate.checklist));
+    let html =
+        output.html.as_ref().map(|_| killpoint::report::html::render(&certificate, &outcomes)).unwrap_or_default();
     for (path, text, what) in [
         (&output.json, certificate.to_json(), "JSON certificate"),
         (&output.junit, certificate.to_junit(), "JUnit report"),
@@ -663,8 +666,8 @@ fn certify(
 
 /// `killpoint random`: exit 1 with the shrunk case's file and rerun command when a case fails.
 fn random(target: &Target, args: &RandomArgs) -> ExitCode {
-    let seed = args.seed.unwrap_or_else(killpoint::random::new_seed);
-    let options = killpoint::random::RandomOptions {
+    let seed = args.seed.unwrap_or_else(killpoint::search::random::new_seed);
+    let options = killpoint::search::random::RandomOptions {
         cases: args.cases,
         seed,
         out: args.out.clone(),
@@ -677,7 +680,7 @@ fn random(target: &Target, args: &RandomArgs) -> ExitCode {
         args.cases,
         target.program.display()
     );
-    let found = match killpoint::random::search(target, &options) {
+    let found = match killpoint::search::random::search(target, &options) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("killpoint: {e}");
@@ -793,7 +796,7 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
 }
 
 fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &ExploreArgs) -> ExitCode {
-    use killpoint::explore::{self, ExploreOptions, Finding};
+    use killpoint::search::explore::{self, ExploreOptions, Finding};
     let options = ExploreOptions {
         depth: args.knobs.depth,
         run,
@@ -863,7 +866,7 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Explore
             Err(e) => eprintln!("killpoint: cannot write the failing case to {}: {e}", args.out.display()),
         }
         if let Some(path) = &finding.artifacts {
-            eprintln!("  {}\n", killpoint::artifacts::kept_at(path));
+            eprintln!("  {}\n", killpoint::run::artifacts::kept_at(path));
         }
     }
     let ran: usize = result.ran.iter().sum();
@@ -907,7 +910,7 @@ fn explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &Explore
 /// Writes a failing case as a scenario file; returns its path and the command that replays it.
 fn write_case(
     dir: &std::path::Path,
-    finding: &killpoint::explore::Finding,
+    finding: &killpoint::search::explore::Finding,
     target: &Target,
     probe: bool,
 ) -> std::io::Result<(PathBuf, String)> {
@@ -923,13 +926,13 @@ fn write_case(
     );
     let path = dir.join(format!("{}.toml", scenario.name));
     std::fs::write(&path, scenario.to_toml())?;
-    let command = killpoint::random::rerun_command(&path, target, probe);
+    let command = killpoint::search::random::rerun_command(&path, target, probe);
     Ok((path, command))
 }
 
 /// Explores one workload `--runs` times: crash points per second and the recovery figures.
 fn bench_explore(scenario: &Scenario, target: &Target, run: RunOptions, args: &BenchArgs) -> ExitCode {
-    use killpoint::explore::{self, ExploreOptions};
+    use killpoint::search::explore::{self, ExploreOptions};
     let options = ExploreOptions {
         depth: args.explore.depth,
         run,

@@ -16,12 +16,14 @@
 //! }
 //! ```
 
-use crate::driver::Run;
-use crate::incarnation::Target;
-use crate::invariant::Invariant;
+use crate::judge::run_scenario;
+use crate::model::invariant::Invariant;
+use crate::report::story;
+use crate::run::driver::Run;
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
-use crate::standard::ScenarioSet;
-use crate::{RunOptions, report, run_scenario};
+use crate::scenario::standard::ScenarioSet;
 use libtest_mimic::{Failed, Trial};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -97,7 +99,7 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
         }
     };
     // Asked once: which variants the runtime has, so a misspelt `broken = …` is the file's error.
-    let known = suite.broken_variants.then(|| crate::variants::of(&suite.target.program));
+    let known = suite.broken_variants.then(|| crate::model::variants::of(&suite.target.program));
     let mut trials = Vec::new();
     for scenario in loaded {
         let scenario = match scenario {
@@ -131,9 +133,9 @@ fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
     let (verdict, run) = run_scenario(scenario, &suite.target, &suite.options)
         .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
     if !verdict.passed() {
-        let story = report::story(scenario, &verdict, &run);
+        let story = story::story(scenario, &verdict, &run);
         let kept = run.keep_artifacts();
-        return Err(format!("{story}  {}", crate::artifacts::kept_at(&kept)).into());
+        return Err(format!("{story}  {}", crate::run::artifacts::kept_at(&kept)).into());
     }
     match &suite.on_pass {
         Some(on_pass) => on_pass(scenario, &run),
@@ -166,7 +168,7 @@ pub fn caught_by(
         .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
     let failed = verdict.failed_invariants();
     if run.aborted.is_some() || !expected.is_subset(&failed) {
-        let story = report::story(scenario, &verdict, &run);
+        let story = story::story(scenario, &verdict, &run);
         let missing: Vec<&str> = expected.difference(&failed).map(|i| i.as_str()).collect();
         let expected: Vec<&str> = expected.iter().map(|i| i.as_str()).collect();
         return Err(format!(

@@ -2,7 +2,7 @@
 //! may make them panic or hang; errors must point inside the text they came from.
 
 use killpoint::Scenario;
-use killpoint::probe::{self, ProbeConnection};
+use killpoint::run::probe::{self, ProbeConnection};
 use proptest::prelude::*;
 use std::path::Path;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! passing a scenario under it (tracing must not break a runtime).
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
-use killpoint::syscalls::{Peer, Point, PointKind, When};
+use killpoint::tracer::{Peer, Point, PointKind, When};
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -174,6 +174,6 @@ fn the_reference_runtime_passes_under_the_tracer() {
     assert!(
         verdict.passed(),
         "after_dispatch under the tracer:\n{}",
-        killpoint::report::story(&scenario, &verdict, &run)
+        killpoint::report::story::story(&scenario, &verdict, &run)
     );
 }

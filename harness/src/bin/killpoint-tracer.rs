@@ -1,6 +1,6 @@
 //! `killpoint-tracer [--log PATH] -- PROGRAM ARGS…`: runs PROGRAM and stops it at every durable
 //! write and every exchange with the fake world, announcing each as a crash point on
-//! `$KILLPOINT_TRACE_SOCKET` (see `killpoint::syscalls`). `--log PATH` (or `$KILLPOINT_TRACE_LOG`)
+//! `$KILLPOINT_TRACE_SOCKET` (see `killpoint::tracer`). `--log PATH` (or `$KILLPOINT_TRACE_LOG`)
 //! also appends every point to PATH. Exits with PROGRAM's status, 128 + the signal that killed
 //! it, or 125 when the system does not allow tracing.
 
@@ -11,7 +11,7 @@ const USAGE: &str = "usage: killpoint-tracer [--log PATH] -- PROGRAM [ARGS…]";
 
 fn main() {
     let mut args = std::env::args_os().skip(1).peekable();
-    let mut config = killpoint::syscalls::Config::from_env();
+    let mut config = killpoint::tracer::Config::from_env();
     while let Some(arg) = args.next_if(|a| a.to_str().is_some_and(|a| a.starts_with("--"))) {
         match arg.to_str() {
             Some("--") => break,
@@ -28,7 +28,7 @@ fn main() {
         usage("no PROGRAM given");
     }
     let program = rest.remove(0);
-    match killpoint::syscalls::run(&program, &rest, config) {
+    match killpoint::tracer::run(&program, &rest, config) {
         Ok(status) => std::process::exit(status),
         Err(error) => {
             eprintln!("{error}");

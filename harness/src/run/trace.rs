@@ -1,7 +1,7 @@
 //! The trace: the harness's timeline and the fake world's ledger merged on their shared clock,
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
-use crate::driver::{Happening, Mark, Run};
+use crate::run::driver::{Happening, Mark, Run};
 use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Response};
 
 /// One line of the trace, with its sequence number.
@@ -121,7 +121,7 @@ pub fn describe_mark(mark: &Mark) -> String {
 }
 
 /// "before_dispatch charge attempt 1 -> ledger"
-fn announcement(message: &crate::probe::ProbeMessage) -> String {
+fn announcement(message: &crate::run::probe::ProbeMessage) -> String {
     let destination = message.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
     format!("{} {} attempt {}{destination}", message.boundary, message.operation_id, message.attempt)
 }

@@ -1,13 +1,13 @@
 //! Reports for people: the scenario table, the boundary × tool kind matrix, and the story of a
-//! failure. (Machine-readable reports are in [`crate::certificate`].)
+//! failure. (Machine-readable reports are in `certificate.rs`.)
 
-use crate::boundary::Boundary;
-use crate::checker::{Status, Verdict};
-use crate::driver::{Hit, Run};
-use crate::incarnation::tail_of_logs;
-use crate::invariant::Invariant;
+use crate::judge::{Status, Verdict};
+use crate::model::boundary::Boundary;
+use crate::model::invariant::Invariant;
+use crate::run::driver::{Hit, Run};
+use crate::run::incarnation::tail_of_logs;
+use crate::run::trace;
 use crate::scenario::Scenario;
-use crate::trace;
 use fake_tool::ToolKind;
 use serde::Serialize;
 use std::fmt::Write as _;

@@ -7,11 +7,11 @@
 //! answered from other evidence: the logs (every retry the ledgers show has a structured log line
 //! saying what it was) and the matrix (every boundary exercised and passed).
 
-use crate::boundary::Boundary;
-use crate::certificate::{MatrixCell, ScenarioEntry, ScenarioOutcome, ScenarioStatus};
-use crate::html::Kind;
-use crate::invariant::Invariant;
-use crate::report::Cell;
+use crate::model::boundary::Boundary;
+use crate::model::invariant::Invariant;
+use crate::report::outcome::{MatrixCell, ScenarioEntry, ScenarioOutcome, ScenarioStatus};
+use crate::report::story::Cell;
+use crate::report::timeline::Kind;
 use serde::Serialize;
 use std::fmt::Write as _;
 

@@ -5,37 +5,18 @@
 //! killpoint's runs are deterministic, nothing is drawn at random). The JSON schema is documented
 //! in `docs/report.md`; fields are only ever added, and `schema` changes if one is removed.
 
-use crate::boundary::Boundary;
-use crate::checker::{Coverage, Status, Verdict, Violation};
-use crate::incarnation::{CONTRACT, Target};
-use crate::report::{Cell, matrix};
-use crate::scenario::Scenario;
-use fake_tool::ToolKind;
+use crate::judge::{Status, Verdict, Violation};
+use crate::report::outcome::{MatrixCell, ScenarioEntry, ScenarioOutcome, ScenarioStatus};
+use crate::report::story::matrix;
+use crate::run::incarnation::{CONTRACT, Target};
+use crate::scenario::embedded::text_of;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 pub const SCHEMA: &str = "killpoint-report/1";
-
-/// What became of one scenario in a certification run.
-#[derive(Debug)]
-pub struct ScenarioOutcome {
-    pub name: String,
-    pub file: PathBuf,
-    /// The verdict, or why the scenario could not run at all.
-    pub verdict: Result<Verdict, String>,
-    pub duration: Duration,
-    /// The failure story, for failed scenarios.
-    pub story: Option<String>,
-    /// Where the data dir and logs were kept, if they were.
-    pub artifacts: Option<PathBuf>,
-    /// The run's events on the shared clock, for the HTML report (absent if it could not run).
-    pub timeline: Option<crate::html::Timeline>,
-    /// For kept artifacts: the `rerun.sh` in them that reruns exactly this case.
-    pub rerun: Option<PathBuf>,
-}
 
 #[derive(Debug, Serialize)]
 pub struct Certificate {
@@ -49,9 +30,9 @@ pub struct Certificate {
     pub scenarios: Vec<ScenarioEntry>,
     pub matrix: Vec<MatrixCell>,
     /// Every numbered rule of the contract and what this run established about it.
-    pub rules: Vec<crate::coverage::RuleOutcome>,
+    pub rules: Vec<crate::judge::rules::RuleOutcome>,
     /// The seed's eight acceptance questions, answered with their evidence.
-    pub checklist: Vec<crate::checklist::Item>,
+    pub checklist: Vec<crate::report::checklist::Item>,
 }
 
 #[derive(Debug, Serialize)]
@@ -72,43 +53,9 @@ pub struct Summary {
     pub errors: usize,
 }
 
-#[derive(Debug, Serialize)]
-pub struct ScenarioEntry {
-    pub name: String,
-    pub file: String,
-    pub sha256: Option<String>,
-    pub status: ScenarioStatus,
-    pub error: Option<String>,
-    pub duration_ms: u64,
-    pub violations: Vec<Violation>,
-    pub faults: Vec<Coverage>,
-    pub artifacts: Option<String>,
-    /// For a failure: the story (violations, evidence, trace, the runtime's last output).
-    pub story: Option<String>,
-}
-
-/// A scenario's line in the certificate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScenarioStatus {
-    Pass,
-    /// Passed, but some faults need the probe the runtime lacks.
-    Partial,
-    Fail,
-    /// The scenario could not run at all, or the harness failed during it: not judged.
-    Error,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MatrixCell {
-    pub boundary: Boundary,
-    pub tool_kind: ToolKind,
-    pub cell: Cell,
-}
-
 /// SHA-256 of a file, hex; of the embedded text for a standard scenario (`<standard>/…`).
 pub fn sha256_file(path: &Path) -> Option<String> {
-    let bytes = match crate::standard::text_of(path) {
+    let bytes = match text_of(path) {
         Some(text) => text.as_bytes().to_vec(),
         None => std::fs::read(path).ok()?,
     };
@@ -169,10 +116,10 @@ impl Certificate {
                 .into_iter()
                 .map(|(boundary, tool_kind, cell)| MatrixCell { boundary, tool_kind, cell })
                 .collect(),
-            rules: crate::coverage::judge_rules(&verdicts),
+            rules: crate::judge::rules::judge_rules(&verdicts),
             checklist: Vec::new(),
         };
-        certificate.checklist = crate::checklist::answer(&certificate.scenarios, outcomes, &certificate.matrix);
+        certificate.checklist = crate::report::checklist::answer(&certificate.scenarios, outcomes, &certificate.matrix);
         certificate
     }
 
@@ -241,7 +188,7 @@ fn junit_cells(entry: &ScenarioEntry) -> Vec<(String, TestCaseStatus)> {
             (Some(error), _) => not_judged(error),
             (None, ScenarioStatus::Error) => not_judged("not judged"),
             _ if !violations.is_empty() => failed(&violations, entry.story.as_deref()),
-            _ if fault.hit == crate::driver::Hit::NeedsProbe => {
+            _ if fault.hit == crate::run::driver::Hit::NeedsProbe => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_message(format!(
                     "not exercised: only the probe stops a runtime at {}, and this runtime has none",
@@ -300,106 +247,4 @@ fn failed(violations: &[&Violation], story: Option<&str>) -> TestCaseStatus {
     }
     s.set_description(body);
     s
-}
-
-/// Runs every scenario against `target`, keeping artifacts of failures (and of passes when
-/// `keep` is set).
-pub fn certify(
-    scenarios: &[Scenario],
-    target: &Target,
-    options: &crate::RunOptions,
-    keep: bool,
-    jobs: usize,
-) -> Vec<ScenarioOutcome> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    // Each scenario has its own data dir, fake world and ports: they run side by side, `jobs` at a
-    // time, and come back in file order.
-    let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<(usize, ScenarioOutcome)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, scenarios.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(scenario) = scenarios.get(index) else { return };
-                    let outcome = certify_one(scenario, target, options, keep);
-                    outcomes.lock().unwrap_or_else(|p| p.into_inner()).push((index, outcome));
-                }
-            });
-        }
-    });
-    let mut outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
-    outcomes.sort_by_key(|(i, _)| *i);
-    outcomes.into_iter().map(|(_, o)| o).collect()
-}
-
-fn certify_one(scenario: &Scenario, target: &Target, options: &crate::RunOptions, keep: bool) -> ScenarioOutcome {
-    let started = std::time::Instant::now();
-    match crate::run_scenario(scenario, target, options) {
-        Ok((verdict, run)) => {
-            let duration = started.elapsed();
-            let story = (!verdict.passed()).then(|| crate::report::story(scenario, &verdict, &run));
-            let timeline = crate::html::Timeline::of(&run);
-            let mut outcome = ScenarioOutcome {
-                name: scenario.name.clone(),
-                file: scenario.path.clone(),
-                verdict: Ok(verdict),
-                duration,
-                story,
-                artifacts: None,
-                timeline: Some(timeline),
-                rerun: None,
-            };
-            if outcome.verdict.as_ref().is_ok_and(|v| !v.passed()) || keep {
-                let dir = run.artifacts_path().to_owned();
-                let written = crate::artifacts::write_evidence(
-                    &dir,
-                    scenario,
-                    &run.ledger,
-                    outcome.timeline.as_ref().expect("set above"),
-                    target,
-                    options.probe,
-                );
-                outcome.artifacts = Some(run.keep_artifacts());
-                match written {
-                    Ok(rerun) => {
-                        outcome.rerun = Some(rerun);
-                        let report = crate::html::render(
-                            &Certificate::new(target, std::slice::from_ref(&outcome)),
-                            std::slice::from_ref(&outcome),
-                        );
-                        if let Err(e) = std::fs::write(dir.join("report.html"), report) {
-                            append_story(
-                                &mut outcome,
-                                &format!("killpoint: cannot write report.html in {}: {e}", dir.display()),
-                            );
-                        }
-                    }
-                    Err(e) => append_story(
-                        &mut outcome,
-                        &format!("killpoint: cannot write the evidence files in {}: {e}", dir.display()),
-                    ),
-                }
-            }
-            outcome
-        }
-        Err(e) => ScenarioOutcome {
-            name: scenario.name.clone(),
-            file: scenario.path.clone(),
-            verdict: Err(format!("could not run: {e}")),
-            duration: started.elapsed(),
-            story: None,
-            artifacts: None,
-            timeline: None,
-            rerun: None,
-        },
-    }
-}
-
-/// A harness problem with the artifacts is said where the failure is told, not lost.
-fn append_story(outcome: &mut ScenarioOutcome, line: &str) {
-    let story = outcome.story.get_or_insert_with(String::new);
-    story.push_str(line);
-    story.push('\n');
 }

@@ -4,7 +4,7 @@
 //! boundary and blocks until it reads `{"action":"resume"}`. Killing it instead of answering is
 //! what makes a kill land exactly on the boundary.
 
-use crate::boundary::Boundary;
+use crate::model::boundary::Boundary;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;

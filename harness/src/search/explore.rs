@@ -19,10 +19,10 @@
 //! Every failing case is a scenario: [`Case::scenario`] is written out as a ready-to-commit file
 //! that `killpoint run` replays.
 
-use crate::boundary::{Boundary, Site};
-use crate::checker::{Status, Verdict};
-use crate::driver::{Fingerprint, Happening, Run, RunOptions};
-use crate::incarnation::Target;
+use crate::judge::{Status, Verdict};
+use crate::model::boundary::{Boundary, Site};
+use crate::run::driver::{Fingerprint, Happening, Run, RunOptions};
+use crate::run::incarnation::Target;
 use crate::scenario::SyscallFault;
 use crate::scenario::{Action, Fault, Outcome, Revoke, Scenario};
 use fake_tool::{Event, Response, ToolKind};
@@ -467,13 +467,13 @@ pub fn shard_of(name: &str, shards: u64) -> u64 {
 pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
     let syscalls = options.points == Points::Syscalls;
     let record_options = RunOptions { fingerprints: !syscalls, syscalls, ..options.run.clone() };
-    let (verdict, run) = crate::run_scenario(&workload.base, target, &record_options)?;
+    let (verdict, run) = crate::judge::run_scenario(&workload.base, target, &record_options)?;
     let failed = case_status(&verdict) == CaseStatus::Fail;
-    let story = failed.then(|| crate::report::story(&workload.base, &verdict, &run));
+    let story = failed.then(|| crate::report::story::story(&workload.base, &verdict, &run));
     let mut exact = Vec::new();
     let mut same_state = Vec::new();
     let (points, pruned, cases, probe) = if syscalls {
-        let explored: Vec<&crate::traced::SyscallPoint> =
+        let explored: Vec<&crate::run::traced::SyscallPoint> =
             run.syscall_points.iter().filter(|p| p.incarnation == 1 && explored(p)).collect();
         let found = explored.len();
         let (kept, pruned) = if options.prune { prune_syscalls(explored) } else { (explored, Vec::new()) };
@@ -529,13 +529,13 @@ fn select(scenario: &Scenario, seen: Vec<Seen>, pruning: bool) -> (Vec<Point>, V
 }
 
 /// Splits system-call points into those to run and those that leave the same crash state as
-/// the point run before them (see [`crate::traced::CrashState`]: no durable change and no send
+/// the point run before them (see [`crate::run::traced::CrashState`]: no durable change and no send
 /// to the world completed in between), each with that earlier point. A point where a boundary is
 /// reached is always run: it is the exact case the certificate names.
 fn prune_syscalls(
-    points: Vec<&crate::traced::SyscallPoint>,
-) -> (Vec<&crate::traced::SyscallPoint>, Vec<(SyscallFault, SyscallFault)>) {
-    let mut kept: Vec<&crate::traced::SyscallPoint> = Vec::new();
+    points: Vec<&crate::run::traced::SyscallPoint>,
+) -> (Vec<&crate::run::traced::SyscallPoint>, Vec<(SyscallFault, SyscallFault)>) {
+    let mut kept: Vec<&crate::run::traced::SyscallPoint> = Vec::new();
     let mut pruned = Vec::new();
     for point in points {
         match kept.last() {
@@ -550,8 +550,8 @@ fn prune_syscalls(
 
 /// The system-call points explored: syncs, renames and unlinks (before and after), requests
 /// (before), answers (after).
-fn explored(point: &crate::traced::SyscallPoint) -> bool {
-    use crate::syscalls::{PointKind, When};
+fn explored(point: &crate::run::traced::SyscallPoint) -> bool {
+    use crate::tracer::{PointKind, When};
     match point.kind {
         PointKind::Sync | PointKind::Rename | PointKind::Unlink => true,
         PointKind::Request => point.when == When::Before,
@@ -590,9 +590,9 @@ pub fn run_case(
     options: &RunOptions,
 ) -> std::io::Result<(Finding, Run)> {
     let scenario = case.scenario(workload);
-    let (verdict, run) = crate::run_scenario(&scenario, target, options)?;
+    let (verdict, run) = crate::judge::run_scenario(&scenario, target, options)?;
     let failed = case_status(&verdict) == CaseStatus::Fail;
-    let story = failed.then(|| crate::report::story(&scenario, &verdict, &run));
+    let story = failed.then(|| crate::report::story::story(&scenario, &verdict, &run));
     Ok((Finding { case: case.clone(), scenario, verdict, artifacts: None, story }, run))
 }
 
@@ -688,7 +688,7 @@ pub fn explore(
                         Happening::Killed { incarnation } => Some(incarnation),
                         _ => None,
                     });
-                    let recovery: Vec<&crate::traced::SyscallPoint> = run
+                    let recovery: Vec<&crate::run::traced::SyscallPoint> = run
                         .syscall_points
                         .iter()
                         .filter(|p| Some(p.incarnation) == killed.map(|k| k + 1) && explored(p))
@@ -758,7 +758,9 @@ fn case_status(verdict: &Verdict) -> CaseStatus {
         Status::Pass => CaseStatus::Pass,
         Status::Partial => CaseStatus::Partial,
         Status::Error => CaseStatus::Fail,
-        Status::Fail if verdict.violations.iter().all(|v| v.invariant == crate::Invariant::FaultsReached) => {
+        Status::Fail
+            if verdict.violations.iter().all(|v| v.invariant == crate::model::invariant::Invariant::FaultsReached) =>
+        {
             CaseStatus::NotReached
         }
         Status::Fail => CaseStatus::Fail,
@@ -990,8 +992,8 @@ revoke = ["tool"]
 
     #[test]
     fn a_system_call_that_leaves_the_same_crash_state_is_pruned_unless_a_boundary_is_there() {
-        use crate::syscalls::{PointKind, When};
-        use crate::traced::{CrashState, SyscallPoint};
+        use crate::run::traced::{CrashState, SyscallPoint};
+        use crate::tracer::{PointKind, When};
         let at = |kind, when, occurrence, durable, sent, boundary: Option<Boundary>| SyscallPoint {
             incarnation: 1,
             kind,

@@ -6,11 +6,11 @@
 //! when the contract gains a rule without a row here, a row names a rule the contract lost, a
 //! proof is not backed by that scenario's `[[catches]]`, or the document is stale.
 
-use crate::invariant::Invariant;
+use crate::model::invariant::Invariant;
 use serde::Serialize;
 
 /// The contract, as compiled into this harness.
-pub const CONTRACT_TEXT: &str = include_str!("../CONTRACT.md");
+pub const CONTRACT_TEXT: &str = include_str!("../../CONTRACT.md");
 
 /// How a rule is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -536,8 +536,8 @@ pub struct RuleOutcome {
 }
 
 /// Every rule of [`RULES`] judged from a certification run's verdicts (scenario name, verdict).
-pub fn judge_rules(verdicts: &[&crate::checker::Verdict]) -> Vec<RuleOutcome> {
-    use crate::checker::Status;
+pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
+    use crate::judge::Status;
     let judged: Vec<_> = verdicts.iter().filter(|v| v.error.is_none()).collect();
     RULES
         .iter()
@@ -560,7 +560,7 @@ pub fn judge_rules(verdicts: &[&crate::checker::Verdict]) -> Vec<RuleOutcome> {
                     .filter(|v| v.violations.iter().any(|x| invariants.contains(&x.invariant)))
                     .map(|v| v.scenario.as_str())
                     .collect();
-                let exercising = |v: &&&crate::checker::Verdict| {
+                let exercising = |v: &&&crate::judge::Verdict| {
                     v.status() == Status::Pass
                         && (rule.proven_by.is_empty() || rule.proven_by.iter().any(|(_, s)| *s == v.scenario))
                 };
@@ -599,7 +599,7 @@ mod tests {
     use crate::scenario::Scenario;
 
     fn standard_scenarios() -> Vec<Scenario> {
-        crate::standard::ScenarioSet::standard()
+        crate::scenario::standard::ScenarioSet::standard()
             .load()
             .expect("scenarios dir")
             .into_iter()

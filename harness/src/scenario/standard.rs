@@ -4,21 +4,9 @@
 //!
 //! [`ScenarioSet`] is what a run certifies: the standard scenarios, a user's directories, or both.
 
+use crate::scenario::embedded::{DIR, FILES};
 use crate::scenario::{Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
-
-/// `(file name, text)` of every standard scenario, sorted by file name.
-pub const FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/standard_scenarios.rs"));
-
-/// The directory embedded scenarios are shown in: angle brackets, like `<stdin>`, because it is
-/// not on disk (a user's `./scenarios/after_dispatch.toml` must not be taken for it).
-pub const DIR: &str = "<standard>";
-
-/// The embedded text of `path`, if it names a standard scenario (`<standard>/NAME.toml`).
-pub fn text_of(path: &Path) -> Option<&'static str> {
-    let name = path.strip_prefix(DIR).ok()?.to_str()?;
-    FILES.iter().find(|(file, _)| *file == name).map(|(_, text)| *text)
-}
 
 /// Every standard scenario, parsed, in file order; errors in place (none ship: a test says so).
 pub fn load() -> Vec<Result<Scenario, ScenarioError>> {
@@ -87,7 +75,7 @@ mod tests {
         for s in load() {
             let s = s.unwrap_or_else(|e| panic!("{e}"));
             assert!(s.path.starts_with(DIR), "{}", s.path.display());
-            assert!(text_of(&s.path).is_some());
+            assert!(crate::scenario::embedded::text_of(&s.path).is_some());
         }
     }
 

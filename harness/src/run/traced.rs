@@ -11,9 +11,9 @@
 //! its store) is resumed at once and never addressed, so a kill can never leave an incarnation that
 //! never got ready.
 
-use crate::boundary::Boundary;
+use crate::model::boundary::Boundary;
 use crate::scenario::{Anchor, SyscallFault};
-use crate::syscalls::{HttpRequest, Peer, Point, PointKind, When};
+use crate::tracer::{HttpRequest, Peer, Point, PointKind, When};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ pub fn permitted() -> Result<(), String> {
                 .output()
                 .map_err(|e| format!("cannot run {}: {e}", tracer.display()))?;
             match output.status.code() {
-                Some(crate::syscalls::NOT_PERMITTED_EXIT) => {
+                Some(crate::tracer::NOT_PERMITTED_EXIT) => {
                     let said = String::from_utf8_lossy(&output.stderr);
                     Err(said.lines().next().unwrap_or("killpoint-tracer may not trace here").trim().to_owned())
                 }

@@ -11,11 +11,13 @@
 //! operation's flow, so every fault names a boundary occurrence the operation is bound to reach
 //! and every shrunk gene still reads into a valid schedule.
 
-use crate::boundary::Boundary;
-use crate::incarnation::Target;
-use crate::invariant::Invariant;
+use crate::judge::run_scenario;
+use crate::model::boundary::Boundary;
+use crate::model::invariant::Invariant;
+use crate::report::evidence::shell_word;
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
 use crate::scenario::{Action, ConsumerFault, Fault, Operation, Outcome, Revoke, RuntimeSettings, Scenario};
-use crate::{RunOptions, run_scenario};
 use fake_tool::ToolKind;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -146,7 +148,7 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
         runs.fetch_add(1, Ordering::Relaxed);
         let (failed, violated) = match run_scenario(&scenario, target, &options.run) {
             Ok((verdict, _)) if verdict.passed() => return Ok(()),
-            Ok((verdict, run)) => (crate::report::story(&scenario, &verdict, &run), verdict.failed_invariants()),
+            Ok((verdict, run)) => (crate::report::story::story(&scenario, &verdict, &run), verdict.failed_invariants()),
             Err(e) => (format!("could not run: {e}"), BTreeSet::new()),
         };
         *last.lock().unwrap_or_else(|e| e.into_inner()) = (failed.clone(), violated);
@@ -233,14 +235,6 @@ fn target_words(target: &Target) -> String {
 pub fn rerun_command(file: &Path, target: &Target, probe: bool) -> String {
     let black_box = if probe { "" } else { " --no-probe" };
     format!("killpoint run {}{black_box}{}", shell_word(&file.display().to_string()), runtime_flags(target))
-}
-
-pub fn shell_word(word: &str) -> String {
-    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:=+,@".contains(&b)) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 // ---- genes ---------------------------------------------------------------------------------

@@ -3,13 +3,15 @@
 //! The ledgers are the ground truth; the runtime's reports are claims checked against them. Each
 //! violation names the invariant, the operation and the ledger lines that prove it.
 
-use crate::boundary::Boundary;
-use crate::client::Resubmission;
-use crate::client::{DeliveryState, ExecutionState, OperationReport};
-use crate::driver::{Happening, Hit, Run};
-use crate::invariant::Invariant;
+pub mod rules;
+
+use crate::model::boundary::Boundary;
+use crate::model::invariant::Invariant;
+use crate::run::client::Resubmission;
+use crate::run::client::{DeliveryState, ExecutionState, OperationReport};
+use crate::run::driver::{Happening, Hit, Run};
+use crate::run::trace::{describe_entry, describe_mark};
 use crate::scenario::{Operation, Outcome, Scenario};
-use crate::trace::{describe_entry, describe_mark};
 use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response, Subject, ToolKind};
 use serde::Serialize;
 use serde_json::Value;
@@ -1183,7 +1185,7 @@ fn expected_outcome(op: &Operation, report: Option<&OperationReport>, found: &mu
     }
 }
 
-fn marked(mark: &crate::driver::Mark) -> String {
+fn marked(mark: &crate::run::driver::Mark) -> String {
     format!("#{} {}", mark.seq, describe_mark(mark))
 }
 
@@ -1454,6 +1456,21 @@ fn prometheus_samples(text: &str) -> Vec<Sample> {
         samples.push(Sample { name: name.to_owned(), labels, value });
     }
     samples
+}
+
+/// Runs one scenario to a verdict on a fresh single-threaded tokio runtime.
+///
+/// The runtime is built on the calling thread, so the runtime process is spawned from it: keep the
+/// thread alive for the whole call (it is: this blocks), or PDEATHSIG would fire early.
+pub fn run_scenario(
+    scenario: &Scenario,
+    target: &crate::run::incarnation::Target,
+    options: &crate::run::driver::RunOptions,
+) -> std::io::Result<(Verdict, Run)> {
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let run = tokio.block_on(crate::run::driver::run(scenario, target, options))?;
+    let verdict = check(scenario, &run);
+    Ok((verdict, run))
 }
 
 #[cfg(test)]

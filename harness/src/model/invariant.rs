@@ -159,7 +159,7 @@ impl Invariant {
     pub fn from_name(name: &str) -> Result<Invariant, String> {
         Invariant::ALL.into_iter().find(|i| i.as_str() == name).ok_or_else(|| {
             let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.as_str()).collect();
-            crate::boundary::unknown_word("invariant", name, &names)
+            crate::model::boundary::unknown_word("invariant", name, &names)
         })
     }
 }

@@ -1,82 +1,13 @@
-//! Where a run keeps the runtime's data dir and logs: a private temp dir, removed when the run
-//! passes, kept (and its path printed) when it fails — and, while it exists, known to the CLI's
-//! interrupt handler, so a Ctrl-C says where the unfinished run's evidence is.
+//! What a kept run directory holds besides the runtime's data dir: the scenario as it ran, the
+//! merged timeline, the fake world's ledgers, each incarnation's logs, and `rerun.sh`, the one
+//! command that reruns exactly this case.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-/// The artifact directories that exist right now in this process.
-static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-#[derive(Debug)]
-pub struct Artifacts {
-    dir: Option<tempfile::TempDir>,
-}
-
-impl Artifacts {
-    /// A new `killpoint-<name>-XXXXXX` directory in the temp dir, owner only: the runtime's data and
-    /// logs are the harness user's alone (tempfile's own default follows the umask, often 0755).
-    pub fn create(name: &str) -> std::io::Result<Artifacts> {
-        Artifacts::create_in(None, name)
-    }
-
-    /// The same, in `root` (`None`: the system's temp dir).
-    pub fn create_in(root: Option<&Path>, name: &str) -> std::io::Result<Artifacts> {
-        // A Unix socket path (the probe's, inside this dir) is limited to 107 bytes: long names
-        // (explored cases) are cut, the random suffix keeps them apart.
-        let short: String = name.chars().take(40).collect();
-        let prefix = format!("killpoint-{short}-");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).permissions(std::fs::Permissions::from_mode(0o700));
-        let dir = match root {
-            Some(root) => builder.tempdir_in(root)?,
-            None => builder.tempdir()?,
-        };
-        LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.path().to_owned());
-        Ok(Artifacts { dir: Some(dir) })
-    }
-
-    pub fn path(&self) -> &Path {
-        self.dir.as_ref().expect("present until kept or dropped").path()
-    }
-
-    /// Keeps the directory on disk; returns where.
-    pub fn keep(mut self) -> PathBuf {
-        let dir = self.dir.take().expect("present until kept or dropped");
-        forget(dir.path());
-        dir.keep()
-    }
-}
-
-impl Drop for Artifacts {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            forget(dir.path());
-        }
-    }
-}
-
-fn forget(path: &Path) {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| p != path);
-}
-
-/// How every report points at kept artifacts.
-pub fn kept_at(path: &Path) -> String {
-    format!(
-        "artifacts kept at {} (report.html; scenario.toml, trace.jsonl, ledger/*.jsonl; data/ is the runtime's data dir, logs/ its output per incarnation)",
-        path.display()
-    )
-}
-
-/// The artifact directories of runs still in progress (for an interrupt handler to report).
-pub fn live() -> Vec<PathBuf> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
 
 /// What `certify` and `run` are asked to write beside the text report: where run directories go
 /// and where the HTML report is written. (`--keep-artifacts` is the `keep` of
-/// [`crate::certificate::certify`].)
+/// [`crate::report::certificate::certify`].)
 #[derive(Debug, Clone, Default)]
 pub struct ReportOptions {
     /// `--html PATH`: the whole certification as one HTML file.
@@ -105,8 +36,7 @@ pub fn killpoint_program() -> PathBuf {
 /// The one command that reruns exactly this case: the scenario as run (written beside it) against
 /// the same runtime, arguments and probe setting. Extra killpoint options given to `rerun.sh`
 /// (`--json`, `--artifacts-dir`) go before the runtime's own arguments.
-pub fn rerun_script(dir: &Path, target: &crate::Target, probe: bool) -> String {
-    use crate::random::shell_word;
+pub fn rerun_script(dir: &Path, target: &crate::run::incarnation::Target, probe: bool) -> String {
     let program = std::fs::canonicalize(&target.program).unwrap_or_else(|_| target.program.clone());
     let mut command = format!(
         "\"${{KILLPOINT:-{}}}\" run {} --runtime {}{} \"$@\"",
@@ -135,10 +65,10 @@ pub fn rerun_script(dir: &Path, target: &crate::Target, probe: bool) -> String {
 /// the certificate.)
 pub fn write_evidence(
     dir: &Path,
-    scenario: &crate::Scenario,
+    scenario: &crate::scenario::Scenario,
     ledger: &[fake_tool::Entry],
-    timeline: &crate::html::Timeline,
-    target: &crate::Target,
+    timeline: &crate::report::timeline::Timeline,
+    target: &crate::run::incarnation::Target,
     probe: bool,
 ) -> std::io::Result<PathBuf> {
     use fake_tool::{Event, Service};
@@ -207,4 +137,13 @@ fn split_logs(logs: &Path) -> std::io::Result<()> {
         flush(current)?;
     }
     Ok(())
+}
+
+/// `word` as one word of a POSIX shell command line: as it is when that is safe, else quoted.
+pub fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:=+,@".contains(&b)) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }

@@ -5,7 +5,7 @@
 //! from their defaults, so that a written file reads like a hand-written one. Reading it back gives
 //! the same [`Scenario`] (tested for every shipped scenario).
 
-use crate::boundary::Boundary;
+use crate::model::boundary::Boundary;
 use crate::scenario::{Action, Catch, ConsumerFault, Fault, Operation, Outcome, Revoke, RuntimeSettings, Scenario};
 use fake_tool::{Injected, PolicySubject};
 use serde::Serialize;

@@ -7,11 +7,11 @@
 //! deadline that says what it was waiting for. The one poll is reading an operation's state,
 //! which the contract offers no event for.
 
-use crate::artifacts::Artifacts;
-use crate::boundary::{Boundary, Site};
-use crate::client::{Answer, Client, OperationReport, ReadError, Resubmission};
-use crate::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
-use crate::probe::ProbeMessage;
+use crate::model::boundary::{Boundary, Site};
+use crate::run::artifacts::Artifacts;
+use crate::run::client::{Answer, Client, OperationReport, ReadError, Resubmission};
+use crate::run::incarnation::{Incarnation, Launch, Target, describe_status, tail_of_logs};
+use crate::run::probe::ProbeMessage;
 use crate::scenario::{Action, Anchor, Operation, Revoke, RuntimeSettings, Scenario};
 use fake_tool::{
     Clock, ConsumerFault, ConsumerHold, Entry, FaultResponse, LookupFault, PolicyFault, ProviderFault, Revocation,
@@ -69,7 +69,7 @@ pub enum Happening {
     /// harness killed it there.
     SyscallKill {
         incarnation: u32,
-        point: crate::traced::SyscallPoint,
+        point: crate::run::traced::SyscallPoint,
     },
     Killed {
         incarnation: u32,
@@ -199,7 +199,7 @@ pub struct Run {
     /// its [`Happening::Boundary`] mark.
     pub fingerprints: Vec<(u64, Fingerprint)>,
     /// With tracing: every system-call crash point passed after each incarnation's ready line.
-    pub syscall_points: Vec<crate::traced::SyscallPoint>,
+    pub syscall_points: Vec<crate::run::traced::SyscallPoint>,
     /// Whether each `[[syscall_fault]]` was reached, by index.
     pub syscall_hits: Vec<bool>,
     /// `GET /metrics` of the last incarnation once the workload settled, for a runtime whose
@@ -292,11 +292,11 @@ struct Driver<'a> {
     fingerprints: Vec<(u64, Fingerprint)>,
     malformed_submissions: bool,
     /// With tracing: the tracer's link, and word of a syscall fault's point being reached.
-    traced: Option<crate::traced::Tracing>,
-    syscall_reached: Option<tokio::sync::mpsc::UnboundedReceiver<crate::traced::Reached>>,
+    traced: Option<crate::run::traced::Tracing>,
+    syscall_reached: Option<tokio::sync::mpsc::UnboundedReceiver<crate::run::traced::Reached>>,
     /// A syscall kill noticed where the driver could not act on it yet (a request failed because
     /// of it): acted on at the next chance.
-    reached_early: Option<crate::traced::Reached>,
+    reached_early: Option<crate::run::traced::Reached>,
     /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
     /// was frozen at; resumed once the operation they were frozen in has settled.
     zombies: Vec<(Incarnation, ProbeMessage)>,
@@ -360,9 +360,13 @@ impl Driver<'_> {
 
     /// The runtime was killed at a syscall fault's point: mark it, restart on the same data dir,
     /// and run the restart's checks.
-    async fn syscall_restart(&mut self, reached: crate::traced::Reached, launch: &Launch<'_>) -> Result<(), String> {
+    async fn syscall_restart(
+        &mut self,
+        reached: crate::run::traced::Reached,
+        launch: &Launch<'_>,
+    ) -> Result<(), String> {
         let incarnation = self.incarnation.number;
-        if let crate::traced::Target::Boundary(i) = reached.target {
+        if let crate::run::traced::Target::Boundary(i) = reached.target {
             // The runtime is dead already (the tracer's task killed it): a revocation in force
             // before the restart is one in force at the kill.
             self.hits[i] = Hit::AtSyscall;
@@ -534,7 +538,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     // Traced: the tracer is the command, the runtime its argument; it announces on its own socket.
     // Where the system refuses tracing, a run that only asked for it goes on untraced (the
     // caller said so once); a scenario with syscall faults cannot run at all.
-    let permitted = crate::traced::permitted();
+    let permitted = crate::run::traced::permitted();
     if let (Err(why), false) = (&permitted, scenario.syscall_faults.is_empty()) {
         world.shutdown().await;
         return Err(std::io::Error::other(format!("this scenario's [[syscall_fault]]s cannot be run here: {why}")));
@@ -542,10 +546,10 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let tracing = (options.syscalls || !scenario.syscall_faults.is_empty()) && permitted.is_ok();
     let traced_target;
     let (mut traced, syscall_reached, target) = if tracing {
-        let tracer = crate::traced::tracer_binary().expect("permitted() found it");
+        let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
         let socket = artifacts.path().join("trace.sock");
-        let (traced, reached) = crate::traced::Tracing::new(&socket, scenario.syscall_faults.clone())?;
-        env.push((crate::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
+        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone())?;
+        env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
         let mut args = vec!["--".to_owned(), target.program.display().to_string()];
         args.extend(target.args.iter().cloned());
         traced_target = Target { program: tracer, args };
@@ -587,7 +591,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     if let Some(traced) = traced.as_ref().filter(|_| tracer_reaches) {
         let at_syscalls = scenario.faults.iter().enumerate().filter(|(_, f)| by_tracer(f)).map(|(index, f)| {
             let at = Anchor { boundary: f.at, operation: f.operation.clone(), occurrence: f.occurrence };
-            crate::traced::BoundaryFault { index, at }
+            crate::run::traced::BoundaryFault { index, at }
         });
         traced.arm_boundaries(at_syscalls.collect());
     }
@@ -696,8 +700,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
 async fn start(
     launch: &Launch<'_>,
     number: u32,
-    traced: &mut Option<crate::traced::Tracing>,
-) -> Result<Incarnation, crate::incarnation::StartError> {
+    traced: &mut Option<crate::run::traced::Tracing>,
+) -> Result<Incarnation, crate::run::incarnation::StartError> {
     if let Some(traced) = traced.as_mut() {
         traced.watch(number);
     }
@@ -731,7 +735,7 @@ fn intact(artifacts: &Artifacts) -> Result<(), String> {
 /// (CONTRACT.md section 2), without the probe socket and the per-incarnation variables.
 pub fn environment(world: &World, data: &Path, settings: &RuntimeSettings) -> Vec<(String, String)> {
     [
-        ("KILLPOINT_CONTRACT", crate::incarnation::CONTRACT.to_owned()),
+        ("KILLPOINT_CONTRACT", crate::run::incarnation::CONTRACT.to_owned()),
         ("KILLPOINT_DATA_DIR", data.display().to_string()),
         ("KILLPOINT_LISTEN", "127.0.0.1:0".to_owned()),
         ("KILLPOINT_PROVIDER_URL", world.provider_url()),
@@ -993,15 +997,15 @@ async fn malformed_submissions(driver: &mut Driver<'_>) {
 }
 
 async fn next_syscall(
-    reached: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::traced::Reached>>,
-) -> Option<crate::traced::Reached> {
+    reached: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::run::traced::Reached>>,
+) -> Option<crate::run::traced::Reached> {
     match reached {
         Some(r) => r.recv().await,
         None => std::future::pending().await,
     }
 }
 
-async fn next_probe(probe: &mut Option<crate::probe::ProbeConnection>) -> Result<Option<ProbeMessage>, String> {
+async fn next_probe(probe: &mut Option<crate::run::probe::ProbeConnection>) -> Result<Option<ProbeMessage>, String> {
     match probe {
         Some(p) => p.next().await,
         None => std::future::pending().await,

@@ -6,7 +6,7 @@
 //! sleeps: it waits for the ready line, the probe connection or the process's exit, each with a
 //! deadline that names what it was waiting for.
 
-use crate::probe::ProbeConnection;
+use crate::run::probe::ProbeConnection;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,11 @@
 //! defaults that keep files small, and errors that name the file, line and column, what was
 //! expected and the closest valid word. The grammar is documented in `scenarios/README.md`.
 
-use crate::boundary::{Boundary, Site, unknown_word};
+pub mod embedded;
+pub mod standard;
+pub mod write;
+
+use crate::model::boundary::{Boundary, Site, unknown_word};
 use fake_tool::{Injected, PolicySubject, ToolKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -245,9 +249,9 @@ impl ConsumerFault {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SyscallFault {
-    pub kind: crate::syscalls::PointKind,
+    pub kind: crate::tracer::PointKind,
     pub occurrence: u32,
-    pub when: crate::syscalls::When,
+    pub when: crate::tracer::When,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incarnation: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -847,7 +851,7 @@ impl Scenario {
                     ));
                 }
             }
-            if f.kind == crate::syscalls::PointKind::Answer && f.when == crate::syscalls::When::Before {
+            if f.kind == crate::tracer::PointKind::Answer && f.when == crate::tracer::When::Before {
                 return Err(at(
                     Some(span),
                     "an `answer` point is only `after` (a kill before a receive is a kill after what came before it)"
@@ -886,7 +890,7 @@ impl Scenario {
                 ));
             }
             for name in &c.invariants {
-                crate::invariant::Invariant::from_name(name)
+                crate::model::invariant::Invariant::from_name(name)
                     .map_err(|e| at(Some(span.clone()), format!("[[catches]] for `{}`: {e}", c.broken)))?;
             }
             if catches.iter().any(|k| k.broken == c.broken) {
@@ -915,9 +919,9 @@ impl Scenario {
     }
 
     /// Every `[[catches]]` names one of `known` (the reference runtime's broken variants, from
-    /// [`crate::variants::of`]): a misspelt name is the file's error, at its line, naming the
+    /// [`crate::model::variants::of`]): a misspelt name is the file's error, at its line, naming the
     /// known ones — not the runtime's usage text at run time.
-    pub fn check_catches(&self, known: &[crate::variants::Variant]) -> Result<(), ScenarioError> {
+    pub fn check_catches(&self, known: &[crate::model::variants::Variant]) -> Result<(), ScenarioError> {
         #[derive(Deserialize)]
         struct Catches {
             #[serde(default)]
@@ -940,7 +944,7 @@ impl Scenario {
             ),
         };
         // The place, read back from the file (embedded or on disk) the scenario came from.
-        let text = match crate::standard::text_of(&self.path) {
+        let text = match embedded::text_of(&self.path) {
             Some(text) => Some(text.to_owned()),
             None => std::fs::read_to_string(&self.path).ok(),
         };

@@ -80,14 +80,14 @@ fn broken_variant(program: &Path, args: &[String]) -> Result<(), String> {
         None => (a == "--broken").then(|| args.get(i + 1).cloned().unwrap_or_default()),
     });
     let Some(name) = name else { return Ok(()) };
-    let Ok(known) = crate::variants::of(program) else { return Ok(()) };
+    let Ok(known) = crate::model::variants::of(program) else { return Ok(()) };
     if known.iter().any(|v| v.name == name) {
         return Ok(());
     }
     let names: Vec<&str> = known.iter().map(|v| v.name.as_str()).collect();
     Err(format!(
         "the runtime argument `--broken {name}`: {}",
-        crate::boundary::unknown_word("broken variant", &name, &names)
+        crate::model::boundary::unknown_word("broken variant", &name, &names)
     ))
 }
 

@@ -1,0 +1,8 @@
+//! The words every part shares: where kills land ([`boundary`]), what is proven
+//! ([`invariant`]), and the reference runtime's planted mistakes ([`variants`]).
+//!
+//! The bottom layer: imports nothing else of the crate.
+
+pub mod boundary;
+pub mod invariant;
+pub mod variants;

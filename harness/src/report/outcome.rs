@@ -1,0 +1,63 @@
+//! What became of one scenario in a certification: the outcome as the harness holds it (with its
+//! timeline) and the entry the certificate prints, and one cell of the boundary × tool-kind matrix.
+
+use crate::judge::{Coverage, Verdict, Violation};
+use crate::model::boundary::Boundary;
+use crate::report::story::Cell;
+use crate::report::timeline::Timeline;
+use fake_tool::ToolKind;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What became of one scenario in a certification run.
+#[derive(Debug)]
+pub struct ScenarioOutcome {
+    pub name: String,
+    pub file: PathBuf,
+    /// The verdict, or why the scenario could not run at all.
+    pub verdict: Result<Verdict, String>,
+    pub duration: Duration,
+    /// The failure story, for failed scenarios.
+    pub story: Option<String>,
+    /// Where the data dir and logs were kept, if they were.
+    pub artifacts: Option<PathBuf>,
+    /// The run's events on the shared clock, for the HTML report (absent if it could not run).
+    pub timeline: Option<Timeline>,
+    /// For kept artifacts: the `rerun.sh` in them that reruns exactly this case.
+    pub rerun: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ScenarioEntry {
+    pub name: String,
+    pub file: String,
+    pub sha256: Option<String>,
+    pub status: ScenarioStatus,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    pub violations: Vec<Violation>,
+    pub faults: Vec<Coverage>,
+    pub artifacts: Option<String>,
+    /// For a failure: the story (violations, evidence, trace, the runtime's last output).
+    pub story: Option<String>,
+}
+
+/// A scenario's line in the certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScenarioStatus {
+    Pass,
+    /// Passed, but some faults need the probe the runtime lacks.
+    Partial,
+    Fail,
+    /// The scenario could not run at all, or the harness failed during it: not judged.
+    Error,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MatrixCell {
+    pub boundary: Boundary,
+    pub tool_kind: ToolKind,
+    pub cell: Cell,
+}

@@ -1,0 +1,8 @@
+//! Workloads searched rather than written: [`explore`] runs every crash point of a workload (depth 1
+//! and 2, boundaries or system calls); [`random`] draws workloads and fault schedules and shrinks a
+//! failure to a scenario file.
+//!
+//! Above `report` (a finding is told as a story); below `cli`.
+
+pub mod explore;
+pub mod random;
