@@ -6,9 +6,9 @@
 
 use crate::faults::{self, FaultResponse, Faults};
 use crate::fence::Fence;
+use crate::kill_point::KillPoint;
 use crate::ledger::{Effect, Event, Injected, Ledger, Response, Service, ToolKind};
 use crate::policy::Policy;
-use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
