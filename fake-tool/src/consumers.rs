@@ -6,8 +6,8 @@
 
 use crate::faults::Faults;
 use crate::fence::Fence;
+use crate::kill_point::KillPoint;
 use crate::ledger::{Event, Ledger, Service};
-use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};

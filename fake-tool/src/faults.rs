@@ -8,7 +8,7 @@
 //! the world sends when it reaches them.
 
 use crate::ledger::{Injected, Subject};
-use crate::policy::Revocation;
+use crate::revocation::Revocation;
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

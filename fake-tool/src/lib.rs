@@ -8,14 +8,17 @@
 pub(crate) mod consumers;
 pub mod faults;
 pub mod fence;
+pub mod kill_point;
 pub mod ledger;
 pub mod policy;
 pub(crate) mod provider;
+pub mod revocation;
 pub mod signals;
 pub mod world;
 
 pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, LookupFault, PolicyFault, PolicySubject, ProviderFault};
+pub use kill_point::KillPoint;
 pub use ledger::{Clock, Effect, Entry, Event, Injected, Ledger, PolicyAnswer, Response, Service, Subject, ToolKind};
-pub use policy::Revocation;
+pub use revocation::Revocation;
 pub use signals::DuplicateKeys;
-pub use world::{KillPoint, World};
+pub use world::World;

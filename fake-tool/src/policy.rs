@@ -11,35 +11,15 @@
 use crate::faults::{self, Faults};
 use crate::fence::Fence;
 use crate::ledger::{Event, Injected, Ledger, PolicyAnswer, Service, Subject};
+// Re-exported where it used to live, so `fake_tool::policy::Revocation` still names it.
+pub use crate::revocation::Revocation;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-
-/// A withdrawn permission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Revocation {
-    pub tenant: String,
-    /// `None` revokes for every actor of the tenant.
-    pub actor: Option<String>,
-    pub subject: Subject,
-}
-
-impl Revocation {
-    fn covers(&self, tenant: &str, actor: &str, operation: Option<&str>, subject: &Subject) -> bool {
-        // A cancelled operation may not be attempted; its deliveries are not this revocation's.
-        let cancelled = matches!(
-            (&self.subject, subject, operation),
-            (Subject::Operation(o), Subject::Tool(_), Some(op)) if o == op
-        );
-        self.tenant == tenant
-            && self.actor.as_deref().is_none_or(|a| a == actor)
-            && (&self.subject == subject || cancelled)
-    }
-}
 
 #[derive(Clone)]
 pub(crate) struct Policy {

@@ -4,11 +4,11 @@
 //! per request for the rest), and it counts effects per *planted operation identity* rather than
 //! per idempotency key, so a runtime that mints a new key per retry cannot hide a duplicate.
 
-use crate::faults::{self, FaultResponse, Faults};
+use crate::faults::{self, FaultResponse, Faults, ProviderFault};
 use crate::fence::Fence;
+use crate::kill_point::KillPoint;
 use crate::ledger::{Effect, Event, Injected, Ledger, Response, Service, ToolKind};
 use crate::policy::Policy;
-use crate::world::KillPoint;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -92,73 +92,52 @@ pub(crate) async fn call(
             return stale.refuse(&provider.ledger, Service::Provider, operation, None, format!("call {tool}"));
         }
     };
+    let request = CallRequest { tool, kind, key, operation };
+    let taken = provider.take_call(&request, incarnation);
+    send_answer(&provider, taken).await
+}
 
-    let (seq, fault, status, answer) = {
-        let mut effects = provider.effects.lock().expect("provider lock");
-        let call = match &operation {
-            Some(op) => {
-                let n = effects.calls.entry(op.clone()).or_default();
-                *n += 1;
-                *n
-            }
-            None => 0,
-        };
-        if let (Some(op), Some(k)) = (&operation, &key) {
-            effects.keys.insert((tool.clone(), k.clone()), op.clone());
-        }
-        let fault = operation.as_deref().and_then(|op| provider.faults.take_provider(op, call));
+/// One admitted call to a known tool.
+struct CallRequest {
+    tool: String,
+    kind: ToolKind,
+    key: Option<String>,
+    /// The planted operation identity (`_killpoint.operation`), when the call names one.
+    operation: Option<String>,
+}
+
+/// A provider fault that fired, on the call it was armed for.
+struct Fired {
+    fault: ProviderFault,
+    call: u32,
+}
+
+/// A call as the provider took it: on the ledger, its effect decided, its answer not yet sent.
+struct TakenCall {
+    seq: u64,
+    fired: Option<Fired>,
+    status: StatusCode,
+    answer: Value,
+}
+
+impl Provider {
+    /// Numbers, applies (or replays) and records one call. All of it under the provider lock, and
+    /// the lock is gone before the answer is sent (which may hold or sleep).
+    fn take_call(&self, request: &CallRequest, incarnation: Option<u32>) -> TakenCall {
+        let mut effects = self.effects.lock().expect("provider lock");
+        let call = effects.number(request);
+        let fault = request.operation.as_deref().and_then(|op| self.faults.take_provider(op, call));
         // A refusal never acts: a 4xx that applied the effect would be a provider lying.
         let apply = fault.as_ref().is_none_or(|f| f.effect && !matches!(f.response, FaultResponse::Reject(_)));
-
-        let replay = match (kind, &key) {
-            (ToolKind::IdempotentByKey, Some(k)) => {
-                effects.all.iter().find(|e| e.tool == tool && e.key.as_deref() == Some(k.as_str())).cloned()
-            }
-            _ => None,
-        };
-        let (effect, stored) = match (replay, apply) {
-            (Some(first), _) => (Effect::Replayed(first.provider_ref.clone()), Some(first)),
-            (None, false) => (Effect::NotApplied, None),
-            (None, true) => {
-                let number = effects.all.iter().filter(|e| e.tool == tool).count() + 1;
-                let provider_ref = format!("{tool}-{number:06}");
-                let result = json!({ "receipt": provider_ref, "tool": tool, "effect_number": number });
-                let stored = StoredEffect {
-                    tool: tool.clone(),
-                    provider_ref: provider_ref.clone(),
-                    key: key.clone(),
-                    operation: operation.clone(),
-                    result,
-                };
-                effects.all.push(stored.clone());
-                (Effect::Applied(provider_ref), Some(stored))
-            }
-        };
-        let (status, response) = match fault.as_ref().map(|f| f.response) {
-            Some(FaultResponse::Hold) => (StatusCode::OK, Response::Held),
-            Some(FaultResponse::Drop) => (StatusCode::OK, Response::Dropped),
-            Some(FaultResponse::Status(code)) => {
-                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-                (status, Response::Sent(status.as_u16()))
-            }
-            Some(FaultResponse::Reject(code)) => {
-                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-                (status, Response::Sent(status.as_u16()))
-            }
-            Some(FaultResponse::Cut) => (StatusCode::OK, Response::Cut),
-            Some(FaultResponse::Garbage) => (StatusCode::OK, Response::Garbage),
-            Some(FaultResponse::NoRef) => (StatusCode::OK, Response::NoRef),
-            Some(FaultResponse::Delay(_) | FaultResponse::AnswerAndSignal) | None => {
-                (StatusCode::OK, Response::Sent(200))
-            }
-        };
+        let (effect, stored) = effects.effect(request, apply);
+        let (status, response) = sent(fault.as_ref().map(|f| f.response));
         let result = stored.as_ref().map(|s| s.result.clone());
         // Recorded under the provider lock so call numbers and ledger order agree.
-        let seq = provider.ledger.record_from(
+        let seq = self.ledger.record_from(
             Event::ProviderCall {
-                tool: tool.clone(),
-                operation: operation.clone(),
-                idempotency_key: key.clone(),
+                tool: request.tool.clone(),
+                operation: request.operation.clone(),
+                idempotency_key: request.key.clone(),
                 call,
                 effect,
                 response,
@@ -169,22 +148,100 @@ pub(crate) async fn call(
         // The fault's revocations take effect now: after the provider has the call, before the
         // runtime can know anything about its answer.
         for revocation in fault.iter().flat_map(|f| f.revocations.iter().cloned()) {
-            provider.policy.revoke(revocation);
+            self.policy.revoke(revocation);
         }
-        let answer = match (&stored, status) {
-            (Some(s), status) if status.is_success() => {
-                json!({ "provider_ref": s.provider_ref, "result": s.result })
-            }
-            (_, status) if status.is_client_error() => {
-                json!({ "error": format!("the provider refuses {tool} (injected fault, HTTP {})", status.as_u16()) })
-            }
-            (None, status) if status.is_success() => json!({ "result": null }),
-            _ => json!({ "error": "provider unavailable (injected fault)" }),
-        };
-        (seq, fault.map(|f| (f, call)), status, answer)
-    };
+        let answer = answer_body(&request.tool, stored.as_ref(), status);
+        TakenCall { seq, fired: fault.map(|fault| Fired { fault, call }), status, answer }
+    }
+}
 
-    match fault.map(|(f, call)| (f.response, f.operation, call, f.tag)) {
+impl Effects {
+    /// The call's number among its operation's calls (0: it names no operation); also remembers
+    /// the operation as the last user of the call's key.
+    fn number(&mut self, request: &CallRequest) -> u32 {
+        let call = match &request.operation {
+            Some(op) => {
+                let n = self.calls.entry(op.clone()).or_default();
+                *n += 1;
+                *n
+            }
+            None => 0,
+        };
+        if let (Some(op), Some(k)) = (&request.operation, &request.key) {
+            self.keys.insert((request.tool.clone(), k.clone()), op.clone());
+        }
+        call
+    }
+
+    /// What the call does: replays the first effect of its key (a keyed tool), applies a new one,
+    /// or, when a fault fails it first, nothing.
+    fn effect(&mut self, request: &CallRequest, apply: bool) -> (Effect, Option<StoredEffect>) {
+        let tool = &request.tool;
+        let replay = match (request.kind, &request.key) {
+            (ToolKind::IdempotentByKey, Some(k)) => {
+                self.all.iter().find(|e| &e.tool == tool && e.key.as_deref() == Some(k.as_str())).cloned()
+            }
+            _ => None,
+        };
+        match (replay, apply) {
+            (Some(first), _) => (Effect::Replayed(first.provider_ref.clone()), Some(first)),
+            (None, false) => (Effect::NotApplied, None),
+            (None, true) => {
+                let number = self.all.iter().filter(|e| &e.tool == tool).count() + 1;
+                let provider_ref = format!("{tool}-{number:06}");
+                let result = json!({ "receipt": provider_ref, "tool": tool, "effect_number": number });
+                let stored = StoredEffect {
+                    tool: tool.clone(),
+                    provider_ref: provider_ref.clone(),
+                    key: request.key.clone(),
+                    operation: request.operation.clone(),
+                    result,
+                };
+                self.all.push(stored.clone());
+                (Effect::Applied(provider_ref), Some(stored))
+            }
+        }
+    }
+}
+
+/// The status a call is answered with, and what the ledger says became of the answer.
+fn sent(response: Option<FaultResponse>) -> (StatusCode, Response) {
+    match response {
+        Some(FaultResponse::Hold) => (StatusCode::OK, Response::Held),
+        Some(FaultResponse::Drop) => (StatusCode::OK, Response::Dropped),
+        Some(FaultResponse::Status(code)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            (status, Response::Sent(status.as_u16()))
+        }
+        Some(FaultResponse::Reject(code)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+            (status, Response::Sent(status.as_u16()))
+        }
+        Some(FaultResponse::Cut) => (StatusCode::OK, Response::Cut),
+        Some(FaultResponse::Garbage) => (StatusCode::OK, Response::Garbage),
+        Some(FaultResponse::NoRef) => (StatusCode::OK, Response::NoRef),
+        Some(FaultResponse::Delay(_) | FaultResponse::AnswerAndSignal) | None => (StatusCode::OK, Response::Sent(200)),
+    }
+}
+
+/// The JSON body of the answer to a call, before a fault spoils how it is sent.
+fn answer_body(tool: &str, stored: Option<&StoredEffect>, status: StatusCode) -> Value {
+    match (stored, status) {
+        (Some(s), status) if status.is_success() => {
+            json!({ "provider_ref": s.provider_ref, "result": s.result })
+        }
+        (_, status) if status.is_client_error() => {
+            json!({ "error": format!("the provider refuses {tool} (injected fault, HTTP {})", status.as_u16()) })
+        }
+        (None, status) if status.is_success() => json!({ "result": null }),
+        _ => json!({ "error": "provider unavailable (injected fault)" }),
+    }
+}
+
+/// Sends a taken call's answer the way its fault says: held, broken, spoilt, late or as it is.
+async fn send_answer(provider: &Provider, taken: TakenCall) -> axum::response::Response {
+    let TakenCall { seq, fired, status, answer } = taken;
+    match fired.map(|f| (f.fault.response, f.fault.operation, f.call, f.fault.tag)) {
         Some((FaultResponse::Hold, operation, call, tag)) => {
             let what = format!("provider holds the answer to call {call} of {operation}");
             let _ = provider.held.send(KillPoint { seq, tag, what });

@@ -6,27 +6,18 @@
 use crate::consumers::{self, Consumers};
 use crate::faults::{ConsumerFault, ConsumerHold, Faults, LookupFault, PolicyFault, ProviderFault};
 use crate::fence::Fence;
+// Re-exported where it used to live, so `fake_tool::world::KillPoint` still names it.
+pub use crate::kill_point::KillPoint;
 use crate::ledger::{Clock, Entry, Ledger};
-use crate::policy::{self, Policy, Revocation};
+use crate::policy::{self, Policy};
 use crate::provider::{self, Provider};
+use crate::revocation::Revocation;
 use axum::Router;
 use axum::routing::{get, post};
-use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-
-/// The world reached an armed kill point: the harness kills the runtime now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KillPoint {
-    /// The ledger entry of the request at which the point was reached.
-    pub seq: u64,
-    /// The tag the harness armed the fault with.
-    pub tag: u64,
-    /// For the trace: "the provider holds the answer to call 1 of op-1".
-    pub what: String,
-}
 
 /// A running fake world.
 pub struct World {
