@@ -196,3 +196,69 @@ fn check_points_at_each_mistake_that_used_to_be_blamed_on_the_runtime() {
     assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
     insta::assert_snapshot!(format!("{stderr}{stdout}").replace(&dir.path().display().to_string(), "DIR"));
 }
+
+/// What varies between two runs of the same command: the runtime's path, temp dirs, ports,
+/// durations and rates, and (with operations in flight together) how many requests were retried
+/// and the ledger line numbers the interleaving gives. Each is masked where it stands.
+fn assert_reads_the_same(name: &str, text: &str) {
+    let text = text
+        .replace(&reference_runtime().display().to_string(), "RUNTIME")
+        .replace(&repository().join("scenarios").display().to_string(), "SCENARIOS");
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"in [0-9.]+ s \([0-9.]+ cases/s\)", "in S s (R cases/s)");
+    settings.add_filter(r"127\.0\.0\.1:[0-9]+", "127.0.0.1:PORT");
+    settings.add_filter(r"/[^ ]*/killpoint-[A-Za-z0-9_.-]+", "ARTIFACTS");
+    settings.add_filter(r"\d+ retried request\(s\)", "N retried request(s)");
+    settings.add_filter(r"#\d+ ", "#N ");
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// `killpoint certify` of the standard set on the reference runtime, as a user reads it.
+#[test]
+fn the_standard_certification_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let output =
+        killpoint().args(["certify", "--runtime"]).arg(reference_runtime()).env("TMPDIR", dir.path()).output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert_reads_the_same("certify_standard", &stdout);
+}
+
+/// `killpoint explore` of a small workload: what was found and run (the per-case progress on
+/// stderr comes in the order cases finish, so only the summary is compared).
+#[test]
+fn an_exploration_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = killpoint()
+        .arg("explore")
+        .arg(repository().join("scenarios/after_submit.toml"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert_reads_the_same("explore_after_submit", &stdout);
+}
+
+/// A failing `killpoint run`: the summary on stdout, and on stderr the story up to its trace (the
+/// trace's interleaving of harness and runtime lines varies; the trace snapshots pin its content).
+#[test]
+fn a_failing_run_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = killpoint()
+        .arg("run")
+        .arg(repository().join("scenarios/after_dispatch.toml"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .args(["--", "--broken", "blind-retry"])
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let story = stderr.split("\n  trace (").next().expect("split yields one part at least");
+    let tail: Vec<&str> = stderr.lines().filter(|l| l.starts_with("after_dispatch: ")).collect();
+    assert_reads_the_same("run_failing", &format!("{stdout}---- stderr\n{story}\n----\n{}\n", tail.join("\n")));
+}
