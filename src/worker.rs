@@ -223,34 +223,8 @@ impl Shared {
         let id = operation.id.clone();
         let attempt = operation.attempts + 1;
 
-        match self.tool_policy(operation).await? {
-            Decision::Allowed => {}
-            Decision::Refused(reason) => {
-                // The refusal ends the operation; nothing is deleted, and the audit trail keeps
-                // everything that happened before it.
-                let reason = format!("policy: {reason}");
-                if self.broken == Some(Broken::CountRefusedAttempt) {
-                    // BROKEN: the refused attempt is counted as made; the provider never saw it.
-                    self.store.set_attempts(&id, attempt)?;
-                }
-                if operation.execution == ExecutionState::Unknown && operation.tool.kind.recovery() == Recovery::Repeat
-                {
-                    // The last attempt of a tool without lookup may have taken effect: FAILED
-                    // could be untrue, so the operation waits for a person instead.
-                    self.store.pause(&id, &reason)?;
-                } else {
-                    self.store.record_failure(&id, AuditEvent::PolicyRefused, &reason)?;
-                }
-                eprintln!("{id} attempt {attempt} refused: {reason}");
-                killpoint_probe::boundary!("after_policy_revocation", id, attempt);
-                return Ok(Next::Stop);
-            }
-            Decision::Unreachable(why) => {
-                // No decision is not permission.
-                let delay = self.backoff().failed(Task::Operation(id.clone()), Instant::now());
-                eprintln!("{id} attempt {attempt} waits: policy unreachable ({why}); again in {delay:?}");
-                return Ok(Next::Stop);
-            }
+        if !self.may_attempt(operation, attempt).await? {
+            return Ok(Next::Stop);
         }
 
         killpoint_probe::boundary!("before_dispatch", id, attempt);
@@ -260,35 +234,8 @@ impl Shared {
             Some(Broken::FreshKey) => format!("{id}#{attempt}"),
             _ => operation.idempotency_key.clone(),
         };
-        let invocation = if self.broken == Some(Broken::NoWriteAhead) {
-            // BROKEN: the provider hears of the attempt before the store does. A crash during the
-            // call leaves INTENT_RECORDED, and the next incarnation sends it again as new.
-            let invocation = self.provider.invoke(&operation.tool, &key, &operation.arguments).await;
-            self.store.record_dispatch(&id, attempt, &key)?;
-            eprintln!("{id} attempt {attempt} dispatched");
-            invocation
-        } else if self.broken == Some(Broken::ResultBeforeCall) {
-            // BROKEN: the success and its outbox are written before the provider is called, with
-            // a provisional result, and the real result over it once the provider answers. A crash
-            // in between leaves a success the provider never saw, and deliveries of a made-up result.
-            self.store.record_dispatch(&id, attempt, &key)?;
-            eprintln!("{id} attempt {attempt} dispatched");
-            let provisional = Effect { provider_ref: format!("pending:{key}"), result: serde_json::Value::Null };
-            self.store.record_success(operation, &provisional, SystemTime::now())?;
-            let invocation = self.provider.invoke(&operation.tool, &key, &operation.arguments).await;
-            if let Invocation::Succeeded(effect) = &invocation {
-                self.store.overwrite_effect(&id, effect)?;
-                eprintln!("{id} attempt {attempt} succeeded: provider_ref {}", effect.provider_ref);
-                return Ok(Next::Stop);
-            }
-            invocation
-        } else {
-            // Write-ahead: DISPATCHED is durable before the provider sees anything. From here on,
-            // whatever happens to this process, the next incarnation knows that a request may have
-            // been sent and will look it up before it ever sends another.
-            self.store.record_dispatch(&id, attempt, &key)?;
-            eprintln!("{id} attempt {attempt} dispatched");
-            self.provider.invoke(&operation.tool, &key, &operation.arguments).await
+        let Some(invocation) = self.dispatch(operation, attempt, &key).await? else {
+            return Ok(Next::Stop);
         };
         operation.execution = ExecutionState::Dispatched;
         operation.attempts = attempt;
@@ -299,7 +246,90 @@ impl Shared {
             Invocation::Rejected(reason) if self.broken == Some(Broken::RetryOn4xx) => Invocation::Unknown(reason),
             invocation => invocation,
         };
+        self.settle_attempt(operation, attempt, invocation).await
+    }
 
+    /// Asks the policy whether `attempt` may be made. When it may not, the refusal or the wait is
+    /// recorded here, and nothing is sent.
+    async fn may_attempt(&self, operation: &Operation, attempt: u32) -> Result<bool> {
+        let id = &operation.id;
+        match self.tool_policy(operation).await? {
+            Decision::Allowed => Ok(true),
+            Decision::Refused(reason) => {
+                self.refuse_attempt(operation, attempt, &reason)?;
+                Ok(false)
+            }
+            Decision::Unreachable(why) => {
+                // No decision is not permission.
+                let delay = self.backoff().failed(Task::Operation(id.clone()), Instant::now());
+                eprintln!("{id} attempt {attempt} waits: policy unreachable ({why}); again in {delay:?}");
+                Ok(false)
+            }
+        }
+    }
+
+    /// The policy refused `attempt`.
+    fn refuse_attempt(&self, operation: &Operation, attempt: u32, reason: &str) -> Result<()> {
+        let id = operation.id.clone();
+        // The refusal ends the operation; nothing is deleted, and the audit trail keeps
+        // everything that happened before it.
+        let reason = format!("policy: {reason}");
+        if self.broken == Some(Broken::CountRefusedAttempt) {
+            // BROKEN: the refused attempt is counted as made; the provider never saw it.
+            self.store.set_attempts(&id, attempt)?;
+        }
+        if operation.execution == ExecutionState::Unknown && operation.tool.kind.recovery() == Recovery::Repeat {
+            // The last attempt of a tool without lookup may have taken effect: FAILED
+            // could be untrue, so the operation waits for a person instead.
+            self.store.pause(&id, &reason)?;
+        } else {
+            self.store.record_failure(&id, AuditEvent::PolicyRefused, &reason)?;
+        }
+        eprintln!("{id} attempt {attempt} refused: {reason}");
+        killpoint_probe::boundary!("after_policy_revocation", id, attempt);
+        Ok(())
+    }
+
+    /// Records the dispatch and calls the provider, in that order (but for two broken variants).
+    /// `None`: the broken `result-before-call` variant has already recorded the outcome.
+    async fn dispatch(&self, operation: &Operation, attempt: u32, key: &str) -> Result<Option<Invocation>> {
+        let id = &operation.id;
+        let invocation = if self.broken == Some(Broken::NoWriteAhead) {
+            // BROKEN: the provider hears of the attempt before the store does. A crash during the
+            // call leaves INTENT_RECORDED, and the next incarnation sends it again as new.
+            let invocation = self.provider.invoke(&operation.tool, key, &operation.arguments).await;
+            self.store.record_dispatch(id, attempt, key)?;
+            eprintln!("{id} attempt {attempt} dispatched");
+            invocation
+        } else if self.broken == Some(Broken::ResultBeforeCall) {
+            // BROKEN: the success and its outbox are written before the provider is called, with
+            // a provisional result, and the real result over it once the provider answers. A crash
+            // in between leaves a success the provider never saw, and deliveries of a made-up result.
+            self.store.record_dispatch(id, attempt, key)?;
+            eprintln!("{id} attempt {attempt} dispatched");
+            let provisional = Effect { provider_ref: format!("pending:{key}"), result: serde_json::Value::Null };
+            self.store.record_success(operation, &provisional, SystemTime::now())?;
+            let invocation = self.provider.invoke(&operation.tool, key, &operation.arguments).await;
+            if let Invocation::Succeeded(effect) = &invocation {
+                self.store.overwrite_effect(id, effect)?;
+                eprintln!("{id} attempt {attempt} succeeded: provider_ref {}", effect.provider_ref);
+                return Ok(None);
+            }
+            invocation
+        } else {
+            // Write-ahead: DISPATCHED is durable before the provider sees anything. From here on,
+            // whatever happens to this process, the next incarnation knows that a request may have
+            // been sent and will look it up before it ever sends another.
+            self.store.record_dispatch(id, attempt, key)?;
+            eprintln!("{id} attempt {attempt} dispatched");
+            self.provider.invoke(&operation.tool, key, &operation.arguments).await
+        };
+        Ok(Some(invocation))
+    }
+
+    /// Records what the provider answered to `attempt`.
+    async fn settle_attempt(&self, operation: &mut Operation, attempt: u32, invocation: Invocation) -> Result<Next> {
+        let id = operation.id.clone();
         match invocation {
             Invocation::Succeeded(effect) => {
                 eprintln!("{id} attempt {attempt} succeeded: provider_ref {}", effect.provider_ref);
@@ -481,37 +511,9 @@ impl Shared {
     /// One send of one delivery (CONTRACT.md §6). Never calls the tool: the result was recorded
     /// with the success, and a delivery only carries it.
     async fn deliver(&self, delivery: Delivery) -> Result<()> {
-        let id = delivery.operation_id.clone();
-        let destination = delivery.destination.clone();
-        let operation = self
-            .store
-            .operation(&id)?
-            .with_context(|| format!("delivery of {id} to {destination} has no operation"))?;
-        let (Some(mut provider_ref), Some(mut result)) = (operation.provider_ref.clone(), operation.result.clone())
-        else {
-            anyhow::bail!("delivery of {id} to {destination} exists but the result is not recorded");
-        };
-
-        let task = Task::Delivery { operation_id: id.clone(), destination: destination.clone() };
-        match self.ask_policy(&operation, Subject::Destination(&destination)).await {
-            Decision::Allowed => self.backoff().succeeded(&task),
-            // BROKEN: deliver-refused — the refusal is taken to concern new executions only; the
-            // result already obtained is delivered to the revoked destination all the same.
-            Decision::Refused(reason) if self.broken == Some(Broken::DeliverRefused) => {
-                eprintln!("{id} -> {destination} refused by policy ({reason}); delivering the result anyway");
-            }
-            Decision::Refused(reason) => {
-                let reason = format!("policy: {reason}");
-                self.store.dead_letter(&delivery, &reason)?;
-                eprintln!("{id} -> {destination} dead-lettered: {reason}");
-                return Ok(());
-            }
-            Decision::Unreachable(why) => {
-                let delay = self.backoff().failed(task, Instant::now());
-                self.store.postpone_delivery(&delivery, SystemTime::now() + delay)?;
-                eprintln!("{id} -> {destination} waits: policy unreachable ({why}); again in {delay:?}");
-                return Ok(());
-            }
+        let (operation, mut provider_ref, mut result) = self.recorded_result(&delivery)?;
+        if !self.may_deliver(&delivery, &operation).await? {
+            return Ok(());
         }
 
         if self.broken == Some(Broken::RerunOnDelivery) && delivery.attempts > 0 {
@@ -525,10 +527,58 @@ impl Shared {
             }
         }
 
+        self.send(&delivery, &provider_ref, &result).await
+    }
+
+    /// The delivery's operation, and the reference and result its success recorded.
+    fn recorded_result(&self, delivery: &Delivery) -> Result<(Operation, String, serde_json::Value)> {
+        let id = &delivery.operation_id;
+        let destination = &delivery.destination;
+        let operation =
+            self.store.operation(id)?.with_context(|| format!("delivery of {id} to {destination} has no operation"))?;
+        let (Some(provider_ref), Some(result)) = (operation.provider_ref.clone(), operation.result.clone()) else {
+            anyhow::bail!("delivery of {id} to {destination} exists but the result is not recorded");
+        };
+        Ok((operation, provider_ref, result))
+    }
+
+    /// Asks the policy whether the result may go to the delivery's destination. When it may not,
+    /// the dead letter or the wait is recorded here, and nothing is sent.
+    async fn may_deliver(&self, delivery: &Delivery, operation: &Operation) -> Result<bool> {
+        let id = &delivery.operation_id;
+        let destination = &delivery.destination;
+        let task = Task::Delivery { operation_id: id.clone(), destination: destination.clone() };
+        match self.ask_policy(operation, Subject::Destination(destination)).await {
+            Decision::Allowed => self.backoff().succeeded(&task),
+            // BROKEN: deliver-refused — the refusal is taken to concern new executions only; the
+            // result already obtained is delivered to the revoked destination all the same.
+            Decision::Refused(reason) if self.broken == Some(Broken::DeliverRefused) => {
+                eprintln!("{id} -> {destination} refused by policy ({reason}); delivering the result anyway");
+            }
+            Decision::Refused(reason) => {
+                let reason = format!("policy: {reason}");
+                self.store.dead_letter(delivery, &reason)?;
+                eprintln!("{id} -> {destination} dead-lettered: {reason}");
+                return Ok(false);
+            }
+            Decision::Unreachable(why) => {
+                let delay = self.backoff().failed(task, Instant::now());
+                self.store.postpone_delivery(delivery, SystemTime::now() + delay)?;
+                eprintln!("{id} -> {destination} waits: policy unreachable ({why}); again in {delay:?}");
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records the send, sends, and records the consumer's answer.
+    async fn send(&self, delivery: &Delivery, provider_ref: &str, result: &serde_json::Value) -> Result<()> {
+        let id = &delivery.operation_id;
+        let destination = &delivery.destination;
         let send = delivery.attempts + 1;
         if send > 1 {
             let reason = delivery.last_error.as_deref().unwrap_or("the previous send's answer was never recorded");
-            log_retry(Retry::Delivery, &id, Some(&destination), send, reason);
+            log_retry(Retry::Delivery, id, Some(destination), send, reason);
         }
         let key = match self.broken {
             // BROKEN: a new key per send, so the consumer cannot recognise a resend.
@@ -537,23 +587,18 @@ impl Shared {
         };
         // SENT is durable before the send: if this process dies before it learns the answer, the
         // next incarnation sends again with the same key and the consumer deduplicates.
-        self.store.record_delivery_sent(&delivery, send, &key)?;
-        let event =
-            Event { operation_id: &id, destination: &destination, provider_ref: &provider_ref, result: &result };
-        let give_up_after = match self.broken {
-            // BROKEN: the delivery is given up one send too early.
-            Some(Broken::DeadLetterEarly) => self.delivery_max_attempts.saturating_sub(1),
-            _ => self.delivery_max_attempts,
-        };
+        self.store.record_delivery_sent(delivery, send, &key)?;
+        let event = Event { operation_id: id, destination, provider_ref, result };
+        let give_up_after = self.give_up_after();
         match self.consumers.send(&key, &event).await {
             Ok(()) => {
                 killpoint_probe::boundary!("after_delivery_send", id, send, destination);
-                self.store.record_delivery_acked(&delivery)?;
+                self.store.record_delivery_acked(delivery)?;
                 eprintln!("{id} -> {destination} send {send} acked");
             }
             Err(error) if send >= give_up_after => {
                 let reason = format!("{error} (send {send} of {})", self.delivery_max_attempts);
-                self.store.dead_letter(&delivery, &reason)?;
+                self.store.dead_letter(delivery, &reason)?;
                 eprintln!("{id} -> {destination} dead-lettered: {reason}");
             }
             Err(error) => {
@@ -562,11 +607,20 @@ impl Shared {
                     Some(Broken::NoBackoff) => Duration::ZERO,
                     _ => delivery_retry_delay(self.retry_base, send),
                 };
-                self.store.schedule_delivery_retry(&delivery, SystemTime::now() + delay, &error)?;
+                self.store.schedule_delivery_retry(delivery, SystemTime::now() + delay, &error)?;
                 eprintln!("{id} -> {destination} send {send} failed: {error}; again in {delay:?}");
             }
         }
         Ok(())
+    }
+
+    /// The send after which a failing delivery is dead-lettered.
+    fn give_up_after(&self) -> u32 {
+        match self.broken {
+            // BROKEN: the delivery is given up one send too early.
+            Some(Broken::DeadLetterEarly) => self.delivery_max_attempts.saturating_sub(1),
+            _ => self.delivery_max_attempts,
+        }
     }
 }
 
