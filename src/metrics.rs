@@ -40,7 +40,19 @@ fn label(name: &str, value: &str) -> Labels {
 pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<String> {
     let facts = store.monitoring_facts()?;
     let mut registry = Registry::default();
+    let confirmed = confirmations(&facts);
+    register_executions(&mut registry, &facts);
+    register_deliveries(&mut registry, &facts, &confirmed, started, broken);
+    register_reconciliations_and_refusals(&mut registry, &facts);
+    register_confirmation_to_ack(&mut registry, &facts, &confirmed);
 
+    let mut text = String::new();
+    encode(&mut text, &registry)?;
+    Ok(text)
+}
+
+/// `killpoint_executions` and `killpoint_execution_age_seconds`.
+fn register_executions(registry: &mut Registry, facts: &MonitoringFacts) {
     let executions = Family::<Labels, Gauge>::default();
     let ages = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     // Every state is present, at zero when empty: a graph of UNKNOWN shows its zero too.
@@ -64,8 +76,16 @@ pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<Str
         "Age of the oldest operation in each execution state; UNKNOWN above all",
         ages,
     );
+}
 
-    let confirmed = confirmations(&facts);
+/// `killpoint_delivery_age_seconds` and `killpoint_dead_letters`.
+fn register_deliveries(
+    registry: &mut Registry,
+    facts: &MonitoringFacts,
+    confirmed: &BTreeMap<&str, f64>,
+    started: f64,
+    broken: Option<Broken>,
+) {
     let delivery_ages = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let dead_letters = Family::<Labels, Gauge>::default();
     for destination in &facts.destinations {
@@ -103,7 +123,10 @@ pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<Str
         delivery_ages,
     );
     registry.register("killpoint_dead_letters", "Deliveries dead-lettered, by destination", dead_letters);
+}
 
+/// `killpoint_reconciliations_total` and `killpoint_refusals_total`.
+fn register_reconciliations_and_refusals(registry: &mut Registry, facts: &MonitoringFacts) {
     let reconciliations = Family::<Labels, Counter>::default();
     let refusals = Family::<Labels, Counter>::default();
     for outcome in ["found", "not_found", "failed"] {
@@ -112,7 +135,7 @@ pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<Str
     for reason in ["policy", "no_lookup"] {
         let _ = refusals.get_or_create(&label("reason", reason));
     }
-    let (found, not_found, failed) = lookups(&facts);
+    let (found, not_found, failed) = lookups(facts);
     reconciliations.get_or_create(&label("outcome", "found")).inc_by(found);
     reconciliations.get_or_create(&label("outcome", "not_found")).inc_by(not_found);
     reconciliations.get_or_create(&label("outcome", "failed")).inc_by(failed);
@@ -138,7 +161,10 @@ pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<Str
         "New attempts refused: by policy, or paused because no lookup can settle the outcome",
         refusals,
     );
+}
 
+/// `killpoint_confirmation_to_ack_seconds`.
+fn register_confirmation_to_ack(registry: &mut Registry, facts: &MonitoringFacts, confirmed: &BTreeMap<&str, f64>) {
     let to_ack = Histogram::new(exponential_buckets(0.001, 4.0, 10));
     for (operation, event, _, at) in &facts.audit {
         if event == AuditEvent::DeliveryAcked.as_str()
@@ -152,10 +178,6 @@ pub fn render(store: &Store, started: f64, broken: Option<Broken>) -> Result<Str
         "Time from an execution's confirmation to each of its deliveries' acknowledgement",
         to_ack,
     );
-
-    let mut text = String::new();
-    encode(&mut text, &registry)?;
-    Ok(text)
 }
 
 /// When each succeeded operation's execution was confirmed (its `succeeded` audit entry).

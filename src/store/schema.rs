@@ -1,0 +1,146 @@
+//! The schema, opening the file, and the fence every write transaction checks.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::Store;
+
+/// Bumped whenever the schema changes; a store written by another version is refused rather than
+/// misread.
+const SCHEMA_VERSION: i64 = 2;
+
+const SCHEMA: &str = "
+CREATE TABLE agent_operations (
+    operation_id      TEXT PRIMARY KEY,
+    tenant            TEXT NOT NULL,
+    actor             TEXT NOT NULL,
+    tool_name         TEXT NOT NULL,
+    tool_kind         TEXT NOT NULL,
+    arguments_json    TEXT NOT NULL,
+    destinations_json TEXT NOT NULL,
+    -- Fingerprint of the submitted body: a resubmission must match it (see request_hash.rs).
+    request_hash      TEXT NOT NULL,
+    execution_state   TEXT NOT NULL,
+    paused            INTEGER NOT NULL DEFAULT 0,
+    attempts          INTEGER NOT NULL DEFAULT 0,
+    idempotency_key   TEXT NOT NULL,
+    provider_ref      TEXT,
+    -- The article keeps a result *reference* and no copies of the response in queue messages.
+    -- The result is kept once, here; every delivery reads it from this row when it is sent.
+    result_json       TEXT,
+    failure_reason    TEXT,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL
+);
+
+CREATE TABLE deliveries (
+    operation_id    TEXT NOT NULL REFERENCES agent_operations (operation_id),
+    destination     TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    -- Milliseconds since the Unix epoch. Wall-clock time, because the schedule must outlive the
+    -- process that wrote it.
+    next_attempt_at INTEGER NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    last_error      TEXT,
+    PRIMARY KEY (operation_id, destination)
+);
+
+CREATE INDEX deliveries_by_due_time ON deliveries (state, next_attempt_at);
+
+CREATE TABLE audit (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    operation_id TEXT NOT NULL REFERENCES agent_operations (operation_id),
+    event        TEXT NOT NULL,
+    detail       TEXT NOT NULL,
+    at           TEXT NOT NULL
+);
+
+CREATE INDEX audit_by_operation ON audit (operation_id, id);
+
+-- The fence (CONTRACT.md §9): the newest incarnation that opened the store. Every write
+-- transaction checks that it is still its own, so an outlived incarnation commits nothing.
+CREATE TABLE fence (
+    only        INTEGER PRIMARY KEY CHECK (only = 1),
+    incarnation INTEGER NOT NULL
+);
+";
+
+impl Store {
+    /// Opens (creating if needed) `runtime.sqlite3` in `data_dir` for `incarnation`, and raises the
+    /// fence to it: from this commit on, an older incarnation's writes fail.
+    pub fn open(data_dir: &Path, incarnation: u32) -> Result<Store> {
+        std::fs::create_dir_all(data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
+        let path = data_dir.join("runtime.sqlite3");
+        let mut conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+
+        // WAL: a commit is one append to the log. A SIGKILL never loses a committed WAL
+        // transaction whatever `synchronous` says, because the written pages are already in the
+        // OS's cache; `FULL` additionally fsyncs every commit, which is what survives a power cut.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Another connection (an operator's sqlite3 shell, say) may hold the write lock briefly.
+        conn.busy_timeout(Duration::from_secs(5))?;
+
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        match version {
+            0 => {
+                tx.execute_batch(SCHEMA)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            }
+            SCHEMA_VERSION => {}
+            other => {
+                bail!("{} has schema version {other}; this runtime reads version {SCHEMA_VERSION}", path.display())
+            }
+        }
+        let newest: Option<u32> = tx.query_row("SELECT incarnation FROM fence", [], |row| row.get(0)).optional()?;
+        if let Some(newest) = newest.filter(|newest| *newest > incarnation) {
+            crate::fence::exit(&format!(
+                "incarnation {newest} has already opened {}; this is incarnation {incarnation}",
+                path.display()
+            ));
+        }
+        tx.execute(
+            "INSERT INTO fence (only, incarnation) VALUES (1, ?1)
+             ON CONFLICT (only) DO UPDATE SET incarnation = excluded.incarnation",
+            [incarnation],
+        )?;
+        tx.commit()?;
+
+        Ok(Store { conn: Mutex::new(conn), incarnation: Some(incarnation) })
+    }
+
+    /// The store without its fence check. For the deliberately broken `no-store-fence` variant,
+    /// and nothing else: an outlived incarnation's writes then land.
+    pub fn unfenced(self) -> Store {
+        Store { incarnation: None, ..self }
+    }
+
+    /// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it. IMMEDIATE takes the write
+    /// lock up front, so a transaction never fails halfway with "database is locked" after it has
+    /// read the state it is about to change.
+    ///
+    /// The fence is checked inside the same transaction, under the write lock: a newer incarnation
+    /// cannot raise it between the check and the commit.
+    pub(super) fn write<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Some(incarnation) = self.incarnation {
+            let newest: u32 = tx.query_row("SELECT incarnation FROM fence", [], |row| row.get(0))?;
+            if newest != incarnation {
+                crate::fence::exit(&format!(
+                    "the store is fenced by incarnation {newest}; this is incarnation {incarnation}"
+                ));
+            }
+        }
+        let value = work(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+}
