@@ -4,7 +4,7 @@
 //! the planted operation identity and its call number, so "the second call for op-1" is
 //! expressible; it fires once. A consumer hold addresses the n-th receipt of one operation at one
 //! destination, likewise once. A consumer fault fails a destination's next `times` receipts.
-//! Faults that are kill points carry the harness's `tag`, echoed in the [`crate::KillPoint`]
+//! Faults that are kill points carry the harness's `tag`, echoed in the [`crate::kill_point::KillPoint`]
 //! the world sends when it reaches them.
 
 use crate::ledger::{Injected, Subject};

@@ -2,9 +2,9 @@
 //! incarnation number is the fencing token.
 //!
 //! Every request to the fake world should carry `Killpoint-Incarnation: <n>`. When the harness
-//! starts incarnation N it tells the world that N is current ([`crate::World::fence`]); from then
+//! starts incarnation N it tells the world that N is current (`World::fence`); from then
 //! on a request carrying a lower number comes from an incarnation that was outlived (frozen, then
-//! resumed). It is answered `409 {"error":"fenced"}`, recorded as [`crate::Event::Fenced`], and
+//! resumed). It is answered `409 {"error":"fenced"}`, recorded as [`crate::ledger::Event::Fenced`], and
 //! applied nowhere: no effect, no receipt, no policy decision, no fault consumed. A request
 //! without the header is served, and its ledger entry shows no incarnation.
 

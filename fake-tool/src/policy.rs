@@ -4,7 +4,7 @@
 //! a destination, or one operation (a cancellation: its tool checks are refused). It stays in
 //! force for the rest of the scenario.
 //!
-//! A policy fault ([`crate::PolicyFault`]) makes the service fail, drop the connection, answer
+//! A policy fault ([`crate::faults::PolicyFault`]) makes the service fail, drop the connection, answer
 //! garbage or answer late; a check it spoils is recorded as no decision (a late one with the
 //! decision it finally gets).
 
