@@ -1,0 +1,164 @@
+//! Fault coverage: how each fault of the scenario was exercised, and `faults_reached` — a fault
+//! the run never reached left its boundary unexercised, so it is not passed.
+
+use super::ledger::{OperationLedger, evidence};
+use super::verdict::{Coverage, Violation};
+use crate::model::boundary::Boundary;
+use crate::model::invariant::Invariant;
+use crate::run::client::ExecutionState;
+use crate::run::driver::{Hit, Run};
+use crate::scenario::{Outcome, Scenario};
+use fake_tool::{Entry, Event};
+
+/// One entry per fault of the scenario, in file order.
+pub(super) fn coverage(scenario: &Scenario, run: &Run) -> Vec<Coverage> {
+    scenario
+        .faults
+        .iter()
+        .zip(&run.hits)
+        .map(|(f, hit)| Coverage {
+            boundary: f.at,
+            operation: f.operation.clone(),
+            tool_kind: scenario
+                .operation(&f.operation)
+                .expect("faults name operations of their scenario (checked when read)")
+                .tool,
+            hit: *hit,
+        })
+        .collect()
+}
+
+/// `faults_reached` for the faults at boundaries: each one the run never reached is a violation,
+/// unless the runtime gave up before the call it names.
+pub(super) fn faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    // After a run that stopped early, every fault not yet reached is a knock-on of that one
+    // cause: one line says so, the faults are its evidence.
+    let mut knock_on = Vec::new();
+    for (i, (f, hit)) in scenario.faults.iter().zip(&run.hits).enumerate() {
+        if *hit != Hit::NotReached || gave_up_before(scenario, f, run) {
+            continue;
+        }
+        let destination = f.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
+        let attempt = f.attempt.map(|a| format!(", attempt {a}")).unwrap_or_default();
+        if run.aborted.is_some() {
+            knock_on.push(format!(
+                "fault {} (`{}` of `{}`{destination}, occurrence {}{attempt})",
+                i + 1,
+                f.at,
+                f.operation,
+                f.occurrence
+            ));
+            continue;
+        }
+        violations.push(Violation {
+            invariant: Invariant::FaultsReached,
+            operation: Some(f.operation.clone()),
+            message: format!(
+                "fault {} (`{}` of `{}`{destination}, occurrence {}{attempt}) was never reached, so this boundary was not exercised",
+                i + 1,
+                f.at,
+                f.operation,
+                f.occurrence
+            ),
+            evidence: Vec::new(),
+        });
+    }
+    if !knock_on.is_empty() {
+        violations.push(Violation {
+            invariant: Invariant::FaultsReached,
+            operation: None,
+            message: format!(
+                "{} fault(s) never reached because the run stopped early (see `settled`), so their boundaries were not exercised",
+                knock_on.len()
+            ),
+            evidence: knock_on,
+        });
+    }
+}
+
+/// A provider fault on a call the runtime never made because it gave up first, as an operation
+/// expected `succeeded_or_gave_up` may: a runtime's attempt bound is its own choice (CONTRACT.md
+/// §4 step 11), so a lower one than the scenario's faults assume leaves them unreached
+/// without any fault of the runtime's.
+fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run) -> bool {
+    let Some(op) = scenario.operation(&fault.operation) else { return false };
+    let calls = OperationLedger::of(&run.ledger, &op.id).calls.len();
+    let gave_up = run.reports.get(&op.id).is_some_and(|r| {
+        (r.execution == ExecutionState::Failed && r.failure.as_ref().is_some_and(|f| !f.reason.starts_with("policy:")))
+            || (r.execution == ExecutionState::Unknown && r.paused)
+    });
+    fault.at == Boundary::AfterDispatch
+        && fault.action != crate::scenario::Action::Kill
+        && op.expect == Outcome::SucceededOrGaveUp
+        && gave_up
+        && calls < fault.occurrence as usize
+}
+
+/// A `[[syscall_fault]]` whose point the runtime never passed: that crash point was not exercised.
+pub(super) fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    for (i, fault) in scenario.syscall_faults.iter().enumerate() {
+        if run.syscall_hits.get(i) != Some(&true) {
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: None,
+                message: format!(
+                    "syscall fault {} ({}) was never reached, so that crash point was not exercised",
+                    i + 1,
+                    fault.describe()
+                ),
+                evidence: Vec::new(),
+            });
+        }
+    }
+}
+
+/// Lookup and policy faults count as reached only when the fake world spoilt as many answers as
+/// the file says (a dead policy service: at least one). A runtime that stopped asking before then
+/// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the
+/// rule it tests, unexercised.
+pub(super) fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    for fault in &scenario.lookup_faults {
+        let spoilt = run
+            .ledger
+            .iter()
+            .filter(|e| {
+                matches!(&e.event, Event::ProviderLookup { operation: Some(o), injected: Some(_), .. } if *o == fault.operation)
+            })
+            .count();
+        if spoilt < fault.times as usize {
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: Some(fault.operation.clone()),
+                message: format!(
+                    "the lookup fault on `{}` was to spoil {} lookup(s), but the runtime made only {spoilt} while it was armed: the rule it tests (a lookup that does not answer is no answer) was not exercised",
+                    fault.operation, fault.times
+                ),
+                evidence: evidence(run.ledger.iter().filter(|e| {
+                    matches!(&e.event, Event::ProviderLookup { operation: Some(o), .. } if *o == fault.operation)
+                })),
+            });
+        }
+    }
+    for fault in &scenario.policy_faults {
+        let matches = |e: &&Entry| match &e.event {
+            Event::PolicyCheck { operation, subject, injected: Some(_), .. } => {
+                fault.operation.as_ref().is_none_or(|o| operation.as_ref() == Some(o))
+                    && fault.subject.is_none_or(|s| s.matches(subject))
+            }
+            _ => false,
+        };
+        let spoilt = run.ledger.iter().filter(matches).count();
+        let wanted = fault.times.unwrap_or(1) as usize;
+        if spoilt < wanted {
+            let whose = fault.operation.as_deref().map(|o| format!(" for `{o}`")).unwrap_or_default();
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: fault.operation.clone(),
+                message: format!(
+                    "the policy fault{whose} was to spoil {wanted} check(s), but only {spoilt} were asked while it was armed: the rule it tests (no decision is no permission) was not exercised"
+                ),
+                evidence: Vec::new(),
+            });
+        }
+    }
+}

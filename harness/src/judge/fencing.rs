@@ -1,0 +1,121 @@
+//! `fenced`: overlapping incarnations are fenced (CONTRACT.md §9), judged per flow of requests.
+
+use super::ledger::evidence;
+use super::verdict::Violation;
+use crate::model::invariant::Invariant;
+use crate::run::driver::{Happening, Run};
+use fake_tool::{Entry, Event, Subject};
+
+/// The request a ledger entry records, as (operation, destination): its *flow*. One operation's
+/// execution (tool checks, calls, lookups) is one sequence of requests, and each of its
+/// deliveries another (destination checks, sends); a runtime may run flows concurrently, but
+/// never two requests of one flow, so only within a flow does "after" prove "in spite of".
+/// `None` for what the harness did (revocations).
+fn flow(entry: &Entry) -> Option<(Option<&str>, Option<&str>)> {
+    let operation = entry.event.operation();
+    match &entry.event {
+        Event::ProviderCall { .. } | Event::ProviderLookup { .. } => Some((operation, None)),
+        Event::ConsumerReceipt { destination, .. } => Some((operation, Some(destination.as_str()))),
+        Event::PolicyCheck { subject: Subject::Destination(d), .. } => Some((operation, Some(d.as_str()))),
+        Event::PolicyCheck { .. } => Some((operation, None)),
+        Event::Fenced { destination, .. } => Some((operation, destination.as_deref())),
+        Event::Revocation { .. } => None,
+    }
+}
+
+/// Contract §9. Judged only on what the evidence proves: a request without the header; a request
+/// of an outlived incarnation, after it was resumed, in the flow it was frozen in (the boundary
+/// it was frozen at is followed by a commit, which its fenced store refuses, before any request
+/// of that flow); a request in a flow after that flow was answered `409 fenced`; a resumed
+/// incarnation still running at the deadline.
+pub(super) fn fenced(run: &Run, violations: &mut Vec<Violation>) {
+    unmarked_requests(run, violations);
+    outlived_and_resumed(run, violations);
+    went_on_after_refusal(run, violations);
+}
+
+/// Requests that carried no incarnation number.
+fn unmarked_requests(run: &Run, violations: &mut Vec<Violation>) {
+    let unmarked: Vec<&Entry> = run.ledger.iter().filter(|e| flow(e).is_some() && e.incarnation.is_none()).collect();
+    if let Some(first) = unmarked.first() {
+        violations.push(Violation {
+            invariant: Invariant::Fenced,
+            operation: first.event.operation().map(str::to_owned),
+            message: format!(
+                "{} request(s) to the fake world carried no `Killpoint-Incarnation` header (the first at #{}); every request must carry the incarnation's number, the fencing token that lets the world refuse an outlived incarnation",
+                unmarked.len(),
+                first.seq
+            ),
+            evidence: evidence(unmarked.iter().copied().take(5)),
+        });
+    }
+}
+
+/// An outlived incarnation that, once resumed, went on with the flow it was frozen in, or did not
+/// exit by the deadline.
+fn outlived_and_resumed(run: &Run, violations: &mut Vec<Violation>) {
+    for mark in &run.timeline {
+        match &mark.happening {
+            Happening::Resumed { incarnation, message } => {
+                let frozen_flow = (Some(message.operation_id.as_str()), message.destination.as_deref());
+                let late: Vec<&Entry> = run
+                    .ledger
+                    .iter()
+                    .filter(|e| e.seq > mark.seq && e.incarnation == Some(*incarnation))
+                    .filter(|e| flow(e).is_some_and(|f| f.0 == frozen_flow.0 && (f.1 == frozen_flow.1 || message.destination.is_none())))
+                    .collect();
+                if !late.is_empty() {
+                    violations.push(Violation {
+                        invariant: Invariant::Fenced,
+                        operation: Some(message.operation_id.clone()),
+                        message: format!(
+                            "incarnation {incarnation}, frozen at `{}` of `{}` and outlived by incarnation {}, sent {} request(s) for it after it was resumed: a commit had to come first, and a newer incarnation had fenced its store; it must have exited instead",
+                            message.boundary,
+                            message.operation_id,
+                            incarnation + 1,
+                            late.len()
+                        ),
+                        evidence: evidence(late),
+                    });
+                }
+            }
+            Happening::ZombieOutlived { incarnation, waited } => violations.push(Violation {
+                invariant: Invariant::Fenced,
+                operation: None,
+                message: format!(
+                    "incarnation {incarnation}, outlived by a newer one and then resumed, was still running {:.1} s later; a fenced incarnation must exit at once (the harness SIGKILLed it)",
+                    waited.as_secs_f64()
+                ),
+                evidence: Vec::new(),
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// A flow that went on after the world answered it `409 fenced`.
+fn went_on_after_refusal(run: &Run, violations: &mut Vec<Violation>) {
+    for refusal in run.ledger.iter().filter(|e| matches!(e.event, Event::Fenced { .. })) {
+        let refused_flow = flow(refusal);
+        let after: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| e.seq > refusal.seq && e.incarnation == refusal.incarnation && flow(e) == refused_flow)
+            .collect();
+        if !after.is_empty() {
+            let incarnation = refusal.incarnation.map_or("?".to_owned(), |n| n.to_string());
+            violations.push(Violation {
+                invariant: Invariant::Fenced,
+                operation: refusal.event.operation().map(str::to_owned),
+                message: format!(
+                    "incarnation {incarnation} was answered `409 fenced` at #{} and went on with {} more request(s) of the same work; a fenced incarnation must exit at once",
+                    refusal.seq,
+                    after.len()
+                ),
+                evidence: evidence(std::iter::once(refusal).chain(after)),
+            });
+            // One proof is enough: later refusals only repeat it.
+            break;
+        }
+    }
+}

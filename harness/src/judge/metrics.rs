@@ -1,0 +1,142 @@
+//! The metrics cross-check: a runtime that serves the monitoring signals is held to what the
+//! ledgers show (CONTRACT.md section 11), as part of `truthful_status`.
+
+use super::ledger::evidence;
+use super::prometheus::Exposition;
+use super::verdict::Violation;
+use crate::model::invariant::Invariant;
+use crate::run::driver::{Happening, Run};
+use crate::scenario::Scenario;
+use fake_tool::{Entry, Event, PolicyAnswer, Subject};
+use std::collections::BTreeSet;
+
+/// A runtime that serves the monitoring signals (ready line `"metrics": true`) is held to them at
+/// the end of the scenario: a signal that disagrees with the ledgers is a false status report.
+///
+/// - Dead letters, per destination and in all: exactly the deliveries the ledger shows given up —
+///   no send accepted, and either `delivery_max_attempts` failed sends or a destination check the
+///   policy refused.
+/// - Reconciliations (lookups, any outcome) and policy refusals of attempts: no more than the
+///   provider's lookups and the policy's refusals of a tool or operation, and no fewer than those
+///   less one per kill (a kill can land after the request and before the runtime wrote it down).
+pub(super) fn metrics_agree(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    let Some(metrics) = &run.metrics else { return };
+    let text = match metrics {
+        Ok(text) => text,
+        Err(e) => {
+            violations.push(false_report(
+                format!("the ready line declared \"metrics\": true, but GET /metrics could not be read: {e}"),
+                Vec::new(),
+            ));
+            return;
+        }
+    };
+    let exposition = Exposition::read(text);
+    dead_letters_agree(scenario, run, &exposition, violations);
+    counters_agree(run, &exposition, violations);
+}
+
+/// A signal that disagrees with the ledgers: a false status report about the whole run.
+fn false_report(message: String, evidence: Vec<String>) -> Violation {
+    Violation { invariant: Invariant::TruthfulStatus, operation: None, message, evidence }
+}
+
+/// Dead letters, per destination: exactly the deliveries the ledger shows given up.
+fn dead_letters_agree(scenario: &Scenario, run: &Run, exposition: &Exposition, violations: &mut Vec<Violation>) {
+    let destinations: BTreeSet<&String> = scenario.operations.iter().flat_map(|o| &o.destinations).collect();
+    // A labelled family has no series until it has a label value: no `killpoint_dead_letters`
+    // line for a destination (or none at all, before any delivery) is the runtime saying zero.
+    for destination in destinations {
+        let claimed = exposition.sum("killpoint_dead_letters", Some(("destination", destination))).unwrap_or(0.0);
+        let (shown, proof) = given_up(scenario, run, destination);
+        if claimed != shown as f64 {
+            violations.push(false_report(
+                format!(
+                    "GET /metrics says {claimed} dead letter(s) for `{destination}`; the ledgers show {shown} delivery(ies) to it given up"
+                ),
+                proof,
+            ));
+        }
+    }
+}
+
+/// Reconciliations and policy refusals of attempts: what the ledgers show, less at most one per kill.
+fn counters_agree(run: &Run, exposition: &Exposition, violations: &mut Vec<Violation>) {
+    let kills = run
+        .timeline
+        .iter()
+        .filter(|m| {
+            matches!(m.happening, Happening::Killed { .. } | Happening::SyscallKill { .. } | Happening::Frozen { .. })
+        })
+        .count() as f64;
+    // Every lookup and refusal in this scenario's world is the runtime's, whether or not the
+    // request named an operation the world knows (a lookup by a key never sent names none).
+    let lookups: Vec<&Entry> = run.ledger.iter().filter(|e| matches!(e.event, Event::ProviderLookup { .. })).collect();
+    let refusals: Vec<&Entry> = run
+        .ledger
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, Event::PolicyCheck { answer: PolicyAnswer::Refused, subject, .. } if !matches!(subject, Subject::Destination(_)))
+        })
+        .collect();
+    for (name, label, what, entries) in [
+        ("killpoint_reconciliations_total", None, "reconciliation(s)", &lookups),
+        ("killpoint_refusals_total", Some(("reason", "policy")), "policy refusal(s)", &refusals),
+    ] {
+        let Some(claimed) = exposition.sum(name, label) else {
+            violations.push(false_report(format!("GET /metrics serves no `{name}`"), Vec::new()));
+            continue;
+        };
+        let seen = entries.len() as f64;
+        if claimed > seen || claimed < seen - kills {
+            let bound = if kills > 0.0 {
+                format!("between {} and {seen} (one per kill may go unrecorded)", (seen - kills).max(0.0))
+            } else {
+                format!("{seen}")
+            };
+            violations.push(false_report(
+                format!("GET /metrics says {claimed} {what}; the ledgers show {seen}, so it must say {bound}"),
+                evidence(entries.iter().copied()),
+            ));
+        }
+    }
+}
+
+/// Deliveries to `destination` the ledger shows given up (see [`metrics_agree`]), and the
+/// ledger lines that show it.
+fn given_up(scenario: &Scenario, run: &Run, destination: &str) -> (usize, Vec<String>) {
+    let max = scenario.runtime.delivery_max_attempts as usize;
+    let (mut count, mut proof) = (0, Vec::new());
+    for op in scenario.operations.iter().filter(|op| op.destinations.iter().any(|d| d == destination)) {
+        let receipts: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, operation: Some(o), .. } if d == destination && *o == op.id))
+            .collect();
+        let accepted = receipts
+            .iter()
+            .any(|e| matches!(&e.event, Event::ConsumerReceipt { status, .. } if (200..300).contains(status)));
+        let refused: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| matches!(&e.event, Event::PolicyCheck { subject: Subject::Destination(d), operation: Some(o), answer: PolicyAnswer::Refused, .. } if d == destination && *o == op.id))
+            .collect();
+        // A refusal dead-letters the delivery even after a send the consumer accepted, when the
+        // runtime was killed before it recorded the acknowledgement: only an accepted send after
+        // the last refusal means it was delivered.
+        let last_refusal = refused.last().map(|e| e.seq);
+        let accepted_after_refusal = last_refusal.is_some_and(|r| {
+            receipts.iter().any(|e| {
+                e.seq > r && matches!(&e.event, Event::ConsumerReceipt { status, .. } if (200..300).contains(status))
+            })
+        });
+        if last_refusal.is_some() && !accepted_after_refusal {
+            count += 1;
+            proof.extend(evidence(refused));
+        } else if !accepted && receipts.len() >= max {
+            count += 1;
+            proof.extend(evidence(receipts));
+        }
+    }
+    (count, proof)
+}

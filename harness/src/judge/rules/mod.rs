@@ -1,0 +1,251 @@
+//! The coverage table: every numbered rule of the contract (`[§4-3]` in `CONTRACT.md`) and what
+//! checks it. This is the one place that says which rules killpoint verifies and which it does not.
+//!
+//! The rule texts come from `CONTRACT.md` itself (compiled in); the checks and their proofs (broken
+//! variant → scenario) from [`RULES`]. `docs/coverage.md` is generated from the two, and tests fail
+//! when the contract gains a rule without a row here, a row names a rule the contract lost, a
+//! proof is not backed by that scenario's `[[catches]]`, or the document is stale.
+//!
+//! The table is `table.rs`, the contract parser `contract.rs`; this file generates the document
+//! and judges the rules for a certificate. Like the rest of the judge layer, it imports nothing
+//! from report, search or cli.
+
+mod contract;
+mod table;
+
+pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
+pub use table::{Check, RULES, Rule};
+
+use crate::model::invariant::Invariant;
+use serde::Serialize;
+
+/// `docs/coverage.md`, generated.
+pub fn document() -> Result<String, Vec<String>> {
+    let stated = contract_rules(CONTRACT_TEXT)?;
+    let mut out = String::new();
+    out.push_str(
+        "# Coverage: every rule of the contract, and what checks it\n\n\
+         Generated from `CONTRACT.md`, `harness/src/coverage.rs` and the scenarios' `[[catches]]` \
+         by `cargo test` (`coverage_document_is_current`); do not edit by hand — run\n\
+         `KILLPOINT_UPDATE_COVERAGE=1 cargo test -p killpoint --lib coverage` to rewrite it.\n\n\
+         *Checked by* names the invariants (`harness/src/invariant.rs`) that judge the rule in every \
+         run. *Proven by* names the broken variants of the reference runtime (`killpoint-runtime --broken …`) \
+         that a scenario catches on one of those invariants — the proof that the check can fail.\n\n",
+    );
+    let (mut checked, mut enforced, mut open) = (0, 0, 0);
+    for rule in RULES {
+        match rule.check {
+            Check::Invariants(_) => checked += 1,
+            Check::Harness(_) => enforced += 1,
+            Check::NotChecked(_) => open += 1,
+        }
+    }
+    out.push_str(&format!(
+        "{} rules: {checked} checked by invariants, {enforced} enforced by the harness, {open} not checked.\n\n",
+        RULES.len()
+    ));
+    out.push_str(
+        "| rule | the contract says | checked by | proven by (broken variant → scenario) |\n|---|---|---|---|\n",
+    );
+    for rule in RULES {
+        let text = stated.iter().find(|s| s.id == rule.id).map(|s| s.text.as_str()).unwrap_or("(missing)");
+        let text = text.replace('|', "\\|");
+        let (check, proof) = match rule.check {
+            Check::Invariants(invariants) => {
+                let names: Vec<String> = invariants.iter().map(|i| format!("`{i}`")).collect();
+                let proofs: Vec<String> =
+                    rule.proven_by.iter().map(|(broken, scenario)| format!("`{broken}` → `{scenario}`")).collect();
+                let proof = if proofs.is_empty() { "**none yet**".to_owned() } else { proofs.join(", ") };
+                (names.join(", "), proof)
+            }
+            Check::Harness(how) => (format!("the harness: {how}"), "—".to_owned()),
+            Check::NotChecked(why) => (format!("**not checked**: {why}"), "—".to_owned()),
+        };
+        out.push_str(&format!("| {} | {text} | {check} | {proof} |\n", rule.id));
+    }
+    Ok(out)
+}
+
+/// What one certification run established about a rule, for the certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleStatus {
+    /// Its invariants held in every judged scenario, and a scenario that exercises it passed.
+    Verified,
+    /// A scenario violated one of its invariants.
+    Violated,
+    /// Its invariants held, but no scenario that exercises it ran to a full pass (filtered out,
+    /// partial without the probe, or not judged): this run says nothing about it.
+    NotExercised,
+    /// Enforced by the harness while it started and talked to the runtime.
+    Enforced,
+    /// killpoint does not check it (yet); `note` says why.
+    NotChecked,
+}
+
+/// One rule's line in the certificate.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleOutcome {
+    pub id: &'static str,
+    pub status: RuleStatus,
+    pub invariants: Vec<Invariant>,
+    /// Why it is not checked, or which scenarios violated it.
+    pub note: Option<String>,
+}
+
+/// Every rule of [`RULES`] judged from a certification run's verdicts (scenario name, verdict).
+pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
+    use crate::judge::Status;
+    let judged: Vec<_> = verdicts.iter().filter(|v| v.error.is_none()).collect();
+    RULES
+        .iter()
+        .map(|rule| match rule.check {
+            Check::NotChecked(why) => RuleOutcome {
+                id: rule.id,
+                status: RuleStatus::NotChecked,
+                invariants: Vec::new(),
+                note: Some(why.to_owned()),
+            },
+            Check::Harness(how) => RuleOutcome {
+                id: rule.id,
+                status: if judged.is_empty() { RuleStatus::NotExercised } else { RuleStatus::Enforced },
+                invariants: Vec::new(),
+                note: Some(how.to_owned()),
+            },
+            Check::Invariants(invariants) => {
+                let violated: Vec<&str> = judged
+                    .iter()
+                    .filter(|v| v.violations.iter().any(|x| invariants.contains(&x.invariant)))
+                    .map(|v| v.scenario.as_str())
+                    .collect();
+                let exercising = |v: &&&crate::judge::Verdict| {
+                    v.status() == Status::Pass
+                        && (rule.proven_by.is_empty() || rule.proven_by.iter().any(|(_, s)| *s == v.scenario))
+                };
+                let (status, note) = if !violated.is_empty() {
+                    (RuleStatus::Violated, Some(format!("violated in {}", violated.join(", "))))
+                } else if judged.iter().any(exercising) {
+                    (RuleStatus::Verified, None)
+                } else {
+                    let wanted: Vec<&str> = rule.proven_by.iter().map(|(_, s)| *s).collect();
+                    (RuleStatus::NotExercised, Some(format!("needs a full pass of {}", wanted.join(" or "))))
+                };
+                RuleOutcome { id: rule.id, status, invariants: invariants.to_vec(), note }
+            }
+        })
+        .collect()
+}
+
+/// "37 verified, 1 violated (§4-5), …" for the text summary.
+pub fn summarise(rules: &[RuleOutcome]) -> String {
+    let ids = |status: RuleStatus| -> Vec<&str> { rules.iter().filter(|r| r.status == status).map(|r| r.id).collect() };
+    let mut parts = vec![format!("{} verified", ids(RuleStatus::Verified).len())];
+    for (status, word) in [(RuleStatus::Violated, "violated"), (RuleStatus::NotExercised, "not exercised")] {
+        let found = ids(status);
+        if !found.is_empty() {
+            parts.push(format!("{} {word} ({})", found.len(), found.join(", ")));
+        }
+    }
+    parts.push(format!("{} enforced by the harness", ids(RuleStatus::Enforced).len()));
+    parts.push(format!("{} not checked", ids(RuleStatus::NotChecked).len()));
+    format!("contract rules: {} (docs/coverage.md)", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn standard_scenarios() -> Vec<Scenario> {
+        crate::scenario::standard::ScenarioSet::standard()
+            .load()
+            .expect("scenarios dir")
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("every standard scenario loads")
+    }
+
+    #[test]
+    fn every_rule_of_the_contract_has_a_row_and_every_row_a_rule() {
+        let stated = contract_rules(CONTRACT_TEXT).unwrap_or_default();
+        let missing: Vec<String> = stated
+            .iter()
+            .filter(|s| !RULES.iter().any(|r| r.id == s.id))
+            .map(|s| format!("CONTRACT.md:{}: {} \"{}\"", s.line, s.id, s.text))
+            .collect();
+        assert!(missing.is_empty(), "rules of the contract with no row in coverage::RULES:\n{}", missing.join("\n"));
+        let stale: Vec<&str> = RULES.iter().filter(|r| !stated.iter().any(|s| s.id == r.id)).map(|r| r.id).collect();
+        assert!(stale.is_empty(), "rows of coverage::RULES for rules the contract does not number: {stale:?}");
+        let order: Vec<&str> = stated.iter().map(|s| s.id.as_str()).collect();
+        let rows: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        assert_eq!(order, rows, "coverage::RULES must list the rules in the contract's order");
+    }
+
+    /// Invariants proven by a test of their own rather than by a broken variant of the reference
+    /// runtime: no runtime bug is needed to show that they can fail.
+    const PROVEN_ELSEWHERE: [(Invariant, &str); 2] = [
+        (Invariant::Settled, "tests/hostile.rs: a runtime stuck after a boundary"),
+        (Invariant::FaultsReached, "tests/checker_proofs.rs: a fault at an occurrence the workload never reaches"),
+    ];
+
+    #[test]
+    fn every_invariant_is_proven_by_a_broken_variant() {
+        let scenarios = standard_scenarios();
+        let unproven: Vec<&str> = Invariant::ALL
+            .into_iter()
+            .filter(|i| !PROVEN_ELSEWHERE.iter().any(|(e, _)| e == i))
+            .filter(|i| {
+                !scenarios.iter().flat_map(|s| &s.catches).any(|c| c.invariants.iter().any(|n| n == i.as_str()))
+            })
+            .map(|i| i.as_str())
+            .collect();
+        assert!(unproven.is_empty(), "invariants no scenario's [[catches]] proves can fail: {unproven:?}");
+    }
+
+    #[test]
+    fn every_proof_names_a_catch_of_its_scenario_on_one_of_the_rules_invariants() {
+        let scenarios = standard_scenarios();
+        let mut wrong = Vec::new();
+        for rule in RULES {
+            let invariants = match rule.check {
+                Check::Invariants(i) => i,
+                _ if rule.proven_by.is_empty() => continue,
+                _ => {
+                    wrong.push(format!("{}: not checked by invariants, so nothing can prove it", rule.id));
+                    continue;
+                }
+            };
+            for (broken, name) in rule.proven_by {
+                let Some(scenario) = scenarios.iter().find(|s| s.name == *name) else {
+                    wrong.push(format!("{}: no scenario `{name}`", rule.id));
+                    continue;
+                };
+                let caught = scenario.catches.iter().any(|c| {
+                    c.broken == *broken && c.invariants.iter().any(|n| invariants.iter().any(|i| i.as_str() == n))
+                });
+                if !caught {
+                    wrong.push(format!(
+                        "{}: `{name}` has no [[catches]] of `{broken}` on any of {invariants:?}",
+                        rule.id
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "coverage::RULES proofs that the scenarios do not back:\n{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn coverage_document_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/coverage.md");
+        let generated = document().unwrap_or_else(|p| panic!("{}", p.join("\n")));
+        if std::env::var_os("KILLPOINT_UPDATE_COVERAGE").is_some() {
+            std::fs::write(path, &generated).expect("write docs/coverage.md");
+            return;
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == generated,
+            "docs/coverage.md is stale: run `KILLPOINT_UPDATE_COVERAGE=1 cargo test -p killpoint --lib coverage` and commit it"
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! Status truthfulness: what the runtime reports after its recoveries agrees with the ledgers —
+//! the counts, a success's effect and result, a delivery's ACK, and a FAILED it could know.
+
+use super::ledger::{Found, OperationLedger, evidence, show_effects};
+use crate::model::invariant::Invariant;
+use crate::run::client::{DeliveryState, ExecutionState, OperationReport};
+use crate::run::driver::{Hit, Run};
+use crate::scenario::{Operation, Scenario};
+use fake_tool::{Event, Response};
+use serde_json::Value;
+
+/// How many counts the ledger may fail to show for `op`.
+pub(super) fn slack(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
+    // An approximate kill lands wherever the runtime happens to be, possibly between a
+    // write-ahead and its request: each may leave one count the ledger cannot show.
+    u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count())
+        .unwrap_or(u32::MAX)
+        .saturating_add(kills_beside(scenario, run, op))
+        // A system-call kill can land exactly between a write-ahead and its request.
+        .saturating_add(u32::try_from(run.syscall_hits.iter().filter(|h| **h).count()).unwrap_or(u32::MAX))
+}
+
+/// Kills at another operation's boundary while `op` was in flight beside it (the same wave). Such
+/// a kill lands wherever `op` happens to be, possibly between its write-ahead and its request,
+/// like an approximate kill: one count of slack each.
+fn kills_beside(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
+    let Some(wave) = scenario.waves().into_iter().find(|wave| wave.iter().any(|o| o.id == op.id)) else {
+        return 0;
+    };
+    let killed = scenario.faults.iter().zip(&run.hits).filter(|(fault, hit)| {
+        fault.action == crate::scenario::Action::Kill
+            && matches!(hit, Hit::Exact | Hit::AtSyscall | Hit::Approximate)
+            && fault.operation != op.id
+            && wave.iter().any(|o| o.id == fault.operation)
+    });
+    u32::try_from(killed.count()).unwrap_or(u32::MAX)
+}
+
+pub(super) fn truthful_status(
+    op: &Operation,
+    ledger: &OperationLedger,
+    report: Option<&OperationReport>,
+    slack: u32,
+    found: &mut Found,
+) {
+    let Some(report) = report else {
+        found(
+            Invariant::TruthfulStatus,
+            format!("the runtime could not report `{}` (GET /operations/{})", op.id, op.id),
+            Vec::new(),
+        );
+        return;
+    };
+    counts_agree(op, ledger, report, slack, found);
+    match report.execution {
+        ExecutionState::Succeeded => {
+            success_agrees(op, ledger, report, found);
+            deliveries_agree(op, ledger, report, found);
+        }
+        ExecutionState::Failed => {
+            let applied = ledger.applied();
+            if !applied.is_empty() {
+                found(
+                    Invariant::TruthfulStatus,
+                    format!("`{}` reports FAILED but the provider applied its effect", op.id),
+                    evidence(applied),
+                );
+            } else {
+                failed_with_reason(op, ledger, report, found);
+            }
+        }
+        ExecutionState::IntentRecorded | ExecutionState::Dispatched | ExecutionState::Unknown => {}
+    }
+}
+
+/// The attempts and sends the runtime counts against the calls and receipts the ledgers show.
+fn counts_agree(op: &Operation, ledger: &OperationLedger, report: &OperationReport, slack: u32, found: &mut Found) {
+    // Counts are exact except for `slack`: a kill between a runtime's write-ahead of an attempt
+    // (or a send) and the request reaching the provider (or the consumer) leaves one count the
+    // ledger cannot show. No exact kill point lands there: the probe's boundaries all lie outside
+    // that window (`before_dispatch` comes before DISPATCHED is written, every other one after
+    // the answer), and the provider's and consumers' holds come after the request arrived. Only
+    // an approximate kill (black-box `after_provider_success`), or a kill at the boundary of
+    // another operation in flight beside this one, may, hence one count of slack each. A request received but not counted is always a miscount.
+    let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
+    if report.attempts < calls || report.attempts > calls.saturating_add(slack) {
+        let why = if report.attempts < calls {
+            "an attempt was made that the runtime did not record"
+        } else {
+            "the runtime counts attempts that never reached the provider"
+        };
+        found(
+            Invariant::TruthfulStatus,
+            format!("`{}` reports {} attempt(s) but the provider saw {calls} call(s): {why}", op.id, report.attempts),
+            evidence(ledger.calls.iter().copied()),
+        );
+    }
+    for delivery in &report.deliveries {
+        let receipts = ledger.receipts_at(&delivery.destination);
+        let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
+        if delivery.attempts < received || delivery.attempts > received.saturating_add(slack) {
+            found(
+                Invariant::TruthfulStatus,
+                format!(
+                    "`{}` reports {} send(s) to `{}` but that consumer received {received}",
+                    op.id, delivery.attempts, delivery.destination
+                ),
+                evidence(receipts),
+            );
+        }
+    }
+}
+
+/// A success names one of the provider's effects, and its result.
+fn success_agrees(op: &Operation, ledger: &OperationLedger, report: &OperationReport, found: &mut Found) {
+    let effects = ledger.effects();
+    match effects.iter().find(|(r, _)| Some(r) == report.provider_ref.as_ref()) {
+        None => found(
+            Invariant::TruthfulStatus,
+            format!(
+                "`{}` reports SUCCEEDED with provider_ref {}; the provider's effects for it: {}",
+                op.id,
+                report.provider_ref.as_deref().map_or("null".to_owned(), |r| format!("`{r}`")),
+                show_effects(&effects)
+            ),
+            evidence(ledger.calls.iter().copied()),
+        ),
+        Some((_, result)) if report.result.as_ref() != Some(result) => found(
+            Invariant::TruthfulStatus,
+            format!(
+                "`{}` reports result {}; the provider returned {result}",
+                op.id,
+                report.result.as_ref().map_or("null".to_owned(), Value::to_string)
+            ),
+            evidence(ledger.calls.iter().copied()),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// A success has a delivery record for every destination, and one reported ACKED was accepted.
+fn deliveries_agree(op: &Operation, ledger: &OperationLedger, report: &OperationReport, found: &mut Found) {
+    for destination in &op.destinations {
+        match report.deliveries.iter().find(|d| d.destination == *destination) {
+            None => found(
+                Invariant::TruthfulStatus,
+                format!("`{}` reports SUCCEEDED but has no delivery record for `{destination}`", op.id),
+                Vec::new(),
+            ),
+            Some(d) if d.state == DeliveryState::Acked => {
+                let received = ledger.receipts.iter().any(|e| {
+                        matches!(&e.event, Event::ConsumerReceipt { destination: x, status, .. } if x == destination && (200..300).contains(status))
+                    });
+                if !received {
+                    found(
+                        Invariant::TruthfulStatus,
+                        format!("`{}` reports `{destination}` ACKED but that consumer never accepted it", op.id),
+                        evidence(ledger.receipts.iter().copied()),
+                    );
+                }
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// `FAILED` says "nothing happened", so the runtime must have known it (CONTRACT.md section 4,
+/// steps 6 and 11): the provider refused the last call (4xx), or a lookup after the last call
+/// found nothing. A kind without lookup whose last call went unanswered can never know it: such an
+/// operation is paused, never FAILED — not even by a policy refusal (section 4, step 2).
+fn failed_with_reason(op: &Operation, ledger: &OperationLedger, report: &OperationReport, found: &mut Found) {
+    let last = ledger.calls.last().copied();
+    let refused_by_provider = last.is_some_and(|c| {
+        matches!(&c.event, Event::ProviderCall { response: Response::Sent(status), .. } if (400..500).contains(status))
+    });
+    let looked_up_nothing = last.is_some_and(|c| {
+        ledger
+            .lookups
+            .iter()
+            .any(|l| l.seq > c.seq && matches!(&l.event, Event::ProviderLookup { found: false, status: 404, .. }))
+    });
+    let by_policy = report.failure.as_ref().is_some_and(|f| f.reason.starts_with("policy:"));
+    let proof = || evidence(ledger.calls.iter().chain(&ledger.lookups).copied());
+    if by_policy {
+        // Before any call, or after a definitive answer, a refusal may end the operation.
+        if let Some(last) = last
+            && !op.tool.supports_lookup()
+            && !refused_by_provider
+        {
+            found(
+                Invariant::TruthfulStatus,
+                format!(
+                    "`{}` reports FAILED by policy, but its last call (#{}) went unanswered and {} ({}) has no lookup: it may have taken effect, so the operation must be paused, not FAILED",
+                    op.id,
+                    last.seq,
+                    op.tool.tool_name(),
+                    op.tool.as_str()
+                ),
+                proof(),
+            );
+        }
+        return;
+    }
+    if refused_by_provider || looked_up_nothing {
+        return;
+    }
+    let what = match (last, op.tool.supports_lookup()) {
+        (None, _) => "but never called the provider".to_owned(),
+        (Some(c), true) => format!(
+            "but the provider did not refuse its last call (#{}) and no lookup after it found nothing: the runtime could not know that nothing happened",
+            c.seq
+        ),
+        (Some(c), false) => format!(
+            "but its last call (#{}) went unanswered and {} ({}) has no lookup: the outcome is unknown, so the operation must be paused, not FAILED",
+            c.seq,
+            op.tool.tool_name(),
+            op.tool.as_str()
+        ),
+    };
+    found(
+        Invariant::TruthfulStatus,
+        format!(
+            "`{}` reports FAILED ({}) {what}",
+            op.id,
+            report.failure.as_ref().map_or("no reason", |f| f.reason.as_str())
+        ),
+        proof(),
+    );
+}

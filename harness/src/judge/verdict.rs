@@ -1,0 +1,78 @@
+//! What the checker hands back: the verdict of one run, its violations, how each fault was
+//! exercised, and the one-word status that follows from them.
+
+use crate::model::boundary::Boundary;
+use crate::model::invariant::Invariant;
+use crate::run::driver::Hit;
+use fake_tool::ToolKind;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One broken promise, with its proof.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub operation: Option<String>,
+    pub message: String,
+    /// Ledger lines (`#seq text`) that show it.
+    pub evidence: Vec<String>,
+}
+
+/// How one fault of the scenario was exercised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    pub boundary: Boundary,
+    pub operation: String,
+    pub tool_kind: ToolKind,
+    pub hit: Hit,
+}
+
+/// The checker's judgement of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub scenario: String,
+    /// Whether the runtime implemented the probe in this run.
+    pub probe: bool,
+    pub violations: Vec<Violation>,
+    /// One entry per fault of the scenario, in file order.
+    pub coverage: Vec<Coverage>,
+    /// The harness failed during the run (what failed): nothing was judged.
+    pub error: Option<String>,
+}
+
+/// A scenario's outcome in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every invariant held and every fault was exercised.
+    Pass,
+    /// Every invariant held, but some faults need the probe this runtime lacks: those boundaries
+    /// are not certified.
+    Partial,
+    Fail,
+    /// The harness itself failed (its run directory vanished, a log could not be written…): the
+    /// runtime was not judged, neither passed nor failed.
+    Error,
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty() && self.error.is_none()
+    }
+
+    pub fn status(&self) -> Status {
+        if self.error.is_some() {
+            Status::Error
+        } else if !self.violations.is_empty() {
+            Status::Fail
+        } else if self.coverage.iter().any(|c| c.hit == Hit::NeedsProbe) {
+            Status::Partial
+        } else {
+            Status::Pass
+        }
+    }
+
+    pub fn failed_invariants(&self) -> BTreeSet<Invariant> {
+        self.violations.iter().map(|v| v.invariant).collect()
+    }
+}
