@@ -1,6 +1,6 @@
 //! Invariants proven able to fail without a broken runtime: the mistake they catch is in the
 //! scenario or the run, not in the runtime's recovery (see `PROVEN_ELSEWHERE` in
-//! harness/src/coverage.rs; `settled` is proven by tests/hostile.rs).
+//! harness/src/judge/rules/table.rs; `settled` is proven by tests/hostile.rs).
 
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
 use std::path::{Path, PathBuf};

@@ -25,10 +25,10 @@ pub fn document() -> Result<String, Vec<String>> {
     let mut out = String::new();
     out.push_str(
         "# Coverage: every rule of the contract, and what checks it\n\n\
-         Generated from `CONTRACT.md`, `harness/src/coverage.rs` and the scenarios' `[[catches]]` \
+         Generated from `CONTRACT.md`, `harness/src/judge/rules/table.rs` and the scenarios' `[[catches]]` \
          by `cargo test` (`coverage_document_is_current`); do not edit by hand — run\n\
          `KILLPOINT_UPDATE_COVERAGE=1 cargo test -p killpoint --lib coverage` to rewrite it.\n\n\
-         *Checked by* names the invariants (`harness/src/invariant.rs`) that judge the rule in every \
+         *Checked by* names the invariants (`harness/src/model/invariant.rs`) that judge the rule in every \
          run. *Proven by* names the broken variants of the reference runtime (`killpoint-runtime --broken …`) \
          that a scenario catches on one of those invariants — the proof that the check can fail.\n\n",
     );
