@@ -1,0 +1,60 @@
+//! The trace socket's protocol, the tracer's end: one point out as a JSON line (and into the
+//! log), then wait for `{"action":"resume"}`.
+
+use std::io::{BufRead, Write};
+
+use super::error::TracerError;
+use super::point::{HttpAnswer, Point, When};
+use super::state::{Pending, Tracer};
+
+impl Tracer {
+    /// Sends one point and waits for the harness's answer; the thread stays stopped meanwhile.
+    pub(super) fn announce(
+        &mut self,
+        tid: i32,
+        when: When,
+        pending: &Pending,
+        ret: Option<i64>,
+        answer: Option<HttpAnswer>,
+    ) -> Result<(), TracerError> {
+        self.n += 1;
+        *self.tally.points.entry(pending.kind).or_default() += 1;
+        if self.channel.is_none() && self.log.is_none() {
+            return Ok(());
+        }
+        let point = Point {
+            n: self.n,
+            when,
+            call: pending.call.name().to_owned(),
+            kind: pending.kind,
+            path: pending.path.clone(),
+            to: pending.to.clone(),
+            peer: pending.peer,
+            bytes: pending.bytes,
+            ret,
+            tid,
+            // A request is told on its `before` point, an answer on the receive that completes it.
+            request: if when == When::Before || answer.is_some() { pending.request.clone() } else { None },
+            answer,
+        };
+        let mut line = serde_json::to_string(&point).expect("a point serialises");
+        line.push('\n');
+        if let Some(log) = &mut self.log {
+            // A log that cannot be written loses measurements, not correctness: carry on.
+            let _ = log.write_all(line.as_bytes());
+        }
+        let path = || self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let Some(channel) = &mut self.channel else { return Ok(()) };
+        channel.writer.write_all(line.as_bytes()).map_err(|source| TracerError::Socket { path: path(), source })?;
+        let mut answer = String::new();
+        let read =
+            channel.reader.read_line(&mut answer).map_err(|source| TracerError::Socket { path: path(), source })?;
+        if read == 0 {
+            return Err(TracerError::Answer { found: "the connection closed".to_owned() });
+        }
+        match serde_json::from_str::<serde_json::Value>(answer.trim()) {
+            Ok(value) if value == serde_json::json!({"action": "resume"}) => Ok(()),
+            _ => Err(TracerError::Answer { found: answer.trim().to_owned() }),
+        }
+    }
+}

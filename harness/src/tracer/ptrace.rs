@@ -1,0 +1,145 @@
+//! The wait loop: every stop of every traced thread — a call's entry (its seccomp stop), its
+//! exit, a group-stop, a signal, the exec — and the program's end.
+
+use super::error::{TracerError, errno};
+use super::memory::received_bytes;
+use super::point::{PointKind, When};
+use super::seccomp::Call;
+use super::state::Tracer;
+
+// A ptrace number the libc crate does not export for every target (x86_64 Linux ABI).
+const PTRACE_EVENT_STOP: i32 = 128;
+
+impl Tracer {
+    /// Waits for every stop of every traced thread until the program ends; returns the status to
+    /// exit with (see `run`).
+    pub(super) fn trace(&mut self, child: i32, report: i32, shown: &str) -> Result<i32, TracerError> {
+        loop {
+            let mut status = 0;
+            // SAFETY: waits for any traced thread or process (__WALL: threads too).
+            let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+            if tid < 0 {
+                let source = errno();
+                if source.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(TracerError::System { what: "waitpid", source });
+            }
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                self.pending.remove(&tid);
+                if tid != child {
+                    continue;
+                }
+                if !self.exec_seen {
+                    return Err(self.early_exit(status, report, shown));
+                }
+                // Other traced processes (forks of the program) die with us: PTRACE_O_EXITKILL.
+                return Ok(if libc::WIFEXITED(status) {
+                    libc::WEXITSTATUS(status)
+                } else {
+                    128 + libc::WTERMSIG(status)
+                });
+            }
+            if libc::WIFSTOPPED(status) {
+                self.on_stop(tid, status)?;
+            }
+        }
+    }
+
+    /// One stop of a traced thread, by its kind.
+    fn on_stop(&mut self, tid: i32, status: i32) -> Result<(), TracerError> {
+        let signal = libc::WSTOPSIG(status);
+        let event = status >> 16;
+        match event {
+            libc::PTRACE_EVENT_SECCOMP => {
+                self.tally.stops += 1;
+                self.on_entry(tid)?;
+            }
+            PTRACE_EVENT_STOP => {
+                if matches!(signal, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+                    // A group-stop (the harness froze the runtime): stay stopped, but wake on
+                    // SIGCONT.
+                    unsafe { libc::ptrace(libc::PTRACE_LISTEN, tid, 0, 0) };
+                } else {
+                    // A new thread's first stop, or an interrupt.
+                    self.resume(tid, 0);
+                }
+            }
+            0 if signal == (libc::SIGTRAP | 0x80) => self.on_exit(tid)?,
+            0 => self.resume(tid, signal),
+            libc::PTRACE_EVENT_EXEC => {
+                self.exec_seen = true;
+                self.resume(tid, 0);
+            }
+            _ => self.resume(tid, 0),
+        }
+        Ok(())
+    }
+
+    /// The child exited before exec: seccomp refused (it told us why) or exec failed.
+    fn early_exit(&self, status: i32, report: i32, shown: &str) -> TracerError {
+        let mut code = 0i32;
+        // SAFETY: reads at most 4 bytes into a local.
+        let n = unsafe { libc::read(report, (&mut code as *mut i32).cast(), 4) };
+        if n == 4 {
+            return TracerError::NotPermitted {
+                what: "seccomp (PR_SET_SECCOMP)",
+                source: std::io::Error::from_raw_os_error(code),
+            };
+        }
+        let source = if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 127 {
+            std::io::Error::other("exec failed")
+        } else {
+            std::io::Error::other("it ended before it started")
+        };
+        TracerError::Program { program: shown.to_owned(), source }
+    }
+
+    /// Restarts a stopped thread: to its call's exit if a point waits there, else freely.
+    fn resume(&self, tid: i32, signal: i32) {
+        let request = if self.pending.contains_key(&tid) { libc::PTRACE_SYSCALL } else { libc::PTRACE_CONT };
+        // An error means the thread is gone (killed meanwhile): nothing to resume.
+        unsafe { libc::ptrace(request, tid, 0, signal as libc::c_long) };
+    }
+
+    fn registers(tid: i32) -> Option<libc::user_regs_struct> {
+        // SAFETY: GETREGS fills the struct we own.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _) } == 0;
+        ok.then_some(regs)
+    }
+
+    fn on_entry(&mut self, tid: i32) -> Result<(), TracerError> {
+        let Some(regs) = Self::registers(tid) else { return Ok(()) };
+        let pending = Call::from_number(regs.orig_rax as i64).and_then(|call| self.classify(tid, call, &regs));
+        if let Some(pending) = pending {
+            if pending.kind != PointKind::Answer {
+                self.announce(tid, When::Before, &pending, None, None)?;
+            }
+            self.pending.insert(tid, pending);
+        }
+        self.resume(tid, 0);
+        Ok(())
+    }
+
+    fn on_exit(&mut self, tid: i32) -> Result<(), TracerError> {
+        if let Some(pending) = self.pending.remove(&tid) {
+            let ret = Self::registers(tid).map(|regs| regs.rax as i64);
+            if pending.kind != PointKind::Answer || ret.is_some_and(|r| r > 0) {
+                let mut pending = pending;
+                let mut answer = None;
+                if let (Some(receive), Some(n)) = (pending.receive, ret.filter(|&r| r > 0)) {
+                    let bytes = received_bytes(tid, receive.buffer, n as usize);
+                    let exchange = self.exchanges.entry(receive.inode).or_default();
+                    if let Some((request, complete)) = bytes.and_then(|b| exchange.received(&b)) {
+                        pending.request = request;
+                        answer = Some(complete);
+                    }
+                }
+                self.announce(tid, When::After, &pending, ret, answer)?;
+            }
+        }
+        self.resume(tid, 0);
+        Ok(())
+    }
+}

@@ -1,0 +1,91 @@
+//! What the tracer holds across stops: where points go, and what each stopped thread and each
+//! world socket is in the middle of. The wait loop (`ptrace`), the point classification
+//! (`classify`) and the socket protocol (`announce`) each add their methods to [`Tracer`]; the
+//! type lives here so that none of those files has to import another.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+use std::net::SocketAddr;
+use std::os::unix::net::UnixStream;
+
+use super::config::Config;
+use super::exchange::Exchange;
+use super::memory::ReceiveBuffer;
+use super::point::{HttpRequest, Peer, PointKind};
+use super::seccomp::Call;
+use super::tally::Tally;
+
+pub(super) struct Channel {
+    pub(super) reader: BufReader<UnixStream>,
+    pub(super) writer: UnixStream,
+}
+
+/// A call stopped at its `before` point, waiting for its `after`.
+#[derive(Clone, Debug)]
+pub(super) struct Pending {
+    pub(super) call: Call,
+    pub(super) kind: PointKind,
+    pub(super) path: Option<String>,
+    pub(super) to: Option<String>,
+    pub(super) peer: Option<Peer>,
+    pub(super) bytes: Option<u64>,
+    /// A request's bytes told this about it (see [`Exchange::sent`]).
+    pub(super) request: Option<HttpRequest>,
+    /// A receive from the world: its socket and where the bytes land, to read them at its exit.
+    pub(super) receive: Option<Receive>,
+}
+
+impl Pending {
+    /// A point with no rename target, request or receive.
+    pub(super) fn new(
+        call: Call,
+        kind: PointKind,
+        path: Option<String>,
+        peer: Option<Peer>,
+        bytes: Option<u64>,
+    ) -> Pending {
+        Pending { call, kind, path, to: None, peer, bytes, request: None, receive: None }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Receive {
+    pub(super) inode: u64,
+    pub(super) buffer: ReceiveBuffer,
+}
+
+pub(super) struct Tracer {
+    pub(super) config: Config,
+    pub(super) channel: Option<Channel>,
+    pub(super) log: Option<std::fs::File>,
+    pub(super) tally: Tally,
+    /// Threads resumed with PTRACE_SYSCALL to reach the `after` point of their call.
+    pub(super) pending: HashMap<i32, Pending>,
+    /// Socket inode → its fake-world address, if it talks to the world (an inode names one
+    /// socket for its whole life).
+    pub(super) sockets: HashMap<u64, Option<SocketAddr>>,
+    /// Socket inode → the part of the world its last request went to (HTTP/1: answers follow).
+    pub(super) last_peer: HashMap<u64, Peer>,
+    /// Socket inode → the exchange under way on it.
+    pub(super) exchanges: HashMap<u64, Exchange>,
+    pub(super) n: u64,
+    /// Whether the program has exec'd: until then, its end means it never started.
+    pub(super) exec_seen: bool,
+}
+
+impl Tracer {
+    pub(super) fn new(config: Config, channel: Option<Channel>, log: Option<std::fs::File>) -> Tracer {
+        Tracer {
+            config,
+            channel,
+            log,
+            tally: Tally::default(),
+            pending: HashMap::new(),
+            sockets: HashMap::new(),
+            last_peer: HashMap::new(),
+            exchanges: HashMap::new(),
+            n: 0,
+            exec_seen: false,
+        }
+    }
+}
