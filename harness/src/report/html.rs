@@ -9,32 +9,13 @@
 
 use crate::model::boundary::Boundary;
 use crate::report::certificate::Certificate;
+use crate::report::markup::{anchor, esc};
 use crate::report::outcome::{ScenarioEntry, ScenarioOutcome, ScenarioStatus};
 use crate::report::story::Cell;
-use crate::report::timeline::{Kind, Lane, Timeline, evidence_seqs};
+use crate::report::svg::svg;
+use crate::report::timeline::{Kind, Timeline, evidence_seqs};
 use fake_tool::ToolKind;
 use std::fmt::Write as _;
-
-/// HTML-escapes text for element content and attribute values.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// An id usable in `href="#…"`: scenario names are file stems, but explored ones hold dots.
-fn anchor(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
-}
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em;border-top:1px solid #ccc;padding-top:1em}
@@ -185,12 +166,6 @@ fn scenario_list(out: &mut String, scenarios: &[ScenarioEntry]) {
     out.push_str("</table>\n");
 }
 
-/// Geometry of the timeline: one column per event on the logical clock, one row per lane.
-const LABEL: u64 = 120;
-const STEP: u64 = 16;
-const ROW: u64 = 26;
-const TOP: u64 = 30;
-
 fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>) {
     let id = anchor(&entry.name);
     let _ = writeln!(
@@ -267,100 +242,13 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
     out.push_str("</section>\n");
 }
 
-fn svg(out: &mut String, id: &str, entry: &ScenarioEntry, timeline: &Timeline, proven: &[(u64, usize)]) {
-    let lanes = timeline.lanes();
-    let width = LABEL + STEP * (timeline.events.len() as u64 + 1);
-    let height = TOP + ROW * lanes.len() as u64 + 8;
-    let _ = writeln!(
-        out,
-        "<div class=\"scroll\"><svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"monospace\" font-size=\"11\">"
-    );
-    let y_of = |lane: &Lane| TOP + ROW * lanes.iter().position(|l| l == lane).unwrap_or(0) as u64 + ROW / 2;
-    for lane in &lanes {
-        let y = y_of(lane);
-        let _ = writeln!(
-            out,
-            "<text x=\"4\" y=\"{}\">{}</text><line x1=\"{LABEL}\" y1=\"{y}\" x2=\"{width}\" y2=\"{y}\" stroke=\"#ccc\"/>",
-            y + 4,
-            esc(&lane.label())
-        );
-    }
-    let bottom = height - 4;
-    for (i, e) in timeline.events.iter().enumerate() {
-        let x = LABEL + STEP * (i as u64 + 1);
-        let y = y_of(&e.lane);
-        let title = format!("#{} at {:.1} ms: {}", e.seq, e.at_micros as f64 / 1000.0, e.text);
-        match e.kind {
-            Kind::Kill => {
-                let _ = writeln!(
-                    out,
-                    "<g class=\"kill\"><title>{}</title><line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#d00\" stroke-width=\"2\"/><text x=\"{}\" y=\"12\" fill=\"#d00\">KILL</text></g>",
-                    esc(&title),
-                    x - 12
-                );
-            }
-            Kind::Restart => {
-                let _ = writeln!(
-                    out,
-                    "<g class=\"restart\"><title>{}</title><line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#090\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/><text x=\"{}\" y=\"25\" fill=\"#090\">restart</text></g>",
-                    esc(&title),
-                    x - 16
-                );
-            }
-            Kind::Retry => {
-                let _ = writeln!(
-                    out,
-                    "<g class=\"retry\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"8\" height=\"8\" fill=\"#c80\"/></g>",
-                    esc(&title),
-                    x - 4,
-                    y - 4
-                );
-            }
-            Kind::Plain => {
-                let _ = writeln!(
-                    out,
-                    "<g class=\"event\"><title>{}</title><circle cx=\"{x}\" cy=\"{y}\" r=\"4\" fill=\"#36c\"/></g>",
-                    esc(&title)
-                );
-            }
-        }
-        // A retry line shares the `seq` of the request it led to; the proof is the request.
-        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq && e.kind != Kind::Retry) {
-            let invariant = entry.violations[*n].invariant.as_str();
-            let _ = writeln!(
-                out,
-                "<a href=\"#v-{id}-{n}\"><g class=\"violation-marker\" data-invariant=\"{invariant}\"><title>{invariant}: {}</title><circle cx=\"{x}\" cy=\"{y}\" r=\"8\" fill=\"none\" stroke=\"#e00\" stroke-width=\"3\"/><text x=\"{}\" y=\"{}\" fill=\"#e00\" font-weight=\"bold\">✗</text></g></a>",
-                esc(&entry.violations[*n].message),
-                x + 6,
-                y - 6
-            );
-        }
-    }
-    // Violations with no ledger line to point at (a report that disagrees, an unsettled
-    // operation) are marked at the end of the timeline.
-    let end = LABEL + STEP * (timeline.events.len() as u64 + 1) - 6;
-    for (n, v) in entry.violations.iter().enumerate() {
-        if !proven.iter().any(|(_, m)| *m == n) {
-            let _ = writeln!(
-                out,
-                "<a href=\"#v-{id}-{n}\"><g class=\"violation-marker\" data-invariant=\"{}\"><title>{}: {}</title><text x=\"{end}\" y=\"{}\" fill=\"#e00\" font-weight=\"bold\">✗</text></g></a>",
-                v.invariant.as_str(),
-                v.invariant.as_str(),
-                esc(&v.message),
-                y_of(&Lane::Runtime) + 4
-            );
-        }
-    }
-    out.push_str("</svg></div>\n");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::judge::{Coverage, Verdict, Violation};
     use crate::model::invariant::Invariant;
     use crate::report::outcome::ScenarioOutcome;
-    use crate::report::timeline::TimelineEvent;
+    use crate::report::timeline::{Lane, TimelineEvent};
     use crate::run::driver::Hit;
     use std::path::PathBuf;
     use std::time::Duration;
@@ -458,11 +346,5 @@ mod tests {
     fn evidence_lines_name_their_sequence_numbers() {
         let lines = vec!["#12 provider  call charge_card".to_owned(), "no number".to_owned(), "#3".to_owned()];
         assert_eq!(evidence_seqs(&lines), vec![12, 3]);
-    }
-
-    #[test]
-    fn text_is_escaped() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
-        assert_eq!(anchor("after_dispatch.kill-3"), "after_dispatch-kill-3");
     }
 }

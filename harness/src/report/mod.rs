@@ -1,8 +1,9 @@
 //! What people and machines read of a run: [`story`] (tables, the matrix, a failure's story),
 //! [`timeline`] (a run's events on one clock), [`outcome`] (one scenario's result),
 //! [`checklist`] (the seed's acceptance questions), [`certificate`] (JSON and JUnit),
-//! [`html`], [`evidence`] (what a kept run directory holds, `rerun.sh`), and [`certify`] (a
-//! whole certification: run, judge, report).
+//! [`html`] (its timelines drawn by `svg`, its text made safe by `markup`), [`evidence`] (what a
+//! kept run directory holds, `rerun.sh`), and [`certify`] (a whole certification: run, judge,
+//! report).
 //!
 //! Reporters read runs and verdicts; they import `model`, `scenario`, `run` and `judge`, never
 //! `search` or `cli`.
@@ -12,6 +13,8 @@ pub mod certify;
 pub mod checklist;
 pub mod evidence;
 pub mod html;
+mod markup;
 pub mod outcome;
 pub mod story;
+mod svg;
 pub mod timeline;

@@ -1,0 +1,191 @@
+//! An exploration as a whole: the plan's record run, then each depth's cases run and judged, the
+//! cases of the next depth drawn from the recoveries of the first.
+
+use super::case::{Case, Workload};
+use super::depth::{Recovery, recovery};
+use super::finding::{CaseStatus, Finding};
+use super::jobs::run_all;
+use super::options::{ExploreOptions, Points, shard};
+use super::plan::{Plan, plan};
+use super::point::Point;
+use super::prune::Pruned;
+use crate::judge::Verdict;
+use crate::model::boundary::{Boundary, Site};
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::{Scenario, SyscallFault};
+use std::collections::BTreeSet;
+
+/// What an exploration did.
+#[derive(Debug, Default)]
+pub struct Exploration {
+    /// The record run's verdict. A workload that fails with no kill at all is also the first of
+    /// `failures`, as the case with no kill (`no_kill`).
+    pub record: Option<Verdict>,
+    /// Crash points found, per depth (index 0: depth 1).
+    pub points: Vec<usize>,
+    pub pruned: Vec<(Point, Pruned)>,
+    /// Cases run, per depth.
+    pub ran: Vec<usize>,
+    /// Cases outside this shard.
+    pub other_shards: usize,
+    pub failures: Vec<Finding>,
+    pub passed: usize,
+    /// Cases whose kill point the run did not pass again (another interleaving, a path the kill
+    /// changed): nothing was tested there, nothing is held against the runtime.
+    pub not_reached: usize,
+    /// Cases that passed only in part (a fault the runtime could not show without the probe).
+    pub partial: usize,
+    /// Boundaries a black-box exploration could not see.
+    pub unseen: Vec<Boundary>,
+    /// See [`Plan::exact`].
+    pub exact: Vec<(Boundary, usize)>,
+    /// See [`Plan::same_state`].
+    pub same_state: Vec<(SyscallFault, SyscallFault)>,
+}
+
+impl Exploration {
+    /// What the plan says before any case runs: the record run and the points found in it.
+    fn of(plan: &Plan) -> Exploration {
+        let mut result = Exploration {
+            record: Some(plan.record.clone()),
+            points: vec![plan.points],
+            pruned: plan.pruned.clone(),
+            exact: plan.exact.clone(),
+            same_state: plan.same_state.clone(),
+            ..Exploration::default()
+        };
+        if !plan.probe {
+            result.unseen = Boundary::ALL
+                .into_iter()
+                .filter(|b| {
+                    b.site() == Site::Probe && *b != Boundary::AfterProviderSuccess && *b != Boundary::AfterDeliverySend
+                })
+                .collect();
+        }
+        result
+    }
+
+    /// Counts how a case of this shard ended.
+    fn judge(&mut self, finding: &Finding) {
+        match finding.status() {
+            CaseStatus::Pass => self.passed += 1,
+            CaseStatus::Partial => self.partial += 1,
+            CaseStatus::NotReached => self.not_reached += 1,
+            CaseStatus::Fail => self.failures.push(finding.clone_without_run()),
+        }
+    }
+
+    /// Adds what a depth-1 run's recovery found; returns its depth-2 cases.
+    fn recovered(&mut self, recovery: Recovery) -> Vec<Case> {
+        self.points.resize(2, 0);
+        self.points[1] += recovery.points;
+        self.pruned.extend(recovery.pruned);
+        self.same_state.extend(recovery.same_state);
+        recovery.cases
+    }
+}
+
+/// The record run as the case with no kill, when it failed.
+fn record_failure(workload: &Workload, plan: &Plan, story: &str) -> Finding {
+    let case = Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: Vec::new() };
+    let scenario = case.scenario(workload);
+    Finding {
+        case,
+        scenario,
+        verdict: plan.record.clone(),
+        artifacts: plan.record_artifacts.clone(),
+        story: Some(story.to_owned()),
+    }
+}
+
+/// Explores `scenario`'s workload against `target`; `progress` is told of each case as it ends
+/// (done, total so far, failures so far).
+pub fn explore(
+    scenario: &Scenario,
+    target: &Target,
+    options: &ExploreOptions,
+    progress: &(dyn Fn(&Finding, usize, usize, usize) + Sync),
+) -> std::io::Result<Exploration> {
+    let workload = Workload::of(scenario);
+    let plan = plan(&workload, target, options)?;
+    let mut result = Exploration::of(&plan);
+    if let Some(story) = &plan.record_story {
+        result.failures.push(record_failure(&workload, &plan, story));
+        if options.first_failure {
+            return Ok(result);
+        }
+    }
+    let syscalls = options.points == Points::Syscalls;
+    // Over system calls, every case is traced: its recovery's calls are the points of depth 2.
+    let traced_options;
+    let options = if syscalls {
+        traced_options =
+            ExploreOptions { run: RunOptions { syscalls: true, ..options.run.clone() }, ..options.clone() };
+        &traced_options
+    } else {
+        options
+    };
+    let explorer = Explorer { scenario, workload: &workload, target, options, progress, syscalls };
+    let mut level: Vec<Case> = plan.cases;
+    let mut depth = 1;
+    loop {
+        let next = explorer.level(&mut result, level, depth)?;
+        if next.is_empty() || (options.first_failure && !result.failures.is_empty()) {
+            break;
+        }
+        level = next;
+        depth += 1;
+    }
+    Ok(result)
+}
+
+/// What every depth of one exploration runs with.
+struct Explorer<'a> {
+    scenario: &'a Scenario,
+    workload: &'a Workload,
+    target: &'a Target,
+    options: &'a ExploreOptions,
+    progress: &'a (dyn Fn(&Finding, usize, usize, usize) + Sync),
+    /// The crash points are system calls.
+    syscalls: bool,
+}
+
+impl Explorer<'_> {
+    /// Runs the cases of one depth (this shard's, and at depth 1 before a depth 2 the others'
+    /// too) and judges this shard's; returns the cases of the next depth.
+    fn level(&self, result: &mut Exploration, level: Vec<Case>, depth: u32) -> std::io::Result<Vec<Case>> {
+        let options = self.options;
+        let depth2 = options.depth >= 2;
+        let (mine, others) = shard(level, &self.scenario.name, options.shard);
+        result.other_shards += others.len();
+        // Depth 2 needs every depth-1 run, in this shard or not: their recoveries are the points.
+        let to_run: Vec<Case> =
+            if depth == 1 && depth2 { mine.iter().chain(others.iter()).cloned().collect() } else { mine.clone() };
+        let judged: BTreeSet<String> = mine.iter().map(Case::name).collect();
+        let keep_runs = depth == 1 && depth2;
+        let outcomes = run_all(
+            self.workload,
+            &to_run,
+            self.target,
+            options,
+            keep_runs,
+            &judged,
+            self.progress,
+            result.failures.len(),
+        )?;
+        result.ran.push(outcomes.iter().filter(|(f, _)| judged.contains(&f.case.name())).count());
+        let mut next = Vec::new();
+        for (finding, run) in outcomes {
+            if judged.contains(&finding.case.name()) {
+                result.judge(&finding);
+            }
+            if let Some(run) = run
+                && let Some(found) = recovery(&finding, &run, self.syscalls, options.prune)
+            {
+                next.extend(result.recovered(found));
+            }
+        }
+        Ok(next)
+    }
+}

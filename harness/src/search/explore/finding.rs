@@ -1,0 +1,73 @@
+//! One case run and judged: a finding, and how it ended.
+
+use super::case::{Case, Workload};
+use crate::judge::{Status, Verdict};
+use crate::run::driver::{Run, RunOptions};
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
+
+/// One case that ran, and how it ended.
+#[derive(Debug)]
+pub struct Finding {
+    pub case: Case,
+    pub scenario: Scenario,
+    pub verdict: Verdict,
+    /// Kept for a failing case: its data dir and logs.
+    pub artifacts: Option<std::path::PathBuf>,
+    pub story: Option<String>,
+}
+
+/// How one explored case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseStatus {
+    Pass,
+    Partial,
+    /// The only complaint is a fault not reached: the case's kill, or a kept world fault the kill
+    /// made unnecessary (a lookup fault with no unknown outcome left to look up).
+    NotReached,
+    Fail,
+}
+
+impl Finding {
+    pub fn status(&self) -> CaseStatus {
+        case_status(&self.verdict)
+    }
+
+    pub(super) fn clone_without_run(&self) -> Finding {
+        Finding {
+            case: self.case.clone(),
+            scenario: self.scenario.clone(),
+            verdict: self.verdict.clone(),
+            artifacts: self.artifacts.clone(),
+            story: self.story.clone(),
+        }
+    }
+}
+
+pub(super) fn case_status(verdict: &Verdict) -> CaseStatus {
+    match verdict.status() {
+        Status::Pass => CaseStatus::Pass,
+        Status::Partial => CaseStatus::Partial,
+        Status::Error => CaseStatus::Fail,
+        Status::Fail
+            if verdict.violations.iter().all(|v| v.invariant == crate::model::invariant::Invariant::FaultsReached) =>
+        {
+            CaseStatus::NotReached
+        }
+        Status::Fail => CaseStatus::Fail,
+    }
+}
+
+/// Runs one case; the run is returned for depth 2.
+pub fn run_case(
+    workload: &Workload,
+    case: &Case,
+    target: &Target,
+    options: &RunOptions,
+) -> std::io::Result<(Finding, Run)> {
+    let scenario = case.scenario(workload);
+    let (verdict, run) = crate::judge::run_scenario(&scenario, target, options)?;
+    let failed = case_status(&verdict) == CaseStatus::Fail;
+    let story = failed.then(|| crate::report::story::story(&scenario, &verdict, &run));
+    Ok((Finding { case: case.clone(), scenario, verdict, artifacts: None, story }, run))
+}

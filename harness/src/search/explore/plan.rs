@@ -1,0 +1,62 @@
+//! The plan of a workload: its record run (no kill) and the depth-1 cases found in it, without
+//! running them: what the trials list.
+
+use super::boundaries::{points, schedules};
+use super::case::{Case, Workload};
+use super::finding::{CaseStatus, case_status};
+use super::options::{ExploreOptions, Points};
+use super::point::Point;
+use super::prune::{Pruned, select};
+use super::syscalls;
+use crate::judge::Verdict;
+use crate::model::boundary::Boundary;
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::SyscallFault;
+
+/// The depth-1 plan of a workload.
+#[derive(Debug)]
+pub struct Plan {
+    pub record: Verdict,
+    pub record_story: Option<String>,
+    /// The record run's data dir and logs, kept when it failed.
+    pub record_artifacts: Option<std::path::PathBuf>,
+    pub points: usize,
+    pub pruned: Vec<(Point, Pruned)>,
+    pub cases: Vec<Case>,
+    /// Whether every kind of point explored could be seen: the runtime spoke the probe in the
+    /// record run, or the points are system calls (the tracer sees them either way).
+    pub probe: bool,
+    /// System-call points not run because the point before them leaves the same crash state:
+    /// (the point, that earlier one).
+    pub same_state: Vec<(SyscallFault, SyscallFault)>,
+    /// System-call points without the probe: each boundary of the seed's table with how many of
+    /// its occurrences the workload passed, every one a case hit exactly (at a system call, a
+    /// held answer or the harness's client).
+    pub exact: Vec<(Boundary, usize)>,
+}
+
+/// The record run and the depth-1 cases of `workload`, without running them: what the trials list.
+pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
+    let syscalls = options.points == Points::Syscalls;
+    let record_options = RunOptions { fingerprints: !syscalls, syscalls, ..options.run.clone() };
+    let (verdict, run) = crate::judge::run_scenario(&workload.base, target, &record_options)?;
+    let failed = case_status(&verdict) == CaseStatus::Fail;
+    let story = failed.then(|| crate::report::story::story(&workload.base, &verdict, &run));
+    let mut exact = Vec::new();
+    let mut same_state = Vec::new();
+    let (points, pruned, cases, probe) = if syscalls {
+        let planned = syscalls::plan(workload, &run, options.prune);
+        exact = planned.exact;
+        same_state = planned.same_state;
+        // The tracer sees every point with or without the probe: no boundary goes unseen.
+        (planned.points, Vec::new(), planned.cases, true)
+    } else {
+        let seen = points(&workload.base, &run, None);
+        let found = seen.len();
+        let (to_run, pruned) = select(&workload.base, seen, options.prune);
+        (found, pruned, schedules(&workload.base, &to_run, run.probe), run.probe)
+    };
+    let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
+    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, same_state, cases, probe, exact })
+}

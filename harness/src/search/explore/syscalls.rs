@@ -1,0 +1,92 @@
+//! Crash points over system calls (`--points syscalls`, seen by `killpoint-tracer`): which calls
+//! are explored, the depth-1 cases at them (and, without the probe, at the boundaries the world
+//! and the harness's client hold exactly), and the calls of a kill's recovery.
+
+use super::boundaries::{points, schedules};
+use super::case::{Case, Workload};
+use super::point::Point;
+use super::prune::{occupied, prune_syscalls};
+use crate::model::boundary::Boundary;
+use crate::run::driver::{Happening, Run};
+use crate::scenario::SyscallFault;
+
+/// The depth-1 cases over system calls of a record run, and what the plan says of them.
+pub(super) struct SyscallPlan {
+    /// Points found: the explored system calls, and the boundaries held exactly.
+    pub(super) points: usize,
+    pub(super) cases: Vec<Case>,
+    /// See the plan's `exact`.
+    pub(super) exact: Vec<(Boundary, usize)>,
+    /// See the plan's `same_state`.
+    pub(super) same_state: Vec<(SyscallFault, SyscallFault)>,
+}
+
+/// The depth-1 cases of the record `run` over system calls: a kill at each explored call of the
+/// first incarnation (pruned when `prune`), and without the probe at each boundary held exactly.
+pub(super) fn plan(workload: &Workload, run: &Run, prune: bool) -> SyscallPlan {
+    let explored: Vec<&crate::run::traced::SyscallPoint> =
+        run.syscall_points.iter().filter(|p| p.incarnation == 1 && explored(p)).collect();
+    let found = explored.len();
+    let (kept, same_state) = if prune { prune_syscalls(explored) } else { (explored, Vec::new()) };
+    let mut cases: Vec<Case> = kept
+        .iter()
+        .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: vec![p.fault()] })
+        .collect();
+    let syscall_cases = cases.len();
+    let mut exact = Vec::new();
+    // Without the probe, the boundaries the world and the harness's client hold exactly are
+    // crash points too; the tracer's are among the system-call points.
+    if !run.probe {
+        let held = held(workload, run);
+        cases.extend(schedules(&workload.base, &held, false));
+        exact = exact_counts(run, &held);
+    }
+    SyscallPlan { points: found + cases.len() - syscall_cases, cases, exact, same_state }
+}
+
+/// The boundaries of the record run held exactly without the probe (by the fake world or the
+/// harness's client), less those a kept world fault answers.
+fn held(workload: &Workload, run: &Run) -> Vec<Point> {
+    points(&workload.base, run, None)
+        .into_iter()
+        .map(|s| s.point)
+        .filter(|p| matches!(p.at, Boundary::AfterSubmit | Boundary::AfterDispatch | Boundary::AfterDeliverySend))
+        .filter(|p| !occupied(&workload.base, p))
+        .collect()
+}
+
+/// Each boundary of the seed's table with how many of its occurrences the record run passed.
+fn exact_counts(run: &Run, held: &[Point]) -> Vec<(Boundary, usize)> {
+    Boundary::ALL
+        .into_iter()
+        .map(|b| {
+            let n = if b.at_syscall() {
+                run.syscall_points.iter().flat_map(|p| &p.boundaries).filter(|a| a.boundary == b).count()
+            } else {
+                held.iter().filter(|p| p.at == b).count()
+            };
+            (b, n)
+        })
+        .collect()
+}
+
+/// The system-call points explored: syncs, renames and unlinks (before and after), requests
+/// (before), answers (after).
+pub(super) fn explored(point: &crate::run::traced::SyscallPoint) -> bool {
+    use crate::tracer::{PointKind, When};
+    match point.kind {
+        PointKind::Sync | PointKind::Rename | PointKind::Unlink => true,
+        PointKind::Request => point.when == When::Before,
+        PointKind::Answer => point.when == When::After,
+        PointKind::Durable | PointKind::Connect => false,
+    }
+}
+
+/// The recovery's system calls: every explored point of the incarnation after the kill.
+pub(super) fn recovery(run: &Run) -> Vec<&crate::run::traced::SyscallPoint> {
+    let killed = run.timeline.iter().find_map(|m| match m.happening {
+        Happening::Killed { incarnation } => Some(incarnation),
+        _ => None,
+    });
+    run.syscall_points.iter().filter(|p| Some(p.incarnation) == killed.map(|k| k + 1) && explored(p)).collect()
+}

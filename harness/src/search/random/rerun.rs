@@ -1,0 +1,34 @@
+//! The command lines a failure is told with: the one that reruns its scenario file, and the words
+//! for the runtime it failed against.
+
+use crate::report::evidence::shell_word;
+use crate::run::incarnation::Target;
+use std::path::Path;
+
+/// ` --runtime PATH -- ARGS…` for a command line.
+pub(super) fn runtime_flags(target: &Target) -> String {
+    let mut line = format!(" --runtime {}", shell_word(&target.program.display().to_string()));
+    if !target.args.is_empty() {
+        line.push_str(" --");
+        for a in &target.args {
+            line.push(' ');
+            line.push_str(&shell_word(a));
+        }
+    }
+    line
+}
+
+pub(super) fn target_words(target: &Target) -> String {
+    let mut words = target.program.display().to_string();
+    for a in &target.args {
+        words.push(' ');
+        words.push_str(a);
+    }
+    words
+}
+
+/// `killpoint run FILE [--no-probe] --runtime PATH -- ARGS…`
+pub fn rerun_command(file: &Path, target: &Target, probe: bool) -> String {
+    let black_box = if probe { "" } else { " --no-probe" };
+    format!("killpoint run {}{black_box}{}", shell_word(&file.display().to_string()), runtime_flags(target))
+}

@@ -1,0 +1,156 @@
+//! The runner: draws cases with proptest from the search's seed, runs each with the real driver
+//! and checker, lets proptest shrink the first that fails, and writes the shrunk case as a
+//! scenario file with the commands that rerun it.
+
+use super::options::RandomOptions;
+use super::rerun::{rerun_command, runtime_flags, target_words};
+use super::schedule::cases;
+use crate::judge::run_scenario;
+use crate::model::invariant::Invariant;
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a search found.
+#[derive(Debug)]
+pub struct RandomOutcome {
+    pub seed: u64,
+    /// Runs made: drawn cases and shrinking steps.
+    pub runs: u32,
+    pub elapsed: Duration,
+    /// The smallest failing case, if a case failed.
+    pub failure: Option<Failure>,
+}
+
+/// A failing case, shrunk and written.
+#[derive(Debug)]
+pub struct Failure {
+    pub scenario: Scenario,
+    /// The scenario file written.
+    pub file: PathBuf,
+    /// The one line that reruns it.
+    pub command: String,
+    /// The invariants the shrunk case violated when it was run again after the search.
+    pub violated: BTreeSet<Invariant>,
+    /// The failure report of the shrunk case's failing run during the search.
+    pub story: String,
+}
+
+impl Failure {
+    /// Faults of every kind in the schedule.
+    pub fn fault_count(&self) -> usize {
+        fault_count(&self.scenario)
+    }
+}
+
+/// Faults of every kind in a scenario's schedule.
+pub fn fault_count(s: &Scenario) -> usize {
+    s.faults.len() + s.consumer_faults.len() + s.lookup_faults.len() + s.policy_faults.len()
+}
+
+/// Draws `options.cases` schedules and runs each against `target`; stops at the first that fails,
+/// shrinks it, writes it to `options.out` and says how to rerun it.
+pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<RandomOutcome> {
+    let config = Config {
+        cases: options.cases,
+        // The seed is the record: a failure is replayed with it, or rerun from its file.
+        failure_persistence: None,
+        max_shrink_iters: options.max_shrink_iters,
+        // Every case must be drawn; the strategy itself never rejects, so this only bounds a bug.
+        max_global_rejects: 10 * options.cases.max(1),
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(options.seed)));
+    let runs = AtomicU32::new(0);
+    let started = Instant::now();
+    // The report of the last failing run. Proptest returns the last value that failed while it
+    // shrank, so this is the report of the case it returns.
+    let last = Mutex::new((String::new(), BTreeSet::new()));
+    let result = runner.run(&cases(options.waves, options.run.probe), |scenario| {
+        runs.fetch_add(1, Ordering::Relaxed);
+        check(&scenario, target, options, &last)
+    });
+    let elapsed = started.elapsed();
+    let runs = runs.into_inner();
+    let minimal = match result {
+        Ok(()) => return Ok(RandomOutcome { seed: options.seed, runs, elapsed, failure: None }),
+        Err(TestError::Fail(_, minimal)) => minimal,
+        Err(TestError::Abort(why)) => {
+            return Err(std::io::Error::other(format!("the random search stopped: {why}")));
+        }
+    };
+    let (story, violated_then) = last.into_inner().unwrap_or_else(|e| e.into_inner());
+    let failure = write_failure(minimal, target, options, story, &violated_then)?;
+    Ok(RandomOutcome { seed: options.seed, runs, elapsed, failure: Some(failure) })
+}
+
+/// Runs one drawn case. A failure is told to proptest, and its report and the invariants it
+/// violated are kept in `last`.
+fn check(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RandomOptions,
+    last: &Mutex<(String, BTreeSet<Invariant>)>,
+) -> Result<(), TestCaseError> {
+    let (failed, violated) = match run_scenario(scenario, target, &options.run) {
+        Ok((verdict, _)) if verdict.passed() => return Ok(()),
+        Ok((verdict, run)) => (crate::report::story::story(scenario, &verdict, &run), verdict.failed_invariants()),
+        Err(e) => (format!("could not run: {e}"), BTreeSet::new()),
+    };
+    *last.lock().unwrap_or_else(|e| e.into_inner()) = (failed.clone(), violated);
+    Err(TestCaseError::fail(failed))
+}
+
+/// Writes the shrunk case `minimal` as a scenario file that says how it was found, and runs it
+/// once more. `story` and `violated_then`: the report of its failing run during the search.
+fn write_failure(
+    minimal: Scenario,
+    target: &Target,
+    options: &RandomOptions,
+    story: String,
+    violated_then: &BTreeSet<Invariant>,
+) -> std::io::Result<Failure> {
+    let file = options.out.join(format!("random-{}.toml", options.seed));
+    let command = rerun_command(&file, target, options.run.probe);
+    let replay = format!(
+        "killpoint random --seed {} --cases {}{}{}",
+        options.seed,
+        options.cases,
+        if options.run.probe { "" } else { " --no-probe" },
+        runtime_flags(target)
+    );
+    let names: Vec<&str> = violated_then.iter().map(|i| i.as_str()).collect();
+    let mut scenario = minimal;
+    scenario.name = format!("random-{}", options.seed);
+    scenario.path = file.clone();
+    scenario.description = format!(
+        "Found by `killpoint random` (seed {}, {} cases at most) against {}: a drawn schedule, shrunk by \
+         proptest to this one, which violated {}.\nThe search: `{replay}`\nThis case: `{command}`",
+        options.seed,
+        options.cases,
+        target_words(target),
+        if names.is_empty() { "nothing the checker names (it could not run)".to_owned() } else { names.join(", ") },
+    );
+    std::fs::create_dir_all(&options.out)?;
+    std::fs::write(&file, scenario.to_toml())?;
+    // Run once more: the file is what a person reruns, so what it violates is said from it.
+    let violated = match run_scenario(&scenario, target, &options.run) {
+        Ok((verdict, _)) => verdict.failed_invariants(),
+        Err(_) => BTreeSet::new(),
+    };
+    Ok(Failure { scenario, file, command, violated, story })
+}
+
+pub(super) fn seed_bytes(seed: u64) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&seed.to_le_bytes());
+    }
+    bytes
+}

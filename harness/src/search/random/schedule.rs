@@ -1,0 +1,217 @@
+//! Genes read into a schedule: each operation's faults walked from its flow, the waves they may
+//! share, the consumer faults, and the scenario with the expectations they lead to; and the
+//! strategy that draws them.
+
+use super::flow::{Plan, plan};
+use super::genes::{DESTINATIONS, Genes, MAX_FAULTS, TENANTS, genes};
+use crate::model::boundary::Boundary;
+use crate::scenario::{ConsumerFault, Fault, Operation, Outcome, RuntimeSettings, Scenario};
+use fake_tool::ToolKind;
+use proptest::prelude::*;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The strategy: scenarios built from genes, each read back through the scenario parser, so that
+/// only what a scenario file may say is ever run.
+///
+/// `probe`: the runtime implements the boundary probe. Without it, faults are drawn only where
+/// the harness stops the runtime exactly from outside (`after_submit`, `after_dispatch`), which
+/// count their occurrences as the probe would.
+pub fn cases(waves: bool, probe: bool) -> impl Strategy<Value = Scenario> {
+    genes().prop_filter_map("a drawn schedule that a scenario file would refuse", move |g| {
+        let drawn = schedule(&g, waves, probe);
+        Scenario::parse(&drawn.path, &drawn.to_toml()).ok()
+    })
+}
+
+/// What a planned operation is, for deciding who may share its wave.
+struct Member {
+    key: (usize, ToolKind),
+    kills: bool,
+    revokes: bool,
+    /// What is drawn for it could change if another operation's kill lands while it is in flight:
+    /// a tool without lookup (paused where a correct runtime would have succeeded); an operation
+    /// whose own revocation's outcome depends on what was in flight; a fault at
+    /// `after_result_write`, which the runtime announces after its commit: a kill elsewhere
+    /// before the harness reads the announcement leaves it never announced at all.
+    fragile: bool,
+}
+
+impl Member {
+    fn of(key: (usize, ToolKind), plan: &Plan) -> Member {
+        Member {
+            key,
+            kills: plan.kills(),
+            revokes: plan.revokes,
+            fragile: key.1 == ToolKind::NonIdempotentNoLookup
+                || plan.revokes
+                || plan.faults.iter().any(|f| f.at == Boundary::AfterResultWrite),
+        }
+    }
+
+    /// Whether this operation may run in a wave that `m` is in.
+    fn may_share(&self, m: &Member) -> bool {
+        // A kill beside an operation whose drawn outcome it could change.
+        let kill_beside_fragile = (m.fragile && self.kills) || (self.fragile && m.kills);
+        // A revocation must land on the same tool and tenant before, or after, never
+        // during: the refusal would depend on the interleaving.
+        let revocation_during = (m.revokes || self.revokes) && m.key == self.key;
+        !kill_beside_fragile && !revocation_during
+    }
+}
+
+/// The waves of the operations read so far.
+#[derive(Default)]
+struct Waves {
+    /// Tools withdrawn (for a tenant) by an operation read so far.
+    revoked: HashSet<(usize, ToolKind)>,
+    /// The operations of the current wave.
+    wave: Vec<Member>,
+    /// Each operation's wave.
+    numbers: Vec<u32>,
+    /// Some operation shares a wave with the one before it.
+    joined_any: bool,
+}
+
+impl Waves {
+    /// Puts the next operation in the current wave when it `may_join` and shares it safely with
+    /// every operation there, else in a wave of its own.
+    fn place(&mut self, may_join: bool, member: Member) {
+        let joins = may_join && self.wave.iter().all(|m| member.may_share(m));
+        if joins {
+            self.joined_any = true;
+        } else {
+            self.wave.clear();
+        }
+        let waves = &mut self.numbers;
+        waves.push(if waves.is_empty() {
+            1
+        } else if joins {
+            waves[waves.len() - 1]
+        } else {
+            waves[waves.len() - 1] + 1
+        });
+        if member.revokes {
+            self.revoked.insert(member.key);
+        }
+        self.wave.push(member);
+    }
+}
+
+/// Reads genes into a scenario, expectations included.
+pub(super) fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scenario {
+    let mut operations = Vec::new();
+    let mut faults = Vec::new();
+    let mut waves = Waves::default();
+    for (i, gene) in genes.operations.iter().enumerate() {
+        let id = format!("op{}", i + 1);
+        let key = (gene.tenant, gene.kind);
+        let budget = MAX_FAULTS - faults.len();
+        // A tool withdrawn for this tenant by an earlier operation refuses this one's first
+        // attempt: no fault of it could be reached past its submission, so it has none.
+        let plan = if waves.revoked.contains(&key) {
+            Plan { faults: Vec::new(), outcome: Some(Outcome::Refused), revokes: false }
+        } else {
+            plan(&id, gene, budget, probe)
+        };
+        waves.place(i > 0 && waves_allowed && gene.join, Member::of(key, &plan));
+        faults.extend(plan.faults);
+        operations.push(Operation {
+            id,
+            tool: gene.kind,
+            destinations: gene.destinations.iter().map(|d| (*d).to_owned()).collect(),
+            tenant: TENANTS[gene.tenant].to_owned(),
+            actor: "agent-7".to_owned(),
+            expect: plan.outcome.unwrap_or(Outcome::Succeeded),
+            wave: None,
+        });
+    }
+    if waves.joined_any {
+        for (op, w) in operations.iter_mut().zip(&waves.numbers) {
+            op.wave = Some(*w);
+        }
+    }
+    let consumer_faults = consumer_faults(genes, &operations, faults.len());
+    drawn(operations, faults, consumer_faults)
+}
+
+/// The consumer faults of the genes, given the operations and the number of faults already drawn.
+fn consumer_faults(genes: &Genes, operations: &[Operation], faults: usize) -> Vec<ConsumerFault> {
+    // Consumer faults only where a success is delivered, at most one per consumer.
+    let delivered: Vec<&str> = DESTINATIONS
+        .iter()
+        .copied()
+        .filter(|d| operations.iter().any(|o| o.expect == Outcome::Succeeded && o.destinations.iter().any(|x| x == d)))
+        .collect();
+    let mut consumer_faults: Vec<ConsumerFault> = Vec::new();
+    for (pick, times) in &genes.consumer_faults {
+        if delivered.is_empty() || faults + consumer_faults.len() == MAX_FAULTS {
+            break;
+        }
+        let destination = delivered[pick % delivered.len()].to_owned();
+        if consumer_faults.iter().all(|c| c.destination != destination) {
+            consumer_faults.push(ConsumerFault {
+                destination,
+                operation: None,
+                tenant: None,
+                times: Some(*times),
+                status: 503,
+                apply: false,
+            });
+        }
+    }
+    consumer_faults
+}
+
+/// The drawn scenario around its operations and faults.
+fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<ConsumerFault>) -> Scenario {
+    Scenario {
+        name: "random".to_owned(),
+        path: PathBuf::from("random.toml"),
+        description: "A drawn schedule.".to_owned(),
+        operations,
+        faults,
+        consumer_faults,
+        syscall_faults: Vec::new(),
+        lookup_faults: Vec::new(),
+        policy_faults: Vec::new(),
+        // Fast retries: a drawn case settles in a fraction of a second.
+        runtime: RuntimeSettings { delivery_max_attempts: 5, retry_base_ms: 5 },
+        // A hang bound, not a wait.
+        deadline: Duration::from_secs(5),
+        catches: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::runner::{fault_count, seed_bytes};
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_drawn_schedule_is_a_valid_scenario_file() {
+        let mut runner =
+            TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(7)));
+        let strategy = genes();
+        let mut shapes = BTreeSet::new();
+        for _ in 0..500 {
+            let g = strategy.new_tree(&mut runner).unwrap().current();
+            let drawn = schedule(&g, true, true);
+            if let Err(e) = Scenario::parse(&drawn.path, &drawn.to_toml()) {
+                panic!("{e}\n{}", drawn.to_toml());
+            }
+            assert!(fault_count(&drawn) <= MAX_FAULTS);
+            for op in &drawn.operations {
+                shapes.insert(op.expect.to_string());
+            }
+        }
+        // Not every case ends `succeeded`: the expectation follows the schedule.
+        for outcome in ["succeeded", "paused", "refused"] {
+            assert!(shapes.contains(outcome), "no drawn operation is expected to end {outcome}: {shapes:?}");
+        }
+    }
+}
