@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// What `certify` and `run` are asked to write beside the text report: where run directories go
 /// and where the HTML report is written. (`--keep-artifacts` is the `keep` of
-/// [`crate::report::certificate::certify`].)
+/// `certify::certify`.)
 #[derive(Debug, Clone, Default)]
 pub struct ReportOptions {
     /// `--html PATH`: the whole certification as one HTML file.
