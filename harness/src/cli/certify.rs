@@ -1,0 +1,115 @@
+//! `killpoint certify`: every chosen scenario against the runtime, then the scenario, boundary ×
+//! tool kind, contract-rule and checklist tables, and the reports asked for.
+
+use super::setup::{scenarios, target, traced_options};
+use super::{Output, Runtime, Selection, Usage};
+use crate::report::certificate::Certificate;
+use crate::report::outcome::ScenarioOutcome;
+use crate::report::{certify, story};
+use crate::search::explore::Points;
+use crate::{RunOptions, Scenario, Target, Verdict};
+use std::process::ExitCode;
+
+/// `killpoint certify`'s options.
+#[derive(Debug, Clone)]
+pub struct CertifyCommand {
+    pub runtime: Runtime,
+    pub select: Selection,
+    pub output: Output,
+    /// `--operations`: each scenario's workload this many times over.
+    pub operations: u32,
+    /// `--jobs`: scenarios run at once (default: the number of cores).
+    pub jobs: Option<u32>,
+    /// `--points`: `Syscalls` runs the runtime under killpoint-tracer.
+    pub points: Points,
+}
+
+impl CertifyCommand {
+    pub fn run(&self) -> Result<ExitCode, Usage> {
+        let target = target(&self.runtime)?;
+        let scenarios = scenarios(&self.select, self.operations)?;
+        let options = RunOptions {
+            artifacts_root: self.output.artifacts_dir.clone(),
+            ..traced_options(&self.runtime, self.points)
+        };
+        Ok(certify(&scenarios, &target, &options, &self.output, self.jobs))
+    }
+}
+
+/// Certifies `scenarios` and prints what `certify` prints; `run` shares it for its one scenario.
+pub(super) fn certify(
+    scenarios: &[Scenario],
+    target: &Target,
+    options: &RunOptions,
+    output: &Output,
+    jobs: Option<u32>,
+) -> ExitCode {
+    println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
+    let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
+    let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
+    print_failures(&outcomes);
+    let certificate = print_tables(target, &outcomes);
+    if let Err(code) = write_reports(output, &certificate, &outcomes) {
+        return code;
+    }
+    let failed = outcomes.iter().any(|o| o.verdict.as_ref().map_or(true, |v| !v.passed()));
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// On stderr, each failure's story, where its artifacts are kept and how to rerun it.
+fn print_failures(outcomes: &[ScenarioOutcome]) {
+    for o in outcomes {
+        if let Some(story) = &o.story {
+            eprintln!("{story}");
+        }
+        if let Some(path) = &o.artifacts {
+            eprintln!("{}: {}", o.name, crate::run::artifacts::kept_at(path));
+        }
+        if let Some(rerun) = &o.rerun {
+            eprintln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
+        }
+    }
+}
+
+/// On stdout, the scenario, boundary × tool kind, contract-rule and checklist tables; returns the
+/// certificate they come from.
+fn print_tables(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
+    let rows: Vec<(String, Result<Verdict, String>)> =
+        outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
+    print!("{}", story::table(&rows));
+    let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
+    println!("\n{}", story::matrix_table(&story::matrix(&verdicts)));
+    let traced = story::at_syscalls(&verdicts);
+    if !traced.is_empty() {
+        let names: Vec<&str> = traced.iter().map(|b| b.as_str()).collect();
+        println!(
+            "hit exactly at system calls, without the probe (killpoint-tracer, CONTRACT.md section 7): {}\n",
+            names.join(", ")
+        );
+    }
+    let certificate = Certificate::new(target, outcomes);
+    println!("{}\n", crate::judge::rules::summarise(&certificate.rules));
+    println!("{}", crate::report::checklist::table(&certificate.checklist));
+    certificate
+}
+
+/// The JSON, JUnit and HTML reports asked for; a report that cannot be written is exit 2.
+fn write_reports(output: &Output, certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> Result<(), ExitCode> {
+    let html = output.html.as_ref().map(|_| crate::report::html::render(certificate, outcomes)).unwrap_or_default();
+    for (path, text, what) in [
+        (&output.json, certificate.to_json(), "JSON certificate"),
+        (&output.junit, certificate.to_junit(), "JUnit report"),
+        (&output.html, html, "HTML report"),
+    ] {
+        if let Some(path) = path {
+            match std::fs::write(path, text) {
+                Ok(()) => println!("{what} written to {}", path.display()),
+                Err(e) => {
+                    eprintln!("killpoint: cannot write the {what} to {}: {e}", path.display());
+                    return Err(ExitCode::from(2));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! `killpoint explore`: the workload killed at every boundary occurrence it passes; each failure
+//! written as a scenario file, then the summary of crash points found, run and pruned.
+
+use super::setup::{points, run_options, target};
+use super::{Runtime, Usage};
+use crate::search::explore::{self, CaseStatus, Exploration, ExploreOptions, Finding, Points};
+use crate::{RunOptions, Scenario, Target};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// How an exploration is done (`explore`, and `bench SCENARIO.toml`).
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    /// `--depth`: 2 also kills at every crash point of each kill's recovery.
+    pub depth: u8,
+    /// `--jobs`: cases run at once (default: the number of cores).
+    pub jobs: Option<u32>,
+    /// `--points`: the named boundaries, or the runtime's system calls.
+    pub points: Points,
+}
+
+/// `killpoint explore`'s options.
+#[derive(Debug, Clone)]
+pub struct ExploreCommand {
+    /// The scenario whose workload is explored.
+    pub scenario: PathBuf,
+    pub runtime: Runtime,
+    pub knobs: Knobs,
+    /// `--shard K/N`: only the cases whose names hash into shard K of N.
+    pub shard: Option<(u64, u64)>,
+    /// `--out`: where failing cases are written as scenario files.
+    pub out: PathBuf,
+    /// `--first-failure`: stop at the first failing case.
+    pub first_failure: bool,
+    /// `--quiet`: no progress, only the summary.
+    pub quiet: bool,
+    /// `--operations`: the scenario's workload this many times over.
+    pub operations: u32,
+}
+
+impl ExploreCommand {
+    pub fn run(&self) -> Result<ExitCode, Usage> {
+        let target = target(&self.runtime)?;
+        let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?.with_copies(self.operations);
+        let mut args = self.clone();
+        args.knobs.points = points(args.knobs.points, &args.runtime);
+        Ok(args.explore(&scenario, &target, run_options(&args.runtime)))
+    }
+
+    fn explore(&self, scenario: &Scenario, target: &Target, run: RunOptions) -> ExitCode {
+        let options = self.options(run);
+        let workload = explore::Workload::of(scenario);
+        println!(
+            "exploring `{}` ({} operation(s)) against {} at depth {}: {} hand-placed kill(s) dropped, {} world fault(s) kept",
+            scenario.name,
+            scenario.operations.len(),
+            target.program.display(),
+            options.depth,
+            workload.dropped,
+            workload.kept
+        );
+        let bar = progress_bar(self.quiet);
+        let plain = !self.quiet && bar.is_hidden();
+        let started = Instant::now();
+        let progress = |finding: &Finding, done: usize, total: usize, failures: usize| {
+            show_progress(&bar, plain, finding, done, total, failures);
+        };
+        let result = match explore::explore(scenario, target, &options, &progress) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("killpoint: the exploration could not run: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        bar.finish_and_clear();
+        let elapsed = started.elapsed();
+        let failed = self.report_failures(&result, target);
+        print_summary(&result, elapsed);
+        if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    }
+
+    fn options(&self, run: RunOptions) -> ExploreOptions {
+        ExploreOptions {
+            depth: self.knobs.depth,
+            run,
+            jobs: self.knobs.jobs.map_or(ExploreOptions::default().jobs, |j| j as usize),
+            shard: self.shard,
+            first_failure: self.first_failure,
+            // Shards list the cases each on its own machine: unpruned, they all list the same ones,
+            // so together they run every case exactly once.
+            prune: self.shard.is_none(),
+            keep_failures: true,
+            points: self.knobs.points,
+        }
+    }
+
+    /// On stderr, each failure's story, the file it is written to and its kept artifacts; returns
+    /// whether there was one.
+    fn report_failures(&self, result: &Exploration, target: &Target) -> bool {
+        let mut failed = false;
+        for finding in &result.failures {
+            failed = true;
+            if let Some(story) = &finding.story {
+                eprintln!("{story}");
+            }
+            match write_case(&self.out, finding, target, !self.runtime.no_probe) {
+                Ok((path, command)) => {
+                    eprintln!("  written to {}\n  reproduce: {command}", path.display());
+                }
+                Err(e) => eprintln!("killpoint: cannot write the failing case to {}: {e}", self.out.display()),
+            }
+            if let Some(path) = &finding.artifacts {
+                eprintln!("  {}\n", crate::run::artifacts::kept_at(path));
+            }
+        }
+        failed
+    }
+}
+
+/// A bar on a terminal; plain lines (one per failure, one per 10%) when piped, as in CI.
+fn progress_bar(quiet: bool) -> ProgressBar {
+    if quiet {
+        ProgressBar::hidden()
+    } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} crash points, {msg}, ETA {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    }
+}
+
+/// One case done: the bar moved, and with `plain`, a line per failure and per 10%.
+fn show_progress(bar: &ProgressBar, plain: bool, finding: &Finding, done: usize, total: usize, failures: usize) {
+    bar.set_length(total as u64);
+    bar.set_position(done as u64);
+    bar.set_message(format!("{failures} failure(s)"));
+    let failed = finding.status() == CaseStatus::Fail;
+    if plain && (failed || done * 10 / total.max(1) != (done - 1) * 10 / total.max(1)) {
+        let status = if failed { "FAILED" } else { "ok" };
+        eprintln!("  {done}/{total} {} {status} ({failures} failure(s) so far)", finding.case.name());
+    }
+}
+
+/// On stdout, the crash points found, the cases run and why the others were pruned.
+fn print_summary(result: &Exploration, elapsed: Duration) {
+    let ran: usize = result.ran.iter().sum();
+    let found: Vec<String> = result.points.iter().enumerate().map(|(d, n)| format!("{n} at depth {}", d + 1)).collect();
+    println!(
+        "crash points found: {}; cases run: {ran} ({} passed, {} partial, {} not reached, {} failed) in {:.1} s ({:.1} cases/s); pruned: {}{}",
+        found.join(", "),
+        result.passed,
+        result.partial,
+        result.not_reached,
+        result.failures.len(),
+        elapsed.as_secs_f64(),
+        ran as f64 / elapsed.as_secs_f64().max(1e-9),
+        result.pruned.len() + result.same_state.len(),
+        if result.other_shards > 0 {
+            format!("; {} case(s) in other shards", result.other_shards)
+        } else {
+            String::new()
+        }
+    );
+    print_pruned(result);
+}
+
+/// The summary's indented lines: what was pruned and why, and what the probe-less run saw.
+fn print_pruned(result: &Exploration) {
+    for (why, n) in explore::pruned_summary(&result.pruned) {
+        println!("  pruned {n}: {why}");
+    }
+    if !result.same_state.is_empty() {
+        println!(
+            "  pruned {}: system calls that leave the same disk and world as the point before (no durable change, no send in between)",
+            result.same_state.len()
+        );
+    }
+    if !result.exact.is_empty() {
+        let hit: Vec<String> = result.exact.iter().map(|(b, n)| format!("{b} ×{n}")).collect();
+        println!("  boundaries hit exactly without the probe: {}", hit.join(", "));
+    }
+    if !result.unseen.is_empty() {
+        let names: Vec<&str> = result.unseen.iter().map(|b| b.as_str()).collect();
+        println!("  not explored without the probe (the fake world cannot see them): {}", names.join(", "));
+    }
+}
+
+/// Writes a failing case as a scenario file; returns its path and the command that replays it.
+fn write_case(dir: &Path, finding: &Finding, target: &Target, probe: bool) -> std::io::Result<(PathBuf, String)> {
+    std::fs::create_dir_all(dir)?;
+    let mut scenario = finding.scenario.clone();
+    let broken: Vec<&str> = finding.verdict.failed_invariants().iter().map(|i| i.as_str()).collect();
+    scenario.description = format!(
+        "Found by `killpoint explore`: the workload of `{}` with the kill schedule {}, violated {}.\n\n{}",
+        finding.scenario.name.split('.').next().unwrap_or_default(),
+        finding.case.name(),
+        broken.join(", "),
+        scenario.description
+    );
+    let path = dir.join(format!("{}.toml", scenario.name));
+    std::fs::write(&path, scenario.to_toml())?;
+    let command = crate::search::random::rerun_command(&path, target, probe);
+    Ok((path, command))
+}

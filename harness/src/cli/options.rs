@@ -1,0 +1,41 @@
+//! The options several subcommands share, as plain values (`main.rs` fills them from its clap
+//! arguments of the same names).
+
+use std::path::PathBuf;
+
+/// The runtime under test and how it is started.
+#[derive(Debug, Clone, Default)]
+pub struct Runtime {
+    /// `--runtime`: the runtime to certify (default: killpoint-runtime built beside this binary).
+    pub runtime: Option<PathBuf>,
+    /// `--no-probe`: certify as a black box, no KILLPOINT_PROBE_SOCKET.
+    pub no_probe: bool,
+    /// Arguments for the runtime, after `--`.
+    pub runtime_args: Vec<String>,
+}
+
+/// Which scenarios a run certifies.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// `--scenarios`: also every *.toml in these dirs.
+    pub scenarios: Vec<PathBuf>,
+    /// `--no-standard`: only those of `scenarios`.
+    pub no_standard: bool,
+    /// `--filter`: only scenarios whose name contains it.
+    pub filter: Option<String>,
+}
+
+/// What a certification writes besides its tables.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    /// `--keep-artifacts`: every data dir and log, not only those of failures.
+    pub keep_artifacts: bool,
+    /// `--json`: where the JSON certificate goes.
+    pub json: Option<PathBuf>,
+    /// `--junit`: where the JUnit XML goes.
+    pub junit: Option<PathBuf>,
+    /// `--html`: where the HTML report goes.
+    pub html: Option<PathBuf>,
+    /// `--artifacts-dir`: where run directories are made (default: the temp dir).
+    pub artifacts_dir: Option<PathBuf>,
+}

@@ -1,0 +1,76 @@
+//! `killpoint run`: one scenario file, certified as `certify` does; against the reference runtime,
+//! also its `[[catches]]` (each broken variant must be caught).
+
+use super::certify::certify;
+use super::setup::{target, traced_options};
+use super::{Output, Runtime, Usage};
+use crate::search::explore::Points;
+use crate::{RunOptions, Scenario, Target};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `killpoint run`'s options.
+#[derive(Debug, Clone)]
+pub struct RunCommand {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    pub runtime: Runtime,
+    pub output: Output,
+    /// `--operations`: the scenario's workload this many times over.
+    pub operations: u32,
+    /// `--points`: `Syscalls` runs the runtime under killpoint-tracer.
+    pub points: Points,
+}
+
+impl RunCommand {
+    pub fn run(&self) -> Result<ExitCode, Usage> {
+        let target = target(&self.runtime)?;
+        let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?;
+        // The catches are proven against the reference runtime only: the runtime itself says whether
+        // it has broken variants, and which (`--list-broken`); a misspelt one is the file's error.
+        let variants = if scenario.catches.is_empty() || !target.args.is_empty() {
+            None
+        } else {
+            crate::model::variants::of(&target.program).ok()
+        };
+        if let Some(known) = &variants {
+            scenario.check_catches(known).map_err(|e| e.to_string())?;
+        }
+        let options = RunOptions {
+            artifacts_root: self.output.artifacts_dir.clone(),
+            ..traced_options(&self.runtime, self.points)
+        };
+        let verdict = certify(
+            std::slice::from_ref(&scenario.with_copies(self.operations)),
+            &target,
+            &options,
+            &self.output,
+            None,
+        );
+        if scenario.catches.is_empty() {
+            return Ok(verdict);
+        }
+        let Some(_) = variants else {
+            println!(
+                "[[catches]] not run: they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)"
+            );
+            return Ok(verdict);
+        };
+        Ok(if all_caught(&scenario, &target, &options) { verdict } else { ExitCode::FAILURE })
+    }
+}
+
+/// Runs each of the scenario's `[[catches]]` and says whether its variant was caught.
+fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> bool {
+    let mut all_caught = true;
+    for catch in &scenario.catches {
+        match crate::trials::caught_by(scenario, target, options, &catch.broken, &catch.invariants) {
+            Ok(()) => println!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
+            Err(why) => {
+                all_caught = false;
+                eprintln!("NOT CAUGHT: {why}");
+            }
+        }
+    }
+    all_caught
+}

@@ -1,0 +1,58 @@
+//! What a subcommand settles before it runs anything: the runtime (checked once), the run
+//! options, where the crash points are, and the scenarios chosen.
+
+use super::{Runtime, Selection, Usage};
+use crate::search::explore::Points;
+use crate::{RunOptions, Scenario, ScenarioSet, Target};
+
+/// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
+/// `--broken` variant it has): one message, rather than the same failure in every scenario.
+pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
+    let Some(program) = args.runtime.clone().or_else(crate::reference_runtime) else {
+        return Err(
+            "no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`"
+                .into(),
+        );
+    };
+    crate::run::preflight::runtime(&program, &args.runtime_args)?;
+    Ok(Target { program, args: args.runtime_args.clone() })
+}
+
+pub(super) fn run_options(args: &Runtime) -> RunOptions {
+    RunOptions { probe: !args.no_probe, ..RunOptions::default() }
+}
+
+/// `--points` as asked, or `boundaries` where this machine refuses tracing (said in one line).
+pub(super) fn points(asked: Points, runtime: &Runtime) -> Points {
+    if asked == Points::Syscalls
+        && let Err(why) = crate::run::traced::permitted()
+    {
+        let instead = if runtime.no_probe { "as a black box" } else { "with the probe" };
+        eprintln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
+        return Points::Boundaries;
+    }
+    asked
+}
+
+/// The run options of certify, run and bench: under the tracer with `--points syscalls`.
+pub(super) fn traced_options(args: &Runtime, asked: Points) -> RunOptions {
+    RunOptions { syscalls: points(asked, args) == Points::Syscalls, ..run_options(args) }
+}
+
+/// The scenarios of `select`, every one valid (a bad file is exit 2, before anything runs).
+pub(super) fn scenarios(select: &Selection, copies: u32) -> Result<Vec<Scenario>, Usage> {
+    let set = ScenarioSet { standard: !select.no_standard, dirs: select.scenarios.clone() };
+    let mut chosen = Vec::new();
+    for s in set.load()? {
+        // A scenario that cannot be read is a failed certification, not a skipped one.
+        let s = s.map_err(|e| e.to_string())?;
+        if select.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) {
+            chosen.push(s.with_copies(copies));
+        }
+    }
+    if chosen.is_empty() {
+        let filter = select.filter.as_deref().map(|f| format!(" whose name contains `{f}`")).unwrap_or_default();
+        return Err(format!("no scenario to run: none{filter} among the selected ones").into());
+    }
+    Ok(chosen)
+}
