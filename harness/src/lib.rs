@@ -32,14 +32,6 @@ pub use judge::{Verdict, Violation, check, run_scenario};
 pub use model::boundary::Boundary;
 pub use model::invariant::Invariant;
 pub use run::driver::{Happening, Hit, Run, RunOptions};
-pub use run::incarnation::Target;
+pub use run::incarnation::{Target, reference_runtime};
 pub use scenario::Scenario;
 pub use scenario::standard::ScenarioSet;
-
-/// The reference runtime built beside the running executable (`target/<profile>/killpoint-runtime`),
-/// if it is there. Test executables live one level deeper, in `deps/`.
-pub fn reference_runtime() -> Option<std::path::PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join("killpoint-runtime"), dir.parent()?.join("killpoint-runtime")].into_iter().find(|p| p.is_file())
-}

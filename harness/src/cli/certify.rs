@@ -3,11 +3,14 @@
 
 use super::setup::{scenarios, target, traced_options};
 use super::{Output, Runtime, Selection, Usage};
+use crate::judge::Verdict;
 use crate::report::certificate::Certificate;
 use crate::report::outcome::ScenarioOutcome;
 use crate::report::{certify, story};
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
 use crate::search::explore::Points;
-use crate::{RunOptions, Scenario, Target, Verdict};
 use std::process::ExitCode;
 
 /// `killpoint certify`'s options.

@@ -2,7 +2,7 @@
 //! pre-commit hooks).
 
 use super::Usage;
-use crate::Scenario;
+use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -19,8 +19,10 @@ pub fn check(paths: &[PathBuf], runtime: Option<&Path>) -> Result<ExitCode, Usag
             files.push(Scenario::load(path));
         }
     }
-    let variants =
-        runtime.map(Path::to_path_buf).or_else(crate::reference_runtime).map(|p| crate::model::variants::of(&p));
+    let variants = runtime
+        .map(Path::to_path_buf)
+        .or_else(crate::run::incarnation::reference_runtime)
+        .map(|p| crate::model::variants::of(&p));
     let mut bad = 0;
     for file in &files {
         let checked = file.as_ref().map_err(|e| e.clone()).and_then(|s| match &variants {

@@ -3,8 +3,10 @@
 
 use super::setup::{points, run_options, target};
 use super::{Runtime, Usage};
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
 use crate::search::explore::{self, CaseStatus, Exploration, ExploreOptions, Finding, Points};
-use crate::{RunOptions, Scenario, Target};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -28,7 +28,7 @@ pub fn list(table: Table, runtime: Option<&Path>) -> Result<ExitCode, Usage> {
         Table::Tools => tools(),
         Table::Invariants => Invariant::ALL.iter().map(|i| (i.as_str().to_owned(), i.summary().to_owned())).collect(),
         Table::Variants => {
-            let program = runtime.map(Path::to_path_buf).or_else(crate::reference_runtime).ok_or(
+            let program = runtime.map(Path::to_path_buf).or_else(crate::run::incarnation::reference_runtime).ok_or(
                 "no --runtime given and no reference runtime beside this binary: the variants are the reference runtime's",
             )?;
             crate::model::variants::of(&program)?.into_iter().map(|v| (v.name, v.description)).collect()

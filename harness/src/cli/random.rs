@@ -3,7 +3,7 @@
 
 use super::setup::{run_options, target};
 use super::{Runtime, Usage};
-use crate::Target;
+use crate::run::incarnation::Target;
 use crate::search::random::{self, RandomOptions};
 use std::path::Path;
 use std::process::ExitCode;

@@ -4,8 +4,10 @@
 use super::certify::certify;
 use super::setup::{target, traced_options};
 use super::{Output, Runtime, Usage};
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
 use crate::search::explore::Points;
-use crate::{RunOptions, Scenario, Target};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

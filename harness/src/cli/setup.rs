@@ -2,13 +2,16 @@
 //! options, where the crash points are, and the scenarios chosen.
 
 use super::{Runtime, Selection, Usage};
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
+use crate::scenario::standard::ScenarioSet;
 use crate::search::explore::Points;
-use crate::{RunOptions, Scenario, ScenarioSet, Target};
 
 /// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
 /// `--broken` variant it has): one message, rather than the same failure in every scenario.
 pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
-    let Some(program) = args.runtime.clone().or_else(crate::reference_runtime) else {
+    let Some(program) = args.runtime.clone().or_else(crate::run::incarnation::reference_runtime) else {
         return Err(
             "no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`"
                 .into(),

@@ -441,3 +441,11 @@ fn read_end(path: &Path, n: u64) -> (Vec<u8>, bool) {
     let _ = file.take(n).read_to_end(&mut bytes);
     (bytes, cut)
 }
+
+/// The reference runtime built beside the running executable (`target/<profile>/killpoint-runtime`),
+/// if it is there. Test executables live one level deeper, in `deps/`.
+pub fn reference_runtime() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("killpoint-runtime"), dir.parent()?.join("killpoint-runtime")].into_iter().find(|p| p.is_file())
+}
