@@ -1,0 +1,409 @@
+//! Reading a scenario file: the file as written (serde structs that keep the spans errors point
+//! at) and the parser, one step per kind of table, each refusing what no run could use.
+//!
+//! The steps run in a fixed order and the first error found is the one reported, so the order of
+//! the steps in [`Scenario::parse`] and of the checks inside each is part of the error a file gets.
+
+mod fault;
+mod services;
+
+use crate::model::boundary::Boundary;
+use crate::scenario::{
+    Action, Catch, ConsumerFault, Operation, RuntimeSettings, Scenario, ScenarioError, SyscallFault, line_col, valid_id,
+};
+use fake_tool::PolicySubject;
+use serde::Deserialize;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// What a spoilt lookup or policy check gets, as written in a scenario file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ServiceAction {
+    Fail,
+    Drop,
+    Garbage,
+    Delay,
+}
+
+fn default_occurrence() -> u32 {
+    1
+}
+fn default_deadline() -> u64 {
+    20
+}
+
+// The file as written, with spans kept for the fields checked after parsing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    description: String,
+    deadline_seconds: Option<Spanned<u64>>,
+    #[serde(default)]
+    runtime: RuntimeSettings,
+    #[serde(default, rename = "operation")]
+    operations: Vec<Spanned<Operation>>,
+    #[serde(default, rename = "fault")]
+    faults: Vec<Spanned<FaultFile>>,
+    #[serde(default, rename = "consumer_fault")]
+    consumer_faults: Vec<Spanned<ConsumerFault>>,
+    #[serde(default, rename = "lookup_fault")]
+    lookup_faults: Vec<Spanned<LookupFaultFile>>,
+    #[serde(default, rename = "policy_fault")]
+    policy_faults: Vec<Spanned<PolicyFaultFile>>,
+    #[serde(default)]
+    catches: Vec<Spanned<Catch>>,
+    #[serde(default, rename = "syscall_fault")]
+    syscall_faults: Vec<Spanned<SyscallFault>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LookupFaultFile {
+    operation: Spanned<String>,
+    times: u32,
+    action: ServiceAction,
+    status: Option<u16>,
+    delay_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFaultFile {
+    times: Option<u32>,
+    operation: Option<Spanned<String>>,
+    subject: Option<PolicySubject>,
+    action: ServiceAction,
+    status: Option<u16>,
+    delay_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultFile {
+    at: Boundary,
+    operation: Spanned<String>,
+    #[serde(default = "default_occurrence")]
+    occurrence: u32,
+    attempt: Option<u32>,
+    destination: Option<Spanned<String>>,
+    /// Absent: true, except for `reject`, which never applies the effect.
+    effect: Option<bool>,
+    #[serde(default)]
+    action: Action,
+    delay_ms: Option<u64>,
+    status: Option<u16>,
+    #[serde(default)]
+    revoke: Vec<Spanned<String>>,
+}
+
+/// The text being parsed and the path it came from: what every step needs to place its errors.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// The error `message`, at the start of `span` when there is one.
+    fn at(&self, span: Option<Range<usize>>, message: String) -> ScenarioError {
+        ScenarioError { path: self.path.to_owned(), line_col: span.map(|s| line_col(self.text, s.start)), message }
+    }
+}
+
+impl Scenario {
+    /// Reads and checks one scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            path: path.to_owned(),
+            line_col: None,
+            message: format!("cannot read the scenario file: {e}"),
+        })?;
+        Scenario::parse(path, &text)
+    }
+
+    /// Parses scenario text; `path` is used for the name and in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let source = Source { path, text };
+        let file: File = toml::from_str(text).map_err(|e| source.at(e.span(), e.message().to_owned()))?;
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let operations = source.operations(&file.operations)?;
+        let (faults, fault_spans) = source.faults(file.faults, &operations)?;
+        source.all_reachable(&faults, fault_spans, &operations)?;
+        let consumer_faults = source.consumer_faults(file.consumer_faults, &operations)?;
+        let lookup_faults = source.lookup_faults(file.lookup_faults, &operations)?;
+        let policy_faults = source.policy_faults(file.policy_faults, &operations)?;
+        let syscall_faults = source.syscall_faults(file.syscall_faults, &operations)?;
+        let deadline = source.deadline(file.deadline_seconds)?;
+        let catches = source.catches(file.catches)?;
+
+        Ok(Scenario {
+            name,
+            path: path.to_owned(),
+            description: file.description.trim().to_owned(),
+            operations,
+            faults,
+            consumer_faults,
+            lookup_faults,
+            policy_faults,
+            runtime: file.runtime,
+            deadline: Duration::from_secs(deadline),
+            catches,
+            syscall_faults,
+        })
+    }
+
+    /// Every `*.toml` scenario in `dir`, sorted by name. Files that fail to parse are returned as
+    /// errors in place, so one bad file does not hide the others.
+    pub fn load_dir(dir: &Path) -> std::io::Result<Vec<Result<Scenario, ScenarioError>>> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        paths.sort();
+        Ok(paths.iter().map(|p| Scenario::load(p)).collect())
+    }
+}
+
+impl Source<'_> {
+    /// The `[[operation]]` tables: the workload, at least one operation.
+    fn operations(&self, tables: &[Spanned<Operation>]) -> Result<Vec<Operation>, ScenarioError> {
+        if tables.is_empty() {
+            return Err(self.at(None, "expected at least one [[operation]] in the workload".into()));
+        }
+        let mut operations: Vec<Operation> = Vec::new();
+        for spanned in tables {
+            self.operation(spanned, &operations)?;
+            operations.push(spanned.get_ref().clone());
+        }
+        Ok(operations)
+    }
+
+    /// One operation, after the `earlier` ones: an id the contract allows and not used before,
+    /// each destination once, waves in file order.
+    fn operation(&self, spanned: &Spanned<Operation>, earlier: &[Operation]) -> Result<(), ScenarioError> {
+        let op = spanned.get_ref();
+        if !valid_id(&op.id) {
+            return Err(self.at(
+                Some(spanned.span()),
+                format!("operation id `{}` must be 1 to 128 characters from A-Z a-z 0-9 . _ : -", op.id),
+            ));
+        }
+        if earlier.iter().any(|o| o.id == op.id) {
+            return Err(self.at(Some(spanned.span()), format!("operation id `{}` is used twice", op.id)));
+        }
+        // The runtime would refuse the submission (HTTP 400): the file's mistake, not the runtime's.
+        if let Some(twice) =
+            op.destinations.iter().enumerate().find_map(|(i, d)| op.destinations[..i].contains(d).then_some(d))
+        {
+            return Err(self.at(
+                Some(spanned.span()),
+                format!(
+                    "`{}` lists destination `{twice}` twice: expected each destination once (a runtime refuses the submission)",
+                    op.id
+                ),
+            ));
+        }
+        if let Some(wave) = op.wave {
+            let previous = earlier.iter().rev().find_map(|o| o.wave);
+            if wave == 0 {
+                return Err(self.at(Some(spanned.span()), "`wave` counts from 1".into()));
+            }
+            if let Some(previous) = previous.filter(|&p| wave < p) {
+                return Err(self.at(
+                    Some(spanned.span()),
+                    format!(
+                        "`{}` is in wave {wave}, after an operation in wave {previous}: expected a wave of {previous} or more (waves run in file order)",
+                        op.id
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `[[syscall_fault]]` tables: counts from 1, one place to count from, no point twice.
+    fn syscall_faults(
+        &self,
+        tables: Vec<Spanned<SyscallFault>>,
+        operations: &[Operation],
+    ) -> Result<Vec<SyscallFault>, ScenarioError> {
+        let mut syscall_faults: Vec<SyscallFault> = Vec::new();
+        for spanned in tables {
+            let span = spanned.span();
+            let f = spanned.into_inner();
+            if f.occurrence == 0 || f.incarnation == Some(0) || f.since.as_ref().is_some_and(|a| a.occurrence == 0) {
+                return Err(self.at(Some(span), "`occurrence` and `incarnation` count from 1".into()));
+            }
+            if let Some(anchor) = &f.since {
+                if f.incarnation.is_some() {
+                    return Err(self.at(
+                        Some(span),
+                        "a point is counted from an incarnation's ready line or `since` a boundary, not both".into(),
+                    ));
+                }
+                if !anchor.boundary.at_syscall() {
+                    return Err(self.at(
+                        Some(span),
+                        format!(
+                            "`since` needs a boundary reached at a system call ({}), found `{}`",
+                            Boundary::AT_SYSCALL.map(|b| format!("`{b}`")).join(", "),
+                            anchor.boundary
+                        ),
+                    ));
+                }
+                if !operations.iter().any(|op| op.id == anchor.operation) {
+                    return Err(self.at(
+                        Some(span),
+                        format!("`since` names operation `{}`, which this scenario does not have", anchor.operation),
+                    ));
+                }
+            }
+            if f.kind == crate::tracer::PointKind::Answer && f.when == crate::tracer::When::Before {
+                return Err(self.at(
+                    Some(span),
+                    "an `answer` point is only `after` (a kill before a receive is a kill after what came before it)"
+                        .into(),
+                ));
+            }
+            if syscall_faults.contains(&f) {
+                return Err(self.at(Some(span), "the same [[syscall_fault]] twice".into()));
+            }
+            syscall_faults.push(f);
+        }
+        Ok(syscall_faults)
+    }
+
+    /// `deadline_seconds`: how long the operations may take to settle, 1 or more.
+    fn deadline(&self, deadline_seconds: Option<Spanned<u64>>) -> Result<u64, ScenarioError> {
+        let deadline = match deadline_seconds {
+            None => default_deadline(),
+            Some(d) if *d.get_ref() == 0 => {
+                return Err(self.at(
+                    Some(d.span()),
+                    "`deadline_seconds` bounds how long the operations may take to settle: expected 1 or more, found 0"
+                        .into(),
+                ));
+            }
+            Some(d) => d.into_inner(),
+        };
+        Ok(deadline)
+    }
+
+    /// The `[[catches]]` tables: each names invariants that exist, one per broken variant. Whether
+    /// the variant exists is checked against the runtime, after parsing (`Scenario::check_catches`).
+    fn catches(&self, tables: Vec<Spanned<Catch>>) -> Result<Vec<Catch>, ScenarioError> {
+        let mut catches: Vec<Catch> = Vec::new();
+        for spanned in tables {
+            let span = spanned.span();
+            let c = spanned.into_inner();
+            if c.invariants.is_empty() {
+                return Err(self.at(
+                    Some(span),
+                    format!(
+                        "[[catches]] for `{}` names no invariant: expected the invariants the variant must violate",
+                        c.broken
+                    ),
+                ));
+            }
+            for name in &c.invariants {
+                crate::model::invariant::Invariant::from_name(name)
+                    .map_err(|e| self.at(Some(span.clone()), format!("[[catches]] for `{}`: {e}", c.broken)))?;
+            }
+            if catches.iter().any(|k| k.broken == c.broken) {
+                return Err(self.at(
+                    Some(span),
+                    format!("`{}` is caught twice: expected one [[catches]] per broken variant", c.broken),
+                ));
+            }
+            catches.push(c);
+        }
+        Ok(catches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(Path::new("scenarios/x.toml"), text)
+    }
+
+    const OK: &str = r#"
+description = "one charge"
+[[operation]]
+id = "charge"
+tool = "charge_card"
+destinations = ["ledger"]
+expect = "succeeded"
+[[fault]]
+at = "after_dispatch"
+operation = "charge"
+"#;
+
+    #[test]
+    fn a_small_file_parses_with_defaults() {
+        let s = parse(OK).unwrap();
+        assert_eq!(s.name, "x");
+        assert_eq!(s.faults[0].occurrence, 1);
+        assert!(s.faults[0].effect);
+        assert_eq!(s.operations[0].tenant, "acme");
+    }
+
+    #[test]
+    fn unknown_boundary_names_file_line_and_suggestion() {
+        let err = parse(&OK.replace("\"after_dispatch\"", "\"after_dispach\"")).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with("scenarios/x.toml:9:"), "{shown}");
+        assert!(shown.contains("did you mean `after_dispatch`"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_operation_in_a_fault_is_pointed_at() {
+        let err = parse(&OK.replace("operation = \"charge\"", "operation = \"charg\"")).unwrap_err();
+        assert_eq!(err.line_col, Some((10, 13)));
+        assert!(err.message.contains("did you mean `charge`"), "{}", err.message);
+    }
+
+    #[test]
+    fn every_shipped_scenario_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let all = Scenario::load_dir(&dir).unwrap();
+        assert!(all.len() >= 6);
+        for s in all {
+            if let Err(e) = s {
+                panic!("{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn provider_only_knobs_are_refused_elsewhere() {
+        let err =
+            parse(&OK.replace("at = \"after_dispatch\"", "at = \"before_dispatch\"\naction = \"drop\"")).unwrap_err();
+        assert!(err.message.contains("only applies at `after_dispatch`"), "{}", err.message);
+        let err = parse(&OK.replace("operation = \"charge\"\n", "operation = \"charge\"\nattempt = 2\n")).unwrap_err();
+        assert!(err.message.contains("use `occurrence`"), "{}", err.message);
+        let err = parse(&format!("{OK}action = \"delay\"\n")).unwrap_err();
+        assert!(err.message.contains("needs `delay_ms`"), "{}", err.message);
+    }
+
+    #[test]
+    fn delivery_faults_need_a_known_destination() {
+        let text = OK.replace("at = \"after_dispatch\"", "at = \"after_delivery_send\"");
+        let err = parse(&text).unwrap_err();
+        assert!(err.message.contains("must name a `destination`"), "{}", err.message);
+        let err = parse(&format!("{text}destination = \"ledgr\"\n")).unwrap_err();
+        assert!(err.message.contains("did you mean `ledger`"), "{}", err.message);
+    }
+
+    #[test]
+    fn unknown_keys_and_missing_expectations_are_errors() {
+        let err = parse(&OK.replace("tool = ", "tol = ")).unwrap_err();
+        assert!(err.message.contains("unknown field `tol`"), "{}", err.message);
+        let err = parse(&OK.replace("expect = \"succeeded\"\n", "")).unwrap_err();
+        assert!(err.message.contains("missing field `expect`"), "{}", err.message);
+    }
+}
