@@ -161,23 +161,33 @@ impl Incarnation {
     /// expected and what was seen.
     async fn become_ready(&mut self, launch: &Launch<'_>) -> Result<(), String> {
         let number = self.number;
-        let incarnation = self;
         let stdout_path = launch.logs.join("stdout.log");
 
-        let (ready_tx, mut ready_rx) = oneshot::channel::<String>();
-        let stdout = incarnation.child.stdout.take().expect("stdout is piped");
+        let (ready_tx, ready_rx) = oneshot::channel::<String>();
+        let stdout = self.child.stdout.take().expect("stdout is piped");
         tokio::spawn(copy_stdout(stdout, stdout_path, number, ready_tx));
 
         let deadline = tokio::time::Instant::now() + launch.ready_timeout;
-        let last_words = |what: &str| format!("{what}\n{}", tail_of_logs(launch.logs, 15));
+        let line = self.ready_line(launch, deadline, ready_rx).await?;
+        let declares_probe = self.read_ready_line(&line)?;
+        self.connect_probe(launch, deadline, declares_probe, &line).await
+    }
 
-        let line = tokio::select! {
+    /// The ready line's JSON, as the copy of stdout passes it on; or how the runtime failed to
+    /// print one before `deadline`.
+    async fn ready_line(
+        &mut self,
+        launch: &Launch<'_>,
+        deadline: tokio::time::Instant,
+        mut ready_rx: oneshot::Receiver<String>,
+    ) -> Result<String, String> {
+        tokio::select! {
             line = &mut ready_rx => match line {
-                Ok(line) => line,
+                Ok(line) => Ok(line),
                 Err(_) => {
                     // Stdout closed. Usually the process is exiting: wait for its status (within
                     // the same deadline) so the message says how it ended.
-                    let status = tokio::time::timeout_at(deadline, incarnation.child.wait()).await;
+                    let status = tokio::time::timeout_at(deadline, self.child.wait()).await;
                     let what = match status {
                         Ok(status) => format!(
                             "exited ({}) before printing `KILLPOINT_READY {{…}}` on stdout",
@@ -185,29 +195,34 @@ impl Incarnation {
                         ),
                         Err(_) => "closed its stdout without printing `KILLPOINT_READY {…}`".to_owned(),
                     };
-                    return Err(last_words(&what));
+                    Err(last_words(launch.logs, &what))
                 }
             },
-            status = incarnation.child.wait() => {
+            status = self.child.wait() => {
                 // It may have printed its ready line just before exiting, and the copy of stdout
                 // not have passed it on yet: the copy knows once stdout ends. The incarnation has
                 // failed either way, so kill what is left of the group (children holding stdout)
                 // to end it now; the deadline covers any holder the group kill cannot reach.
                 let status = describe_status(status.ok());
-                let _ = killpg(incarnation.pgid, Signal::SIGKILL);
+                let _ = killpg(self.pgid, Signal::SIGKILL);
                 let what = match tokio::time::timeout_at(deadline, &mut ready_rx).await {
                     Ok(Ok(_)) => format!("exited ({status}) right after printing its ready line"),
                     _ => format!("exited ({status}) before printing `KILLPOINT_READY {{…}}` on stdout"),
                 };
-                return Err(last_words(&what));
+                Err(last_words(launch.logs, &what))
             }
             _ = tokio::time::sleep_until(deadline) => {
-                return Err(last_words(&format!(
+                Err(last_words(launch.logs, &format!(
                     "did not print `KILLPOINT_READY {{…}}` on stdout within {:?}", launch.ready_timeout
-                )));
+                )))
             }
-        };
-        let ready: serde_json::Value = serde_json::from_str(&line)
+        }
+    }
+
+    /// Reads the ready line: the contract it speaks, its API address and whether it serves
+    /// metrics are kept; returns whether it declares the probe.
+    fn read_ready_line(&mut self, line: &str) -> Result<bool, String> {
+        let ready: serde_json::Value = serde_json::from_str(line)
             .map_err(|e| format!("expected `KILLPOINT_READY <json>`, found `KILLPOINT_READY {line}`: {e}"))?;
         match ready.get("contract").and_then(|c| c.as_str()) {
             Some(CONTRACT) => {}
@@ -220,7 +235,7 @@ impl Incarnation {
                 ));
             }
         }
-        incarnation.api = ready
+        self.api = ready
             .get("api")
             .and_then(|a| a.as_str())
             .filter(|a| a.starts_with("http://127.0.0.1:"))
@@ -231,16 +246,28 @@ impl Incarnation {
         // connected before printing it, so the connection is already queued: the deadline only
         // guards against a runtime that promised and did not connect.
         let declares_probe = ready.get("probe").and_then(|p| p.as_bool()).unwrap_or(false);
-        incarnation.metrics = ready.get("metrics").and_then(|m| m.as_bool()).unwrap_or(false);
+        self.metrics = ready.get("metrics").and_then(|m| m.as_bool()).unwrap_or(false);
+        Ok(declares_probe)
+    }
+
+    /// Takes the probe connection a runtime that declares the probe has made (`line`, its ready
+    /// line, for the error).
+    async fn connect_probe(
+        &mut self,
+        launch: &Launch<'_>,
+        deadline: tokio::time::Instant,
+        declares_probe: bool,
+        line: &str,
+    ) -> Result<(), String> {
         match (launch.probe, declares_probe) {
             (Some(listener), true) => {
                 tokio::select! {
                     accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => incarnation.probe = Some(ProbeConnection::new(stream)),
+                        Ok((stream, _)) => self.probe = Some(ProbeConnection::new(stream)),
                         Err(e) => return Err(format!("probe socket accept failed: {e}")),
                     },
                     _ = tokio::time::sleep_until(deadline) => {
-                        return Err(last_words(
+                        return Err(last_words(launch.logs,
                             "declared \"probe\": true in its ready line but never connected to KILLPOINT_PROBE_SOCKET (CONTRACT.md section 2: connect before printing the ready line)"
                         ));
                     }
@@ -392,6 +419,11 @@ pub fn describe_status(status: Option<ExitStatus>) -> String {
         Some(s) => format!("signal {}", s.signal().unwrap_or_default()),
         None => "status unknown".into(),
     }
+}
+
+/// `what` went wrong, with the runtime's last lines.
+fn last_words(logs: &Path, what: &str) -> String {
+    format!("{what}\n{}", tail_of_logs(logs, 15))
 }
 
 /// The last lines of the runtime's stderr and stdout, for error messages and reports. Reads only

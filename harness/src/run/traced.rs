@@ -13,7 +13,7 @@
 
 use crate::model::boundary::Boundary;
 use crate::scenario::{Anchor, SyscallFault};
-use crate::tracer::{HttpRequest, Peer, Point, PointKind, When};
+use crate::tracer::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -187,84 +187,103 @@ impl Boundaries {
 
     /// The boundaries reached exactly at `point`.
     fn observe(&mut self, point: &Point) -> Vec<Anchor> {
+        match (point.kind, point.when) {
+            (PointKind::Request, When::Before) => self.requesting(point),
+            (PointKind::Answer, When::After) => self.answered(point),
+            (PointKind::Sync, When::After) => self.synced(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A request to the world is about to be sent: the commit due for its operation is done.
+    fn requesting(&mut self, point: &Point) -> Vec<Anchor> {
         let mut reached = Vec::new();
         let request = point.request.as_ref();
-        match (point.kind, point.when) {
-            (PointKind::Request, When::Before) => {
-                if let Some(request) = request
-                    && let Some(op) = operation_of(request)
-                {
-                    if let Some(key) = &request.key {
-                        self.keys.entry(key.clone()).or_insert_with(|| op.clone());
-                    }
-                    if self.result_due.remove(&op).is_some() {
-                        reached.push(self.reach(Boundary::AfterResultWrite, op.clone()));
-                    }
-                    if self.refusal_due.remove(&op).is_some() {
-                        reached.push(self.reach(Boundary::AfterPolicyRevocation, op));
-                    }
-                }
+        if let Some(request) = request
+            && let Some(op) = operation_of(request)
+        {
+            if let Some(key) = &request.key {
+                self.keys.entry(key.clone()).or_insert_with(|| op.clone());
             }
-            (PointKind::Answer, When::After) => {
-                let (Some(request), Some(answer)) = (request, point.answer.as_ref()) else { return reached };
-                for due in self.result_due.values_mut().chain(self.refusal_due.values_mut()) {
-                    *due = Due::NextRequest;
-                }
-                match point.peer {
-                    Some(Peer::Policy) => {
-                        let asks_tool = request.body.as_ref().is_some_and(|b| b.get("tool").is_some());
-                        let allowed = answer.body.as_ref().and_then(|b| b.get("allowed")).and_then(|a| a.as_bool());
-                        if let (true, 200, Some(allowed), Some(op)) =
-                            (asks_tool, answer.status, allowed, operation_of(request))
-                        {
-                            if allowed {
-                                reached.push(self.reach(Boundary::BeforeDispatch, op));
-                            } else {
-                                self.refusal_due.insert(op, Due::NextSync);
-                            }
-                        }
-                    }
-                    Some(Peer::Provider) if (200..300).contains(&answer.status) => {
-                        // Readable as the contract says (section 4, step 7), or the runtime
-                        // takes it as unknown: a non-empty `provider_ref` and a `result`.
-                        let body = answer.body.as_ref();
-                        let reference = body.and_then(|b| b.get("provider_ref")).and_then(|r| r.as_str());
-                        let result = body.and_then(|b| b.get("result")).filter(|r| !r.is_null());
-                        let (Some(reference), Some(_)) = (reference.filter(|r| !r.is_empty()), result) else {
-                            return reached;
-                        };
-                        let op = operation_of(request)
-                            .or_else(|| request.key.as_ref().and_then(|k| self.keys.get(k).cloned()))
-                            .or_else(|| lookup_key(&request.path).and_then(|k| self.keys.get(&k).cloned()))
-                            .or_else(|| self.refs.get(reference).cloned());
-                        if let Some(op) = op {
-                            self.refs.entry(reference.to_owned()).or_insert_with(|| op.clone());
-                            self.result_due.insert(op.clone(), Due::NextSync);
-                            reached.push(self.reach(Boundary::AfterProviderSuccess, op));
-                        }
-                    }
-                    _ => {}
-                }
+            if self.result_due.remove(&op).is_some() {
+                reached.push(self.reach(Boundary::AfterResultWrite, op.clone()));
             }
-            (PointKind::Sync, When::After) => {
-                let mut committed = Vec::new();
-                for (due, boundary) in [
-                    (&mut self.result_due, Boundary::AfterResultWrite),
-                    (&mut self.refusal_due, Boundary::AfterPolicyRevocation),
-                ] {
-                    due.retain(|op, d| {
-                        let now = *d == Due::NextSync;
-                        if now {
-                            committed.push((boundary, op.clone()));
-                        }
-                        !now
-                    });
-                }
-                for (boundary, op) in committed {
-                    reached.push(self.reach(boundary, op));
-                }
+            if self.refusal_due.remove(&op).is_some() {
+                reached.push(self.reach(Boundary::AfterPolicyRevocation, op));
             }
-            _ => {}
+        }
+        reached
+    }
+
+    /// An answer from the world arrived: a policy check's or the provider's may be a boundary,
+    /// or call for a commit.
+    fn answered(&mut self, point: &Point) -> Vec<Anchor> {
+        let request = point.request.as_ref();
+        let (Some(request), Some(answer)) = (request, point.answer.as_ref()) else { return Vec::new() };
+        for due in self.result_due.values_mut().chain(self.refusal_due.values_mut()) {
+            *due = Due::NextRequest;
+        }
+        match point.peer {
+            Some(Peer::Policy) => self.policy_answered(request, answer).into_iter().collect(),
+            Some(Peer::Provider) if (200..300).contains(&answer.status) => {
+                self.provider_answered(request, answer).into_iter().collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A policy check's answer: `before_dispatch` when it allows the tool call; a refusal's
+    /// commit is due.
+    fn policy_answered(&mut self, request: &HttpRequest, answer: &HttpAnswer) -> Option<Anchor> {
+        let asks_tool = request.body.as_ref().is_some_and(|b| b.get("tool").is_some());
+        let allowed = answer.body.as_ref().and_then(|b| b.get("allowed")).and_then(|a| a.as_bool());
+        if let (true, 200, Some(allowed), Some(op)) = (asks_tool, answer.status, allowed, operation_of(request)) {
+            if allowed {
+                return Some(self.reach(Boundary::BeforeDispatch, op));
+            }
+            self.refusal_due.insert(op, Due::NextSync);
+        }
+        None
+    }
+
+    /// The provider's success: `after_provider_success`, and the result's commit is due.
+    fn provider_answered(&mut self, request: &HttpRequest, answer: &HttpAnswer) -> Option<Anchor> {
+        // Readable as the contract says (section 4, step 7), or the runtime
+        // takes it as unknown: a non-empty `provider_ref` and a `result`.
+        let body = answer.body.as_ref();
+        let reference = body.and_then(|b| b.get("provider_ref")).and_then(|r| r.as_str());
+        let result = body.and_then(|b| b.get("result")).filter(|r| !r.is_null());
+        let (Some(reference), Some(_)) = (reference.filter(|r| !r.is_empty()), result) else {
+            return None;
+        };
+        let op = operation_of(request)
+            .or_else(|| request.key.as_ref().and_then(|k| self.keys.get(k).cloned()))
+            .or_else(|| lookup_key(&request.path).and_then(|k| self.keys.get(&k).cloned()))
+            .or_else(|| self.refs.get(reference).cloned());
+        let op = op?;
+        self.refs.entry(reference.to_owned()).or_insert_with(|| op.clone());
+        self.result_due.insert(op.clone(), Due::NextSync);
+        Some(self.reach(Boundary::AfterProviderSuccess, op))
+    }
+
+    /// A sync completed: each commit due at the next sync is done.
+    fn synced(&mut self) -> Vec<Anchor> {
+        let mut reached = Vec::new();
+        let mut committed = Vec::new();
+        for (due, boundary) in [
+            (&mut self.result_due, Boundary::AfterResultWrite),
+            (&mut self.refusal_due, Boundary::AfterPolicyRevocation),
+        ] {
+            due.retain(|op, d| {
+                let now = *d == Due::NextSync;
+                if now {
+                    committed.push((boundary, op.clone()));
+                }
+                !now
+            });
+        }
+        for (boundary, op) in committed {
+            reached.push(self.reach(boundary, op));
         }
         reached
     }
@@ -405,9 +424,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let group = stream.peer_cred().ok().and_then(|c| c.pid());
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
-    // Counts of (kind, when) from the ready line, and from the last boundary reached.
-    let mut from_ready: HashMap<(PointKind, When), u32> = HashMap::new();
-    let mut since: Option<(Anchor, HashMap<(PointKind, When), u32>)> = None;
+    let mut counts = Counting::default();
     let mut state = CrashState::default();
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
@@ -415,76 +432,114 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         let Ok(point) = serde_json::from_str::<Point>(&line) else { return };
         // Counted from the start: what the incarnation did before its ready line is on disk too.
         let crash_state = state.passing(&point);
-        if ready.load(Ordering::SeqCst) {
-            let key = (point.kind, point.when);
-            let from_ready_count = {
-                let count = from_ready.entry(key).or_default();
-                *count += 1;
-                *count
-            };
-            let (anchor, occurrence) = match &mut since {
-                Some((anchor, counts)) => {
-                    let count = counts.entry(key).or_default();
-                    *count += 1;
-                    (Some(anchor.clone()), *count)
-                }
-                None => (None, from_ready_count),
-            };
-            let target = {
-                let mut state = shared.lock();
-                let boundaries = state.boundaries.observe(&point);
-                let seen_point = SyscallPoint {
-                    incarnation,
-                    kind: point.kind,
-                    when: point.when,
-                    occurrence,
-                    since: anchor.clone(),
-                    boundaries: boundaries.clone(),
-                    state: crash_state,
-                    what: describe(&point),
-                };
-                state.seen.push(seen_point.clone());
-                // A fault counted from the ready line, or from the boundary this incarnation
-                // last reached — the same count the record run gave the point.
-                let matches = |f: &SyscallFault| {
-                    f.kind == point.kind
-                        && f.when == point.when
-                        && match &f.since {
-                            None => f.incarnation() == incarnation && f.occurrence == from_ready_count,
-                            Some(a) => anchor.as_ref() == Some(a) && f.occurrence == occurrence,
-                        }
-                };
-                let syscall = (0..shared.faults.len()).find(|&i| !state.hits[i] && matches(&shared.faults[i]));
-                let boundary = state.boundary_faults.iter().position(|(f, hit)| !hit && boundaries.contains(&f.at));
-                if let Some(last) = boundaries.last() {
-                    since = Some((last.clone(), HashMap::new()));
-                }
-                match (syscall, boundary) {
-                    (Some(i), _) => {
-                        state.hits[i] = true;
-                        Some((Target::Syscall(i), seen_point))
-                    }
-                    (None, Some(i)) => {
-                        state.boundary_faults[i].1 = true;
-                        Some((Target::Boundary(state.boundary_faults[i].0.index), seen_point))
-                    }
-                    (None, None) => None,
-                }
-            };
-            if let Some((target, point)) = target {
-                // Never answered: killed right here, while the call is held. At once, not when the
-                // driver next looks: the stopped thread may hold a lock the runtime's API needs,
-                // and the harness's requests would wait on it.
-                if let Some(group) = group {
-                    let _ =
-                        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
-                }
-                let _ = shared.reached.send(Reached { target, point });
-                return;
+        if ready.load(Ordering::SeqCst)
+            && let Some((target, point)) = shared.passed(incarnation, &point, crash_state, &mut counts)
+        {
+            // Never answered: killed right here, while the call is held. At once, not when the
+            // driver next looks: the stopped thread may hold a lock the runtime's API needs, and
+            // the harness's requests would wait on it.
+            if let Some(group) = group {
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
             }
+            let _ = shared.reached.send(Reached { target, point });
+            return;
         }
         if write.write_all(b"{\"action\":\"resume\"}\n").await.is_err() {
             return;
+        }
+    }
+}
+
+/// Points counted by (kind, when).
+type Counts = HashMap<(PointKind, When), u32>;
+
+/// One incarnation's counts of (kind, when) from the ready line, and from the last boundary
+/// reached.
+#[derive(Default)]
+struct Counting {
+    from_ready: Counts,
+    since: Option<(Anchor, Counts)>,
+}
+
+/// Where a point stands in its incarnation's counts.
+struct Counted {
+    /// Its occurrence from the ready line.
+    from_ready: u32,
+    /// The last boundary this incarnation reached, if any.
+    anchor: Option<Anchor>,
+    /// Its occurrence from `anchor` (from the ready line without one).
+    occurrence: u32,
+}
+
+impl Counting {
+    fn count(&mut self, point: &Point) -> Counted {
+        let key = (point.kind, point.when);
+        let from_ready_count = {
+            let count = self.from_ready.entry(key).or_default();
+            *count += 1;
+            *count
+        };
+        let (anchor, occurrence) = match &mut self.since {
+            Some((anchor, counts)) => {
+                let count = counts.entry(key).or_default();
+                *count += 1;
+                (Some(anchor.clone()), *count)
+            }
+            None => (None, from_ready_count),
+        };
+        Counted { from_ready: from_ready_count, anchor, occurrence }
+    }
+}
+
+impl Shared {
+    /// Records a point the incarnation passed after its ready line, and says which fault it is
+    /// the crash point of, if any (that fault is hit).
+    fn passed(
+        &self,
+        incarnation: u32,
+        point: &Point,
+        crash_state: CrashState,
+        counts: &mut Counting,
+    ) -> Option<(Target, SyscallPoint)> {
+        let Counted { from_ready: from_ready_count, anchor, occurrence } = counts.count(point);
+        let mut state = self.lock();
+        let boundaries = state.boundaries.observe(point);
+        let seen_point = SyscallPoint {
+            incarnation,
+            kind: point.kind,
+            when: point.when,
+            occurrence,
+            since: anchor.clone(),
+            boundaries: boundaries.clone(),
+            state: crash_state,
+            what: describe(point),
+        };
+        state.seen.push(seen_point.clone());
+        // A fault counted from the ready line, or from the boundary this incarnation
+        // last reached — the same count the record run gave the point.
+        let matches = |f: &SyscallFault| {
+            f.kind == point.kind
+                && f.when == point.when
+                && match &f.since {
+                    None => f.incarnation() == incarnation && f.occurrence == from_ready_count,
+                    Some(a) => anchor.as_ref() == Some(a) && f.occurrence == occurrence,
+                }
+        };
+        let syscall = (0..self.faults.len()).find(|&i| !state.hits[i] && matches(&self.faults[i]));
+        let boundary = state.boundary_faults.iter().position(|(f, hit)| !hit && boundaries.contains(&f.at));
+        if let Some(last) = boundaries.last() {
+            counts.since = Some((last.clone(), HashMap::new()));
+        }
+        match (syscall, boundary) {
+            (Some(i), _) => {
+                state.hits[i] = true;
+                Some((Target::Syscall(i), seen_point))
+            }
+            (None, Some(i)) => {
+                state.boundary_faults[i].1 = true;
+                Some((Target::Boundary(state.boundary_faults[i].0.index), seen_point))
+            }
+            (None, None) => None,
         }
     }
 }

@@ -1,0 +1,138 @@
+//! The end of a run: the runtime's last word on every operation (read before it is stopped), the
+//! harness's own ground checked, and the evidence gathered into the [`Run`] the checker judges.
+
+use super::record::{Hit, Mark, Run};
+use super::state::Driver;
+use crate::model::boundary::Boundary;
+use crate::run::artifacts::Artifacts;
+use crate::run::client::{OperationReport, ReadError};
+use crate::scenario::{Action, Scenario};
+use fake_tool::Entry;
+use std::collections::BTreeMap;
+
+impl Driver<'_> {
+    /// The record of a run that got going, once its workload is done or `aborted` says why it
+    /// stopped early. The driver keeps the rest of its state, to be dropped with it.
+    pub(super) async fn record(
+        &mut self,
+        artifacts: Artifacts,
+        probe: bool,
+        aborted: Option<String>,
+        unsettled: Vec<(String, String)>,
+    ) -> Run {
+        let (reports, metrics) = self.last_word(aborted.is_none()).await;
+        // Before anything is held against the runtime: was the harness's own ground intact?
+        let harness_failure = intact(&artifacts).err();
+        self.incarnation.kill().await;
+        let incarnations = self.incarnation.number;
+        let ledger = self.world.entries();
+        let hits = provider_saw(self.scenario, self.hits.clone(), &ledger);
+        let (syscall_points, syscall_hits) = match &self.traced {
+            Some(traced) => (traced.points(), traced.hits()),
+            None => (Vec::new(), Vec::new()),
+        };
+        Run {
+            ledger,
+            timeline: std::mem::take(&mut self.timeline),
+            reports,
+            unsettled,
+            probe,
+            hits,
+            aborted,
+            harness_failure,
+            incarnations,
+            restarts: std::mem::take(&mut self.restarts),
+            recoveries: std::mem::take(&mut self.recoveries),
+            fingerprints: std::mem::take(&mut self.fingerprints),
+            syscall_points,
+            syscall_hits,
+            metrics,
+            artifacts,
+        }
+    }
+
+    /// The final word of the runtime on every operation, and its monitoring signals; nothing
+    /// when the run stopped early (`settled` false).
+    async fn last_word(
+        &mut self,
+        settled: bool,
+    ) -> (BTreeMap<String, OperationReport>, Option<Result<String, String>>) {
+        let scenario = self.scenario;
+        // The final word of the runtime on every operation, read before it is stopped.
+        let mut reports = BTreeMap::new();
+        if settled {
+            for op in &scenario.operations {
+                match self.client.read(&op.id).await {
+                    Ok(report) => {
+                        reports.insert(op.id.clone(), report);
+                    }
+                    Err(ReadError::Unknown(answer)) => self.forgot(&op.id, answer),
+                    Err(ReadError::Other(_)) => {}
+                }
+            }
+        }
+        // The monitoring signals, read after the reports: the checker compares them with the ledgers.
+        let metrics = match settled && self.incarnation.metrics {
+            true => Some(self.client.metrics().await),
+            false => None,
+        };
+        (reports, metrics)
+    }
+}
+
+/// Provider faults without a kill count as reached when the provider saw their call.
+fn provider_saw(scenario: &Scenario, mut hits: Vec<Hit>, ledger: &[Entry]) -> Vec<Hit> {
+    for (i, fault) in scenario.faults.iter().enumerate() {
+        if fault.at == Boundary::AfterDispatch
+            && fault.action != Action::Kill
+            && ledger.iter().any(|e| {
+                matches!(&e.event, fake_tool::Event::ProviderCall { operation: Some(op), call, .. }
+                    if *op == fault.operation && *call == fault.occurrence)
+            })
+        {
+            hits[i] = Hit::Exact;
+        }
+    }
+    hits
+}
+
+/// The record of a run whose first incarnation did not start (`aborted` says why).
+pub(super) fn unstarted(scenario: &Scenario, timeline: Vec<Mark>, aborted: String, artifacts: Artifacts) -> Run {
+    Run {
+        ledger: Vec::new(),
+        timeline,
+        reports: BTreeMap::new(),
+        unsettled: Vec::new(),
+        probe: false,
+        hits: vec![Hit::NotReached; scenario.faults.len()],
+        harness_failure: intact(&artifacts).err(),
+        aborted: Some(aborted),
+        incarnations: 1,
+        restarts: Vec::new(),
+        recoveries: Vec::new(),
+        fingerprints: Vec::new(),
+        syscall_points: Vec::new(),
+        syscall_hits: vec![false; scenario.syscall_faults.len()],
+        metrics: None,
+        artifacts,
+    }
+}
+
+/// Whether the run directory the harness made is still there and usable: a data dir or log
+/// directory removed under the harness is the harness's failure, not the runtime's.
+fn intact(artifacts: &Artifacts) -> Result<(), String> {
+    let root = artifacts.path();
+    for dir in [root.to_owned(), root.join("data"), root.join("logs")] {
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(format!("the harness's run directory {} is no longer a directory", dir.display())),
+            Err(e) => {
+                return Err(format!(
+                    "the harness's run directory {} vanished or became unusable during the run ({e}); the runtime is not judged on an incomplete record",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! The `freeze` fault: an incarnation SIGSTOPped at its announcement instead of killed, outlived
+//! by the next one on the same data dir, then resumed once its operation has settled — and
+//! watched until it exits, as a fenced incarnation must.
+
+use super::record::Happening;
+use super::restart::start;
+use super::state::{Driver, next_probe};
+use crate::run::client::Client;
+use crate::run::incarnation::{Launch, describe_status};
+use crate::run::probe::ProbeMessage;
+use std::time::Instant;
+
+impl Driver<'_> {
+    /// Fires a `freeze` fault: SIGSTOP instead of SIGKILL, the world told that the next
+    /// incarnation is current before it starts (its fencing token), and the frozen one kept
+    /// aside with its unanswered announcement.
+    pub(super) async fn freeze(&mut self, message: ProbeMessage, launch: &Launch<'_>) -> Result<(), String> {
+        let frozen_at = Instant::now();
+        self.last_kill = Some(frozen_at);
+        let number = self.incarnation.number;
+        self.mark(Happening::Frozen { incarnation: number, message: message.clone() });
+        self.incarnation.freeze();
+        self.world.fence(number + 1);
+        self.mark(Happening::Started { incarnation: number + 1 });
+        // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
+        let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
+        let frozen = std::mem::replace(&mut self.incarnation, next);
+        self.zombies.push((frozen, message));
+        self.client = Client::new(&self.incarnation.api);
+        self.restarts.push(frozen_at.elapsed());
+        self.after_restart().await;
+        Ok(())
+    }
+
+    /// Resumes every frozen incarnation, one at a time: SIGCONT, `resume` to the announcement it
+    /// was frozen at (and to any it makes after), then waits for it to exit — the event a fenced
+    /// incarnation owes — until the scenario's deadline, when it is recorded as outliving its
+    /// fence and SIGKILLed. Reaped either way.
+    pub(super) async fn resume_zombies(&mut self) {
+        for (mut zombie, message) in std::mem::take(&mut self.zombies) {
+            let number = zombie.number;
+            let started = tokio::time::Instant::now();
+            let deadline = started + self.scenario.deadline;
+            self.mark(Happening::Resumed { incarnation: number, message });
+            zombie.thaw();
+            let mut answer = zombie.probe.is_some();
+            loop {
+                // One answer per announcement: the one it was frozen at, then each it makes.
+                if answer && let Some(probe) = zombie.probe.as_mut() {
+                    // A failed write means it exited (the wait below sees it); a write that never
+                    // ends means it stopped reading, and the deadline bounds it.
+                    if tokio::time::timeout_at(deadline, probe.resume()).await.is_err() {
+                        zombie.probe = None;
+                    }
+                }
+                answer = false;
+                tokio::select! {
+                    biased;
+                    status = zombie.child.wait() => {
+                        let status = describe_status(status.ok());
+                        self.mark(Happening::ZombieExited { incarnation: number, status });
+                        break;
+                    }
+                    next = next_probe(&mut zombie.probe) => match next {
+                        Ok(Some(message)) => {
+                            self.mark(Happening::ZombieAnnounced { incarnation: number, message });
+                            answer = true;
+                        }
+                        // Closed or unreadable: it is on its way out, or says nothing more.
+                        Ok(None) | Err(_) => zombie.probe = None,
+                    },
+                    _ = tokio::time::sleep_until(deadline) => {
+                        self.mark(Happening::ZombieOutlived { incarnation: number, waited: started.elapsed() });
+                        break;
+                    }
+                }
+            }
+            // Also sweeps what it started, and reaps it.
+            zombie.kill().await;
+        }
+    }
+
+    /// A run that stopped early may still hold frozen incarnations: none is left behind.
+    pub(super) async fn kill_zombies(&mut self) {
+        for (mut zombie, _) in std::mem::take(&mut self.zombies) {
+            zombie.kill().await;
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The record a run leaves: what the harness did and saw ([`Happening`], on the world's clock as
+//! [`Mark`]s), how each fault was reached ([`Hit`]), and the [`Run`] the checker is handed.
+
+use super::fingerprint::Fingerprint;
+use crate::run::artifacts::Artifacts;
+use crate::run::client::{Answer, OperationReport, Resubmission};
+use crate::run::probe::ProbeMessage;
+use fake_tool::Entry;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Something the harness did or saw, on the same clock as the fake world's ledger.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Happening {
+    Started {
+        incarnation: u32,
+    },
+    Submitted {
+        operation: String,
+    },
+    /// The runtime accepted a submission (`202`, or `200` for one it already had).
+    Answered {
+        operation: String,
+        status: u16,
+    },
+    /// A submission that tests the contract's submission rules, and what came back: after every
+    /// restart, each submitted operation again (`operation` names it); once per run, malformed
+    /// ones (`operation` is absent; `read_after` is the read of the id they name, which must not
+    /// exist).
+    Resubmitted {
+        operation: Option<String>,
+        incarnation: u32,
+        submission: Resubmission,
+        answer: Answer,
+        read_after: Option<Answer>,
+    },
+    /// The runtime answered `404` for an operation it had accepted.
+    Forgotten {
+        operation: String,
+        incarnation: u32,
+        answer: String,
+    },
+    /// The runtime announced a boundary on the probe; `killed` when a fault fired there.
+    Boundary {
+        message: ProbeMessage,
+        killed: bool,
+    },
+    /// The fake world reached an armed kill point (e.g. the provider holds its answer for
+    /// `after_dispatch`) and the harness killed the runtime.
+    KillPoint {
+        operation: String,
+        what: String,
+    },
+    /// The tracer stopped the runtime at the system call a `[[syscall_fault]]` names, and the
+    /// harness killed it there.
+    SyscallKill {
+        incarnation: u32,
+        point: crate::run::traced::SyscallPoint,
+    },
+    Killed {
+        incarnation: u32,
+    },
+    /// The runtime exited without being killed.
+    Exited {
+        incarnation: u32,
+        status: String,
+    },
+    /// A `freeze` fault: the runtime announced `message` and was SIGSTOPped instead of answered;
+    /// the next incarnation starts on the same data dir while this one still exists.
+    Frozen {
+        incarnation: u32,
+        message: ProbeMessage,
+    },
+    /// The frozen incarnation was SIGCONTed and its held announcement answered `resume`. Marked
+    /// before the signal: anything it does afterwards comes later on the clock.
+    Resumed {
+        incarnation: u32,
+        message: ProbeMessage,
+    },
+    /// A resumed (outlived) incarnation announced a boundary; the harness answered `resume`.
+    ZombieAnnounced {
+        incarnation: u32,
+        message: ProbeMessage,
+    },
+    /// The resumed incarnation exited, as a fenced one must.
+    ZombieExited {
+        incarnation: u32,
+        status: String,
+    },
+    /// The resumed incarnation was still running at the deadline; the harness SIGKILLed it.
+    ZombieOutlived {
+        incarnation: u32,
+        waited: Duration,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mark {
+    pub seq: u64,
+    /// When it happened: microseconds since the scenario's world started, on the same origin as
+    /// the ledger's `at_micros` (the HTML timeline draws both on one axis; the text trace and its
+    /// snapshots never show it).
+    pub at_micros: u64,
+    #[serde(flatten)]
+    pub happening: Happening,
+}
+
+/// How a fault's boundary was reached (or not). The report shows it for every fault: a boundary
+/// the run did not exercise is never reported as passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hit {
+    /// Killed exactly at the boundary: announced on the probe, or a held provider/consumer answer.
+    Exact,
+    /// Killed exactly at the boundary without the probe, at the system call that is its edge
+    /// (`killpoint-tracer`; CONTRACT.md section 7, "Boundaries at system calls").
+    AtSyscall,
+    /// Killed as soon as the fake world saw the point from outside; the runtime may have moved on
+    /// a little (`after_provider_success` without the probe).
+    Approximate,
+    /// The fault could be armed but the runtime never got there.
+    NotReached,
+    /// Only the probe can stop a runtime here, and this runtime does not implement it.
+    NeedsProbe,
+}
+
+/// Options that are not part of the scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Give the runtime a probe socket (`KILLPOINT_PROBE_SOCKET`).
+    pub probe: bool,
+    /// How long the runtime has to become ready after each start.
+    pub ready_timeout: Duration,
+    /// Where run directories are created; `None`: the system's temp dir.
+    pub artifacts_root: Option<PathBuf>,
+    /// Run every incarnation under `killpoint-tracer` and record its system-call crash points
+    /// (`Run::syscall_points`); on anyway when the scenario has `[[syscall_fault]]`s.
+    pub syscalls: bool,
+    /// Once the workload settled, send the malformed submissions the contract says to refuse
+    /// (`idempotent_submission`). `killpoint explore` checks them in its record run only: they
+    /// concern the API, not the crash point.
+    pub malformed_submissions: bool,
+    /// At every probe announcement (the runtime blocked there), take a [`Fingerprint`] of the
+    /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
+    pub fingerprints: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            probe: true,
+            ready_timeout: Duration::from_secs(10),
+            artifacts_root: None,
+            fingerprints: false,
+            malformed_submissions: true,
+            syscalls: false,
+        }
+    }
+}
+
+/// What a run produced: the evidence the checker judges.
+#[derive(Debug)]
+pub struct Run {
+    pub ledger: Vec<Entry>,
+    pub timeline: Vec<Mark>,
+    /// The runtime's final report of each operation (absent if it could not be read).
+    pub reports: BTreeMap<String, OperationReport>,
+    /// Operations that did not settle in time, with the last state seen.
+    pub unsettled: Vec<(String, String)>,
+    /// Whether the runtime implemented the probe (declared it and connected).
+    pub probe: bool,
+    /// How each fault of the scenario was reached, by index into `scenario.faults`.
+    pub hits: Vec<Hit>,
+    /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
+    pub aborted: Option<String>,
+    /// The harness itself failed (its run directory vanished, …): the evidence is incomplete and
+    /// nothing in it is held against the runtime.
+    pub harness_failure: Option<String>,
+    pub incarnations: u32,
+    /// Kill → the next incarnation ready, one per kill.
+    pub restarts: Vec<Duration>,
+    /// Kill → restarted → the operation being waited for settled, one per settle after a kill.
+    pub recoveries: Vec<Duration>,
+    /// With [`RunOptions::fingerprints`]: the crash state at each announcement, by the `seq` of
+    /// its [`Happening::Boundary`] mark.
+    pub fingerprints: Vec<(u64, Fingerprint)>,
+    /// With tracing: every system-call crash point passed after each incarnation's ready line.
+    pub syscall_points: Vec<crate::run::traced::SyscallPoint>,
+    /// Whether each `[[syscall_fault]]` was reached, by index.
+    pub syscall_hits: Vec<bool>,
+    /// `GET /metrics` of the last incarnation once the workload settled, for a runtime whose
+    /// ready line declared `"metrics": true` (`None`: it does not serve them, or the run stopped
+    /// early); `Err` says why it could not be read.
+    pub metrics: Option<Result<String, String>>,
+    pub artifacts: Artifacts,
+}
+
+impl Run {
+    pub fn artifacts_path(&self) -> &Path {
+        self.artifacts.path()
+    }
+
+    /// Keeps the data dir and logs on disk; returns where.
+    pub fn keep_artifacts(self) -> PathBuf {
+        self.artifacts.keep()
+    }
+}

@@ -1,0 +1,81 @@
+//! Starting and restarting incarnations: a start that keeps the tracer in step, a SIGKILL and a
+//! restart on the same data dir, and the checks every restart owes the client's side of the
+//! contract.
+
+use super::record::Happening;
+use super::state::Driver;
+use crate::run::client::{Client, ReadError, Resubmission};
+use crate::run::incarnation::{Incarnation, Launch, StartError};
+use crate::run::traced::Tracing;
+use std::time::Instant;
+
+/// Starts incarnation `number`; when the run traces, its tracer's points are answered from the
+/// start and counted from its ready line.
+pub(super) async fn start(
+    launch: &Launch<'_>,
+    number: u32,
+    traced: &mut Option<Tracing>,
+) -> Result<Incarnation, StartError> {
+    if let Some(traced) = traced.as_mut() {
+        traced.watch(number);
+    }
+    let incarnation = Incarnation::start(launch, number).await?;
+    if let Some(traced) = traced {
+        traced.ready();
+    }
+    Ok(incarnation)
+}
+
+impl Driver<'_> {
+    pub(super) async fn kill_and_restart(&mut self, launch: &Launch<'_>) -> Result<(), String> {
+        let killed_at = Instant::now();
+        self.last_kill = Some(killed_at);
+        self.incarnation.kill().await;
+        let number = self.incarnation.number;
+        self.mark(Happening::Killed { incarnation: number });
+        self.mark(Happening::Started { incarnation: number + 1 });
+        self.incarnation = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
+        self.client = Client::new(&self.incarnation.api);
+        self.restarts.push(killed_at.elapsed());
+        Ok(())
+    }
+
+    /// Whether the tracer's task killed the runtime at a syscall fault's point (the kill is its;
+    /// the restart is the driver's).
+    pub(super) fn syscall_killed(&mut self) -> bool {
+        if self.reached_early.is_none()
+            && let Some(receiver) = self.syscall_reached.as_mut()
+        {
+            self.reached_early = receiver.try_recv().ok();
+        }
+        self.reached_early.is_some()
+    }
+
+    /// After every restart: is every accepted operation still known (`intent_durable`), and does
+    /// the runtime answer its resubmission as the contract says (`idempotent_submission`)?
+    pub(super) async fn after_restart(&mut self) {
+        let incarnation = self.incarnation.number;
+        for id in self.accepted.clone() {
+            if self.forgotten.contains(&id) {
+                continue;
+            }
+            let read = self.client.read(&id).await;
+            if self.syscall_killed() {
+                return; // the next restart checks again
+            }
+            if let Err(ReadError::Unknown(answer)) = read {
+                self.forgot(&id, answer);
+                continue;
+            }
+            let op = self.scenario.operation(&id).expect("accepted operations are the scenario's");
+            for submission in Resubmission::AGAIN {
+                let answer = self.client.resubmit(op, submission).await;
+                if self.syscall_killed() {
+                    return;
+                }
+                let operation = Some(id.clone());
+                self.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Settling a wave: answering the probe and firing faults until every operation of the wave has
+//! settled, waiting on events (a probe line, a kill point, a world entry, the process's exit) and
+//! on the one poll the contract leaves, reading an operation's state.
+
+use super::fingerprint::Fingerprint;
+use super::record::{Happening, Hit};
+use super::state::{Driver, next_probe, next_syscall};
+use crate::model::boundary::Boundary;
+use crate::run::client::ReadError;
+use crate::run::incarnation::{Launch, describe_status, tail_of_logs};
+use crate::run::probe::ProbeMessage;
+use crate::run::traced::Reached;
+use crate::scenario::{Action, Operation};
+use fake_tool::KillPoint;
+use std::process::ExitStatus;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Answers the probe and fires faults until every operation of `wave` has settled (or the
+/// deadline, renewed by every restart, has passed).
+pub(super) async fn settle(
+    driver: &mut Driver<'_>,
+    launch: &Launch<'_>,
+    points: &mut UnboundedReceiver<KillPoint>,
+    wave: &[&Operation],
+    unsettled: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    let mut wave = Settling::new(driver, launch, wave);
+    let mut poll = tokio::time::interval(Duration::from_millis(5));
+    // After a world entry, the runtime's last commit follows within a millisecond or two: read
+    // again each millisecond, a few times, before falling back to the slow tick.
+    let mut follow_ups = 0u32;
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if wave.over(unsettled) {
+            return Ok(());
+        }
+        if wave.driver.syscall_killed()
+            && let Some(reached) = wave.driver.reached_early.take()
+        {
+            wave.syscall_restart(reached).await?;
+            continue;
+        }
+        let driver = &mut *wave.driver;
+        let incarnation = &mut driver.incarnation;
+        tokio::select! {
+            biased;
+            message = next_probe(&mut incarnation.probe) => wave.announced(message).await?,
+            Some(reached) = next_syscall(&mut driver.syscall_reached) => wave.syscall_restart(reached).await?,
+            Some(point) = points.recv() => wave.kill_point(point).await?,
+            status = incarnation.child.wait() => return Err(wave.exited(status.ok())),
+            // Settling shows in the fake world's ledger (a call, a receipt) a moment before the
+            // runtime's last commit: read at each entry, and on a slow tick for what the world
+            // cannot see (an ACK written after the consumer's answer).
+            _ = driver.world.changed() => {
+                wave.read().await;
+                follow_ups = 4;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(1)), if follow_ups > 0 => {
+                follow_ups -= 1;
+                wave.read().await;
+            }
+            _ = poll.tick() => wave.read().await,
+            _ = tokio::time::sleep_until(wave.deadline) => {
+                wave.give_up(unsettled);
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// One wave being settled: what is still pending, and the deadline every restart renews.
+struct Settling<'s, 'a> {
+    driver: &'s mut Driver<'a>,
+    launch: &'s Launch<'s>,
+    /// Whether the incarnation the wave began with has the probe.
+    probe: bool,
+    /// Still to settle, each with the last state seen.
+    pending: Vec<(&'s Operation, String)>,
+    deadline: tokio::time::Instant,
+}
+
+impl<'s, 'a> Settling<'s, 'a> {
+    fn new(driver: &'s mut Driver<'a>, launch: &'s Launch<'s>, wave: &[&'s Operation]) -> Settling<'s, 'a> {
+        let probe = driver.incarnation.probe.is_some();
+        let pending: Vec<(&Operation, String)> = wave.iter().map(|op| (*op, String::from("never read"))).collect();
+        let deadline = tokio::time::Instant::now() + driver.scenario.deadline;
+        Settling { driver, launch, probe, pending, deadline }
+    }
+
+    /// After a restart, the wave has the scenario's deadline again.
+    fn renew(&mut self) {
+        self.deadline = tokio::time::Instant::now() + self.driver.scenario.deadline;
+    }
+
+    /// Whether the wave is over: nothing is pending any more, or the deadline has passed (what
+    /// is still pending then is unsettled).
+    fn over(&mut self, unsettled: &mut Vec<(String, String)>) -> bool {
+        // A runtime that says it does not know an operation it accepted will not settle it:
+        // reported as soon as seen, not at the deadline.
+        let forgotten = &self.driver.forgotten;
+        self.pending.retain(|(op, _)| !forgotten.contains(&op.id));
+        if self.pending.is_empty() {
+            return true;
+        }
+        // Checked here as well as in the last branch: `biased` polls that branch only when no
+        // other is ready, and a runtime that floods the probe keeps the first one ready.
+        if tokio::time::Instant::now() >= self.deadline {
+            self.give_up(unsettled);
+            return true;
+        }
+        false
+    }
+
+    /// The deadline passed: every operation still pending is unsettled, with the last state seen.
+    fn give_up(&mut self, unsettled: &mut Vec<(String, String)>) {
+        unsettled.extend(std::mem::take(&mut self.pending).into_iter().map(|(op, seen)| (op.id.clone(), seen)));
+    }
+
+    /// A probe announcement: the fault it calls for fires, or the runtime is answered `resume`.
+    async fn announced(&mut self, message: Result<Option<ProbeMessage>, String>) -> Result<(), String> {
+        let message = match message {
+            Ok(Some(m)) => m,
+            // The runtime closed the probe: it is exiting; the wait branch reports it.
+            Ok(None) => {
+                self.driver.incarnation.probe = None;
+                return Ok(());
+            }
+            Err(e) => {
+                return Err(format!(
+                    "incarnation {}: {e}\n{}",
+                    self.driver.incarnation.number,
+                    tail_of_logs(self.launch.logs, 15)
+                ));
+            }
+        };
+        let scenario = self.driver.scenario;
+        match self.driver.fault_for(&message) {
+            Some(i) if scenario.faults[i].action == Action::Freeze => {
+                self.driver.hits[i] = Hit::Exact;
+                self.driver.freeze(message, self.launch).await?;
+                self.renew();
+            }
+            Some(i) => {
+                self.driver.hits[i] = Hit::Exact;
+                self.driver.mark(Happening::Boundary { message, killed: true });
+                self.driver.fire(i, self.launch).await?;
+                self.renew();
+            }
+            None => self.resume(message).await?,
+        }
+        Ok(())
+    }
+
+    /// An announcement no fault is for: marked (with the crash state's fingerprint, when the run
+    /// takes them) and answered `resume`.
+    async fn resume(&mut self, message: ProbeMessage) -> Result<(), String> {
+        let driver = &mut *self.driver;
+        let announced = format!("`{}` of `{}`", message.boundary, message.operation_id);
+        driver.mark(Happening::Boundary { message, killed: false });
+        if let Some(data) = &driver.fingerprint_data {
+            let seq = driver.timeline.last().map_or(0, |m| m.seq);
+            driver.fingerprints.push((seq, Fingerprint::take(data, driver.world, driver.scenario)));
+        }
+        if let Some(probe) = driver.incarnation.probe.as_mut() {
+            // A failed write means the runtime died; the wait branch reports it.
+            // A write that never ends means it stopped reading the answers (and
+            // would block the harness for ever): the deadline bounds it.
+            if tokio::time::timeout_at(self.deadline, probe.resume()).await.is_err() {
+                return Err(format!(
+                    "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before {}'s deadline ({:?}) (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
+                    driver.incarnation.number,
+                    waiting_for(&self.pending),
+                    driver.scenario.deadline,
+                    tail_of_logs(self.launch.logs, 15)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The tracer's task killed the runtime at a syscall fault's point.
+    async fn syscall_restart(&mut self, reached: Reached) -> Result<(), String> {
+        self.driver.syscall_restart(reached, self.launch).await?;
+        self.renew();
+        Ok(())
+    }
+
+    /// The world reached an armed kill point: its fault fires, unless it already has.
+    async fn kill_point(&mut self, point: KillPoint) -> Result<(), String> {
+        let scenario = self.driver.scenario;
+        let i = point.tag as usize;
+        if self.driver.hits.get(i) == Some(&Hit::NotReached) {
+            let fault = &scenario.faults[i];
+            // Without the probe, "after the provider's success" is the moment the
+            // provider answered: the runtime may already be past it.
+            self.driver.hits[i] =
+                if fault.at == Boundary::AfterProviderSuccess && !self.probe { Hit::Approximate } else { Hit::Exact };
+            self.driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
+            self.driver.fire(i, self.launch).await?;
+            self.renew();
+        }
+        Ok(())
+    }
+
+    /// The runtime exited on its own while the wave was pending: the run's end, in words.
+    fn exited(&mut self, status: Option<ExitStatus>) -> String {
+        let number = self.driver.incarnation.number;
+        let status = describe_status(status);
+        self.driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
+        let states: Vec<String> = self.pending.iter().map(|(op, seen)| format!("`{}` was {seen}", op.id)).collect();
+        format!(
+            "incarnation {number} exited on its own ({status}) while {}\n{}",
+            states.join(", "),
+            tail_of_logs(self.launch.logs, 15)
+        )
+    }
+
+    async fn read(&mut self) {
+        read_pending(self.driver, &mut self.pending).await
+    }
+}
+
+fn waiting_for(pending: &[(&Operation, String)]) -> String {
+    pending.iter().map(|(op, _)| format!("`{}`", op.id)).collect::<Vec<_>>().join(", ")
+}
+
+/// Reads every operation still pending and drops those that have settled.
+async fn read_pending(driver: &mut Driver<'_>, pending: &mut Vec<(&Operation, String)>) {
+    let mut index = 0;
+    while index < pending.len() {
+        let op = pending[index].0;
+        match driver.client.read(&op.id).await {
+            Ok(report) if report.is_settled(&op.destinations) => {
+                pending.remove(index);
+                continue;
+            }
+            Ok(report) => pending[index].1 = report.summary(),
+            Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
+            Err(e) => pending[index].1 = format!("unreadable: {e}"),
+        }
+        index += 1;
+    }
+    if pending.is_empty()
+        && let Some(killed_at) = driver.last_kill.take()
+    {
+        driver.recoveries.push(killed_at.elapsed());
+    }
+}

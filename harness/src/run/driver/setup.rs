@@ -1,0 +1,119 @@
+//! What a run sets up before its first incarnation starts: the run directory's data dir, logs and
+//! probe socket, the fake world with the faults it injects from the first request on, the
+//! contract's environment, and the tracer when the run traces.
+
+use super::record::RunOptions;
+use crate::run::artifacts::Artifacts;
+use crate::run::incarnation::Target;
+use crate::run::traced::{Reached, Tracing};
+use crate::scenario::{RuntimeSettings, Scenario};
+use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, PolicyFault, World};
+use std::path::{Path, PathBuf};
+use tokio::net::UnixListener;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The ground a run stands on: its directories and probe socket, its clock and its world.
+pub(super) struct Ground {
+    pub(super) data: PathBuf,
+    pub(super) logs: PathBuf,
+    pub(super) probe_path: PathBuf,
+    pub(super) listener: Option<UnixListener>,
+    pub(super) clock: Clock,
+    pub(super) world: World,
+}
+
+impl Ground {
+    /// Makes the data dir and logs under `artifacts`, binds the probe socket (with the probe), and
+    /// starts the world with the scenario's consumer, lookup and policy faults armed; also returns
+    /// the world's word of each armed kill point reached.
+    pub(super) async fn prepare(
+        artifacts: &Artifacts,
+        scenario: &Scenario,
+        options: &RunOptions,
+    ) -> std::io::Result<(Ground, UnboundedReceiver<KillPoint>)> {
+        let data = artifacts.path().join("data");
+        let logs = artifacts.path().join("logs");
+        std::fs::create_dir(&data)?;
+        std::fs::create_dir(&logs)?;
+        let probe_path = artifacts.path().join("probe.sock");
+        let listener = if options.probe { Some(tokio::net::UnixListener::bind(&probe_path)?) } else { None };
+
+        let clock = Clock::default();
+        let (world, points) = World::start(clock.clone()).await?;
+        arm_world(&world, scenario);
+        Ok((Ground { data, logs, probe_path, listener, clock, world }, points))
+    }
+}
+
+/// The faults the world injects on its own, whatever the runtime does first.
+fn arm_world(world: &World, scenario: &Scenario) {
+    for c in &scenario.consumer_faults {
+        world.arm_consumer(ConsumerFault {
+            destination: c.destination.clone(),
+            operations: c.scope(&scenario.operations),
+            times: c.times,
+            apply: c.apply,
+            status: c.status,
+        });
+    }
+    // Armed before the runtime starts: it may ask the policy service or look up at once.
+    for l in &scenario.lookup_faults {
+        world.arm_lookup(LookupFault { operation: l.operation.clone(), times: l.times, response: l.response });
+    }
+    for p in &scenario.policy_faults {
+        world.arm_policy(PolicyFault {
+            times: p.times,
+            operation: p.operation.clone(),
+            subject: p.subject,
+            response: p.response,
+        });
+    }
+}
+
+/// The contract's environment for a runtime in `world` keeping its state in `data`
+/// (CONTRACT.md section 2), without the probe socket and the per-incarnation variables.
+pub fn environment(world: &World, data: &Path, settings: &RuntimeSettings) -> Vec<(String, String)> {
+    [
+        ("KILLPOINT_CONTRACT", crate::run::incarnation::CONTRACT.to_owned()),
+        ("KILLPOINT_DATA_DIR", data.display().to_string()),
+        ("KILLPOINT_LISTEN", "127.0.0.1:0".to_owned()),
+        ("KILLPOINT_PROVIDER_URL", world.provider_url()),
+        ("KILLPOINT_CONSUMERS_URL", world.consumers_url()),
+        ("KILLPOINT_POLICY_URL", world.policy_url()),
+        ("KILLPOINT_DELIVERY_MAX_ATTEMPTS", settings.delivery_max_attempts.to_string()),
+        ("KILLPOINT_RETRY_BASE_MS", settings.retry_base_ms.to_string()),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect()
+}
+
+/// With tracing: the tracer's link, and word of a syscall fault's point being reached.
+pub(super) struct Tracer {
+    pub(super) tracing: Option<Tracing>,
+    pub(super) reached: Option<UnboundedReceiver<Reached>>,
+}
+
+impl Tracer {
+    /// A run that does not trace.
+    pub(super) fn none() -> Tracer {
+        Tracer { tracing: None, reached: None }
+    }
+
+    /// The tracer of a traced run: its socket under `artifacts` (named in `env`), and the target
+    /// that runs the runtime under it — the tracer the command, the runtime its argument.
+    pub(super) fn start(
+        artifacts: &Artifacts,
+        scenario: &Scenario,
+        env: &mut Vec<(String, String)>,
+        target: &Target,
+    ) -> std::io::Result<(Tracer, Target)> {
+        let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
+        let socket = artifacts.path().join("trace.sock");
+        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone())?;
+        env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
+        let mut args = vec!["--".to_owned(), target.program.display().to_string()];
+        args.extend(target.args.iter().cloned());
+        Ok((Tracer { tracing: Some(traced), reached: Some(reached) }, Target { program: tracer, args }))
+    }
+}

@@ -1,0 +1,121 @@
+//! The driver's state across one run, and the few things every step of it uses: marking a
+//! happening on the world's clock, noting an operation the runtime forgot, and the next event of
+//! a source that may be absent.
+
+use super::fingerprint::Fingerprint;
+use super::record::RunOptions;
+use super::record::{Happening, Hit, Mark};
+use super::setup::{Ground, Tracer};
+use crate::model::boundary::Boundary;
+use crate::run::client::Client;
+use crate::run::incarnation::Incarnation;
+use crate::run::probe::{ProbeConnection, ProbeMessage};
+use crate::run::traced::{Reached, Tracing};
+use crate::scenario::Scenario;
+use fake_tool::{Clock, World};
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The driver: the state its steps share, from the first incarnation's start to the record.
+pub(super) struct Driver<'a> {
+    pub(super) scenario: &'a Scenario,
+    pub(super) clock: Clock,
+    pub(super) timeline: Vec<Mark>,
+    pub(super) world: &'a World,
+    /// Times each (boundary, operation, destination) was announced, across incarnations: in all,
+    /// and per attempt number.
+    pub(super) seen: HashMap<(Boundary, String, Option<String>), u32>,
+    pub(super) seen_attempt: HashMap<(Boundary, String, Option<String>, u32), u32>,
+    pub(super) hits: Vec<Hit>,
+    pub(super) incarnation: Incarnation,
+    /// A client of the current incarnation's API.
+    pub(super) client: Client,
+    pub(super) last_kill: Option<Instant>,
+    pub(super) restarts: Vec<Duration>,
+    pub(super) recoveries: Vec<Duration>,
+    /// Operations the runtime accepted, in order, and those it has since said it does not know.
+    pub(super) accepted: Vec<String>,
+    pub(super) forgotten: BTreeSet<String>,
+    /// `Some(data dir)` when fingerprints are taken.
+    pub(super) fingerprint_data: Option<PathBuf>,
+    pub(super) fingerprints: Vec<(u64, Fingerprint)>,
+    pub(super) malformed_submissions: bool,
+    /// With tracing: the tracer's link, and word of a syscall fault's point being reached.
+    pub(super) traced: Option<Tracing>,
+    pub(super) syscall_reached: Option<UnboundedReceiver<Reached>>,
+    /// A syscall kill noticed where the driver could not act on it yet (a request failed because
+    /// of it): acted on at the next chance.
+    pub(super) reached_early: Option<Reached>,
+    /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
+    /// was frozen at; resumed once the operation they were frozen in has settled.
+    pub(super) zombies: Vec<(Incarnation, ProbeMessage)>,
+}
+
+impl<'a> Driver<'a> {
+    /// The driver of a run whose first incarnation is up and whose faults are armed (`hits`).
+    pub(super) fn new(
+        scenario: &'a Scenario,
+        ground: &'a Ground,
+        options: &RunOptions,
+        timeline: Vec<Mark>,
+        hits: Vec<Hit>,
+        first: Incarnation,
+        tracer: Tracer,
+    ) -> Driver<'a> {
+        Driver {
+            scenario,
+            clock: ground.clock.clone(),
+            timeline,
+            world: &ground.world,
+            seen: HashMap::new(),
+            seen_attempt: HashMap::new(),
+            hits,
+            client: Client::new(&first.api),
+            incarnation: first,
+            last_kill: None,
+            restarts: Vec::new(),
+            recoveries: Vec::new(),
+            accepted: Vec::new(),
+            forgotten: BTreeSet::new(),
+            fingerprint_data: options.fingerprints.then(|| ground.data.clone()),
+            fingerprints: Vec::new(),
+            malformed_submissions: options.malformed_submissions,
+            traced: tracer.tracing,
+            syscall_reached: tracer.reached,
+            reached_early: None,
+            zombies: Vec::new(),
+        }
+    }
+}
+
+impl Driver<'_> {
+    pub(super) fn mark(&mut self, happening: Happening) {
+        let seq = self.clock.tick();
+        self.timeline.push(Mark { seq, at_micros: self.clock.micros(), happening });
+    }
+
+    /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
+    pub(super) fn forgot(&mut self, operation: &str, answer: String) {
+        let incarnation = self.incarnation.number;
+        self.mark(Happening::Forgotten { operation: operation.to_owned(), incarnation, answer });
+        self.forgotten.insert(operation.to_owned());
+    }
+}
+
+/// The next word of the tracer's task about a syscall fault's point; never, without tracing.
+pub(super) async fn next_syscall(reached: &mut Option<UnboundedReceiver<Reached>>) -> Option<Reached> {
+    match reached {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next probe announcement; never, without a probe connection.
+pub(super) async fn next_probe(probe: &mut Option<ProbeConnection>) -> Result<Option<ProbeMessage>, String> {
+    match probe {
+        Some(p) => p.next().await,
+        None => std::future::pending().await,
+    }
+}

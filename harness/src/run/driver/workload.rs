@@ -1,0 +1,98 @@
+//! Submitting the workload: wave by wave, one operation at a time (an `after_submit` fault fires
+//! on its answer), each wave settled before the next; and once per run, the malformed
+//! submissions the contract says to refuse.
+
+use super::record::{Happening, Hit};
+use super::settle::settle;
+use super::state::Driver;
+use crate::model::boundary::Boundary;
+use crate::run::client::Resubmission;
+use crate::run::incarnation::{Launch, describe_status, tail_of_logs};
+use crate::scenario::Operation;
+use fake_tool::KillPoint;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Submits the workload wave by wave and waits for each wave to settle, firing faults on the way.
+pub(super) async fn drive(
+    driver: &mut Driver<'_>,
+    launch: &Launch<'_>,
+    points: &mut UnboundedReceiver<KillPoint>,
+    unsettled: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    let scenario = driver.scenario;
+    for wave in scenario.waves() {
+        for op in &wave {
+            submit(driver, launch, op).await?;
+        }
+        settle(driver, launch, points, &wave, unsettled).await?;
+        // The wave settled under the newer incarnation: now the outlived one wakes up.
+        driver.resume_zombies().await;
+    }
+    // Once per run, when the runtime has settled everything (a stuck one would make each request
+    // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
+    if unsettled.is_empty() && driver.forgotten.is_empty() && driver.malformed_submissions {
+        malformed_submissions(driver).await;
+    }
+    Ok(())
+}
+
+/// Submits one operation; an `after_submit` fault fires on its `202`.
+async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) -> Result<(), String> {
+    let scenario = driver.scenario;
+    // Marked before the request: the runtime may start work before its answer arrives.
+    driver.mark(Happening::Submitted { operation: op.id.clone() });
+    let mut submitted = driver.client.submit(op).await;
+    // Killed at a syscall point while it handled the submission: no answer came, and a client with
+    // no answer submits again (the same body), to the next incarnation.
+    while driver.syscall_killed() {
+        let reached = driver.reached_early.take().expect("syscall_killed said so");
+        driver.syscall_restart(reached, launch).await?;
+        submitted = driver.client.submit(op).await;
+    }
+    match submitted {
+        Ok(status) => {
+            driver.mark(Happening::Answered { operation: op.id.clone(), status });
+            driver.accepted.push(op.id.clone());
+            // `after_submit`: killed the instant the runtime said it has the operation.
+            let fault = scenario.faults.iter().enumerate().position(|(i, f)| {
+                f.at == Boundary::AfterSubmit && f.operation == op.id && driver.hits[i] == Hit::NotReached
+            });
+            if let Some(i) = fault.filter(|_| status == 202) {
+                driver.hits[i] = Hit::Exact;
+                let what = format!("client received 202 Accepted for {}", op.id);
+                driver.mark(Happening::KillPoint { operation: op.id.clone(), what });
+                driver.fire(i, launch).await?;
+            }
+            Ok(())
+        }
+        Err(e) => {
+            // A failed submission is most often a runtime that died on it, and the connection
+            // breaks a moment before the exit can be seen: give the exit half a second to show,
+            // so that the message says which it was and shows the runtime's last words.
+            let number = driver.incarnation.number;
+            let what = match tokio::time::timeout(Duration::from_millis(500), driver.incarnation.child.wait()).await {
+                Ok(status) => {
+                    let status = describe_status(status.ok());
+                    driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
+                    format!("incarnation {number} exited on its own ({status}) while `{}` was being submitted", op.id)
+                }
+                Err(_) => format!("incarnation {number} is running but did not accept `{}`", op.id),
+            };
+            Err(format!("{what}: {e}\n{}", tail_of_logs(launch.logs, 15)))
+        }
+    }
+}
+
+async fn malformed_submissions(driver: &mut Driver<'_>) {
+    let incarnation = driver.incarnation.number;
+    let op = &driver.scenario.operations[0];
+    for submission in Resubmission::MALFORMED {
+        let answer = driver.client.resubmit(op, submission).await;
+        let read_after = match submission.malformed_id() {
+            Some(id) => Some(driver.client.read_answer(id).await),
+            None => None,
+        };
+        driver.mark(Happening::Resubmitted { operation: None, incarnation, submission, answer, read_after });
+    }
+}
