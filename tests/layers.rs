@@ -56,6 +56,7 @@ struct Source {
 }
 
 fn sources(src: &Path) -> Vec<Source> {
+    let tests = Regex::new(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{").expect("a valid pattern");
     let mut out = Vec::new();
     let mut dirs = vec![src.to_owned()];
     while let Some(dir) = dirs.pop() {
@@ -65,8 +66,7 @@ fn sources(src: &Path) -> Vec<Source> {
                 dirs.push(path);
             } else if path.extension().is_some_and(|x| x == "rs") {
                 let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                let cut = Regex::new(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{").expect("a valid pattern");
-                let text = cut.find(&text).map_or(text.clone(), |m| text[..m.start()].to_owned());
+                let text = tests.find(&text).map_or(text.clone(), |m| text[..m.start()].to_owned());
                 let relative = path.strip_prefix(src).expect("under src").with_extension("");
                 let mut module: Vec<String> =
                     relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
