@@ -54,24 +54,7 @@ impl Scenario {
 
 #[cfg(test)]
 mod tests {
-    use crate::scenario::{Scenario, ScenarioError};
-    use std::path::Path;
-
-    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
-        Scenario::parse(Path::new("scenarios/x.toml"), text)
-    }
-
-    const OK: &str = r#"
-description = "one charge"
-[[operation]]
-id = "charge"
-tool = "charge_card"
-destinations = ["ledger"]
-expect = "succeeded"
-[[fault]]
-at = "after_dispatch"
-operation = "charge"
-"#;
+    use crate::scenario::fixtures::{OK, parse};
 
     #[test]
     fn copies_carry_their_own_lookup_and_policy_faults() {

@@ -12,6 +12,8 @@
 
 mod copies;
 pub mod embedded;
+#[cfg(test)]
+mod fixtures;
 mod parse;
 mod possible;
 pub mod standard;
@@ -402,12 +404,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use std::path::Path;
-
-    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
-        Scenario::parse(Path::new("scenarios/x.toml"), text)
-    }
+    use crate::scenario::fixtures::parse;
 
     #[test]
     fn consumer_faults_are_scoped_by_operation_and_tenant() {

@@ -326,22 +326,7 @@ impl Source<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
-        Scenario::parse(Path::new("scenarios/x.toml"), text)
-    }
-
-    const OK: &str = r#"
-description = "one charge"
-[[operation]]
-id = "charge"
-tool = "charge_card"
-destinations = ["ledger"]
-expect = "succeeded"
-[[fault]]
-at = "after_dispatch"
-operation = "charge"
-"#;
+    use crate::scenario::fixtures::{OK, parse};
 
     #[test]
     fn a_small_file_parses_with_defaults() {
