@@ -249,6 +249,13 @@ fn policy_fault_times_zero() {
     insta::assert_snapshot!(error(&format!("{GOOD}{POLICY}times = 0\n")));
 }
 
+const CONSUMER: &str = "\n[[consumer_fault]]\ndestination = \"ledger\"\n";
+
+#[test]
+fn consumer_fault_times_zero() {
+    insta::assert_snapshot!(error(&format!("{GOOD}{CONSUMER}times = 0\n")));
+}
+
 #[test]
 fn unreadable_file() {
     let err = Scenario::load(Path::new("scenarios/does-not-exist.toml")).unwrap_err().to_string();

@@ -42,6 +42,13 @@ impl Source<'_> {
                 };
                 return Err(self.at(Some(span), format!("no operation delivers to `{}`{scope}", c.destination)));
             }
+            // Zero would arm a fault that never fires: a scenario that looks spoilt and is not.
+            if c.times == Some(0) {
+                return Err(self.at(
+                    Some(span),
+                    "`times` counts the receipts to fail: expected 1 or more, or no `times` for a consumer that never recovers, found 0".into(),
+                ));
+            }
             consumer_faults.push(c);
         }
         Ok(consumer_faults)
