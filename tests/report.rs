@@ -109,6 +109,39 @@ fn a_failures_artifacts_hold_the_evidence_and_rerun_sh_reproduces_the_same_failu
     assert_eq!(names, violated(&outcomes), "rerun.sh must reproduce the same failure");
 }
 
+/// The `N` of an evidence line `#N …`.
+fn evidence_number(line: &str) -> Option<u64> {
+    line.strip_prefix('#')?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// `fresh-delivery-key` makes the runtime retry deliveries (a retry line on its stderr before
+/// each receipt it leads to) and is caught by the receipts: every row of the kept `trace.jsonl`
+/// has its own number, and each `#N` of the evidence names exactly one row, the ledger's.
+#[test]
+fn every_row_of_a_failures_timeline_has_its_own_number_and_the_evidence_names_one() {
+    let root = root();
+    let outcomes = failing(&root);
+    let dir = outcomes[0].artifacts.clone().expect("a failure keeps its artifacts");
+    let text = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(rows.iter().any(|r| r["kind"] == "retry"), "the runtime's retry lines are on the timeline:\n{text}");
+    let numbered = |n: u64| rows.iter().filter(|r| r["seq"].as_u64() == Some(n)).collect::<Vec<_>>();
+    for row in &rows {
+        let n = row["seq"].as_u64().expect("every row has a number");
+        assert_eq!(numbered(n).len(), 1, "#{n} names more than one row of trace.jsonl: {:?}", numbered(n));
+    }
+    let verdict = outcomes[0].verdict.as_ref().expect("a verdict");
+    let evidence: Vec<&String> = verdict.violations.iter().flat_map(|v| &v.evidence).collect();
+    assert!(evidence.iter().any(|e| evidence_number(e).is_some()), "the evidence quotes ledger lines: {evidence:?}");
+    for line in evidence {
+        if let Some(n) = evidence_number(line) {
+            let rows = numbered(n);
+            assert_eq!(rows.len(), 1, "evidence `{line}` names {} rows of the timeline: {rows:?}", rows.len());
+            assert_eq!(rows[0]["kind"], "plain", "evidence `{line}` names the ledger's row, not a log line");
+        }
+    }
+}
+
 #[test]
 fn a_passing_runs_html_report_draws_every_timeline_with_kills_and_restarts() {
     let root = root();

@@ -126,12 +126,13 @@ fn by_invariants(
 
 /// Every retry the ledgers show (a provider call after the operation's first, a receipt after the
 /// first at a destination) must have the runtime's structured retry line (`{"log":"retry",…}`)
-/// placed at it on the timeline.
+/// led to it on the timeline.
 fn logs(outcomes: &[ScenarioOutcome]) -> Item {
     let (mut shown, mut missing) = (Vec::new(), Vec::new());
     for outcome in outcomes {
         let Some(timeline) = &outcome.timeline else { continue };
-        let logged: Vec<u64> = timeline.events.iter().filter(|e| e.kind == Kind::Retry).map(|e| e.seq).collect();
+        let logged: Vec<u64> =
+            timeline.events.iter().filter(|e| e.kind == Kind::Retry).filter_map(|e| e.led_to).collect();
         let retried: Vec<u64> = timeline.retried.clone();
         if retried.is_empty() {
             continue;

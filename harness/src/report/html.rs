@@ -218,7 +218,7 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
             timeline.events.len()
         );
         for e in &timeline.events {
-            let class = if e.kind != Kind::Retry && proven.iter().any(|(s, _)| *s == e.seq) {
+            let class = if proven.iter().any(|(s, _)| *s == e.seq) {
                 "violated"
             } else {
                 match e.kind {
@@ -255,7 +255,7 @@ mod tests {
 
     fn event(seq: u64, lane: Lane, kind: Kind, text: &str) -> TimelineEvent {
         // Times are fixed (a millisecond per tick): the snapshot holds none of a real run's.
-        TimelineEvent { seq, at_micros: seq * 1000, lane, kind, text: text.to_owned() }
+        TimelineEvent { seq, led_to: None, at_micros: seq * 1000, lane, kind, text: text.to_owned() }
     }
 
     /// A small failing certification, made by hand: one kill, one restart, a duplicate effect.

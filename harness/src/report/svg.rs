@@ -37,8 +37,8 @@ pub(super) fn svg(out: &mut String, id: &str, entry: &ScenarioEntry, timeline: &
         let x = LABEL + STEP * (i as u64 + 1);
         let y = y_of(&e.lane);
         event(out, e, x, y, bottom);
-        // A retry line shares the `seq` of the request it led to; the proof is the request.
-        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq && e.kind != Kind::Retry) {
+        // Every row has its own number: the evidence's `#N` marks one event.
+        for (_, n) in proven.iter().filter(|(seq, _)| *seq == e.seq) {
             proof(out, id, entry, *n, x, y);
         }
     }

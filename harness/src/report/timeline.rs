@@ -1,7 +1,7 @@
 //! A run's events on the shared clock, by lane (the runtime, the provider, each consumer, the
 //! policy service): what the HTML report draws and what `trace.jsonl` in kept artifacts holds.
 
-use crate::run::driver::{Happening, Run};
+use crate::run::driver::{Happening, Mark, Run};
 use crate::run::trace::{describe_entry, describe_mark};
 use fake_tool::{Entry, Event, Service};
 use serde::Serialize;
@@ -45,8 +45,15 @@ pub enum Kind {
 /// One event of a run, placed on the shared clock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TimelineEvent {
-    /// The shared logical clock: harness marks and ledger entries are ordered by it.
+    /// The row's own number, no other row's: for a harness mark or a ledger entry, its tick of the
+    /// shared clock (the `#N` a violation's evidence names). A runtime log line is not on that
+    /// clock; it is numbered after the clock's last tick, in the order the runtime wrote it.
     pub seq: u64,
+    /// A retry line's request: the `seq` of the provider call or receipt it led to, drawn just
+    /// before it. Absent when that request never reached the world (the line is drawn at the
+    /// end), and for every other row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub led_to: Option<u64>,
     /// Microseconds since the scenario's world started (shown, never used for order).
     pub at_micros: u64,
     #[serde(flatten)]
@@ -68,49 +75,25 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// The harness's marks and the fake world's ledger, merged on their clock.
+    /// The harness's marks and the fake world's ledger, merged on their clock, with the runtime's
+    /// retry lines from its stderr.
     pub fn of(run: &Run) -> Timeline {
-        let mut events: Vec<TimelineEvent> = run
-            .ledger
-            .iter()
-            .map(entry_event)
-            .chain(run.timeline.iter().map(|m| TimelineEvent {
-                seq: m.seq,
-                at_micros: m.at_micros,
-                lane: Lane::Runtime,
-                kind: match &m.happening {
-                    Happening::Killed { .. }
-                    | Happening::SyscallKill { .. }
-                    | Happening::Frozen { .. }
-                    | Happening::ZombieOutlived { .. } => Kind::Kill,
-                    Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
-                    _ => Kind::Plain,
-                },
-                text: describe_mark(m),
-            }))
-            .collect();
         let stderr = std::fs::read(run.artifacts_path().join("logs").join("stderr.log")).unwrap_or_default();
-        events.extend(retries(&String::from_utf8_lossy(&stderr), &run.ledger));
-        // A retry is drawn just before the request it led to (same `seq`, sorted first).
-        events.sort_by_key(|e| (e.seq, e.kind != Kind::Retry));
-        let keys = fake_tool::DuplicateKeys::of(&run.ledger);
+        Timeline::merged(&run.ledger, &run.timeline, &String::from_utf8_lossy(&stderr))
+    }
+
+    /// [`Timeline::of`] from its parts: the ledger, the harness's marks, the runtime's stderr.
+    fn merged(ledger: &[Entry], marks: &[Mark], stderr: &str) -> Timeline {
+        let mut events: Vec<TimelineEvent> =
+            ledger.iter().map(entry_event).chain(marks.iter().map(mark_event)).collect();
+        let last = events.iter().max_by_key(|e| e.seq).map_or((0, 0), |e| (e.seq, e.at_micros));
+        events.extend(retries(stderr, ledger, last));
+        events.sort_by_key(TimelineEvent::place);
+        let keys = fake_tool::DuplicateKeys::of(ledger);
         let duplicate_keys = std::iter::once(("provider".to_owned(), keys.provider))
             .chain(keys.consumers.into_iter().map(|(d, n)| (format!("consumer {d}"), n)))
             .collect();
-        let mut firsts = std::collections::HashSet::new();
-        let retried = run
-            .ledger
-            .iter()
-            .filter(|e| match &e.event {
-                Event::ProviderCall { operation: Some(o), .. } => !firsts.insert((o.clone(), None)),
-                Event::ConsumerReceipt { operation: Some(o), destination, .. } => {
-                    !firsts.insert((o.clone(), Some(destination.clone())))
-                }
-                _ => false,
-            })
-            .map(|e| e.seq)
-            .collect();
-        Timeline { events, duplicate_keys, retried }
+        Timeline { events, duplicate_keys, retried: retried(ledger) }
     }
 
     /// The lanes this timeline uses, in the order they are drawn.
@@ -126,6 +109,50 @@ impl Timeline {
     }
 }
 
+impl TimelineEvent {
+    /// Where the row is drawn: a retry line just before the request it led to (or after every
+    /// row of the clock, being numbered after it), every other row at its tick.
+    fn place(&self) -> (u64, bool) {
+        (self.led_to.unwrap_or(self.seq), self.kind != Kind::Retry)
+    }
+}
+
+/// The ledger entries that are retries: a provider call after an operation's first, a receipt
+/// after the first of an operation at a destination (by `seq`).
+fn retried(ledger: &[Entry]) -> Vec<u64> {
+    let mut firsts = std::collections::HashSet::new();
+    ledger
+        .iter()
+        .filter(|e| match &e.event {
+            Event::ProviderCall { operation: Some(o), .. } => !firsts.insert((o.clone(), None)),
+            Event::ConsumerReceipt { operation: Some(o), destination, .. } => {
+                !firsts.insert((o.clone(), Some(destination.clone())))
+            }
+            _ => false,
+        })
+        .map(|e| e.seq)
+        .collect()
+}
+
+fn mark_event(mark: &Mark) -> TimelineEvent {
+    let kind = match &mark.happening {
+        Happening::Killed { .. }
+        | Happening::SyscallKill { .. }
+        | Happening::Frozen { .. }
+        | Happening::ZombieOutlived { .. } => Kind::Kill,
+        Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
+        _ => Kind::Plain,
+    };
+    TimelineEvent {
+        seq: mark.seq,
+        led_to: None,
+        at_micros: mark.at_micros,
+        lane: Lane::Runtime,
+        kind,
+        text: describe_mark(mark),
+    }
+}
+
 fn entry_event(entry: &Entry) -> TimelineEvent {
     let lane = match &entry.event {
         Event::ProviderCall { .. } | Event::ProviderLookup { .. } => Lane::Provider,
@@ -137,15 +164,22 @@ fn entry_event(entry: &Entry) -> TimelineEvent {
             Lane::Consumer(destination.clone().unwrap_or_else(|| "?".into()))
         }
     };
-    TimelineEvent { seq: entry.seq, at_micros: entry.at_micros, lane, kind: Kind::Plain, text: describe_entry(entry) }
+    TimelineEvent {
+        seq: entry.seq,
+        led_to: None,
+        at_micros: entry.at_micros,
+        lane,
+        kind: Kind::Plain,
+        text: describe_entry(entry),
+    }
 }
 
 /// The runtime's structured retry lines (`{"log":"retry","retry":"execution"|"delivery",…}` on
-/// stderr), placed on the clock at the request each led to: the provider's call `attempt` of the
-/// operation, or the destination's receipt number `attempt`. A retry whose request never reached
-/// the world (killed first) is drawn at the end.
-fn retries(stderr: &str, ledger: &[Entry]) -> Vec<TimelineEvent> {
-    let last = ledger.last().map_or((0, 0), |e| (e.seq, e.at_micros));
+/// stderr), each numbered after `last`, the clock's last tick (seq, at_micros), and led to the
+/// request it announced: the provider's call `attempt` of the operation, or the destination's
+/// receipt number `attempt`. A retry whose request never reached the world (killed first) is
+/// drawn at the end, at the time of the clock's last tick.
+fn retries(stderr: &str, ledger: &[Entry], last: (u64, u64)) -> Vec<TimelineEvent> {
     let mut out = Vec::new();
     for line in stderr.lines().filter(|l| l.starts_with('{') && l.contains("\"log\":\"retry\"")) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
@@ -166,11 +200,11 @@ fn retries(stderr: &str, ledger: &[Entry]) -> Vec<TimelineEvent> {
                 .nth(usize::try_from(attempt).unwrap_or(usize::MAX).saturating_sub(1)),
             _ => continue,
         };
-        let (seq, at_micros) = target.map_or(last, |e| (e.seq, e.at_micros));
         let to = destination.map(|d| format!(" -> {d}")).unwrap_or_default();
         out.push(TimelineEvent {
-            seq,
-            at_micros,
+            seq: last.0 + 1 + out.len() as u64,
+            led_to: target.map(|e| e.seq),
+            at_micros: target.map_or(last.1, |e| e.at_micros),
             lane: Lane::Runtime,
             kind: Kind::Retry,
             text: format!("runtime   log: {kind} retry of {op}{to}, attempt {attempt}: {reason}"),
@@ -185,4 +219,82 @@ pub(crate) fn evidence_seqs(evidence: &[String]) -> Vec<u64> {
         .iter()
         .filter_map(|line| line.strip_prefix('#')?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fake_tool::{Effect, Response};
+
+    fn call(seq: u64, op: &str, call: u32) -> Entry {
+        let event = Event::ProviderCall {
+            tool: "charge_card".into(),
+            operation: Some(op.into()),
+            idempotency_key: Some(op.into()),
+            call,
+            effect: Effect::Applied(format!("charge_card-00000{call}")),
+            response: Response::Sent(200),
+            result: None,
+        };
+        Entry { seq, at_micros: seq * 1000, incarnation: Some(1), event }
+    }
+
+    fn receipt(seq: u64, op: &str, destination: &str, status: u16) -> Entry {
+        let event = Event::ConsumerReceipt {
+            destination: destination.into(),
+            operation: Some(op.into()),
+            idempotency_key: Some(op.into()),
+            applied: status == 202,
+            status,
+            payload: serde_json::Value::Null,
+        };
+        Entry { seq, at_micros: seq * 1000, incarnation: Some(1), event }
+    }
+
+    fn started(seq: u64, incarnation: u32) -> Mark {
+        Mark { seq, at_micros: seq * 1000, happening: Happening::Started { incarnation } }
+    }
+
+    const RETRIES: &str = concat!(
+        r#"{"log":"retry","retry":"execution","operation_id":"charge","attempt":2,"reason":"lookup: not found"}"#,
+        "\n",
+        r#"{"log":"retry","retry":"delivery","operation_id":"charge","destination":"ledger","attempt":2,"reason":"HTTP 503"}"#,
+        "\n",
+        r#"{"log":"retry","retry":"delivery","operation_id":"charge","destination":"mailer","attempt":2,"reason":"killed before"}"#,
+        "\n",
+    );
+
+    #[test]
+    fn every_row_has_its_own_number_and_a_retry_is_drawn_before_its_request() {
+        let ledger = [
+            call(2, "charge", 1),
+            call(4, "charge", 2),
+            receipt(5, "charge", "ledger", 503),
+            receipt(6, "charge", "ledger", 202),
+        ];
+        let timeline = Timeline::merged(&ledger, &[started(1, 1), started(3, 2), started(7, 3)], RETRIES);
+        let mut numbers: Vec<u64> = timeline.events.iter().map(|e| e.seq).collect();
+        numbers.sort();
+        numbers.dedup();
+        assert_eq!(numbers.len(), timeline.events.len(), "a number names two rows: {:#?}", timeline.events);
+        let rows: Vec<(u64, Option<u64>, Kind)> = timeline.events.iter().map(|e| (e.seq, e.led_to, e.kind)).collect();
+        // The log lines are numbered after the clock's last tick (7), in the order written; the
+        // mailer's request never reached the world, so its line is drawn last.
+        assert_eq!(
+            rows,
+            [
+                (1, None, Kind::Plain),
+                (2, None, Kind::Plain),
+                (3, None, Kind::Restart),
+                (8, Some(4), Kind::Retry),
+                (4, None, Kind::Plain),
+                (5, None, Kind::Plain),
+                (9, Some(6), Kind::Retry),
+                (6, None, Kind::Plain),
+                (7, None, Kind::Restart),
+                (10, None, Kind::Retry),
+            ]
+        );
+        assert_eq!(timeline.retried, [4, 6], "the second call and the second receipt are retries");
+    }
 }
