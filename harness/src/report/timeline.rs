@@ -4,7 +4,7 @@
 use crate::run::driver::{Happening, Mark, Run};
 use crate::run::trace::{describe_entry, describe_mark};
 use fake_tool::{Entry, Event, Service};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where an event is drawn: whose view of the run it is.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -174,40 +174,75 @@ fn entry_event(entry: &Entry) -> TimelineEvent {
     }
 }
 
-/// The runtime's structured retry lines (`{"log":"retry","retry":"execution"|"delivery",…}` on
-/// stderr), each numbered after `last`, the clock's last tick (seq, at_micros), and led to the
-/// request it announced: the provider's call `attempt` of the operation, or the destination's
-/// receipt number `attempt`. A retry whose request never reached the world (killed first) is
-/// drawn at the end, at the time of the clock's last tick.
-fn retries(stderr: &str, ledger: &[Entry], last: (u64, u64)) -> Vec<TimelineEvent> {
-    let mut out = Vec::new();
-    for line in stderr.lines().filter(|l| l.starts_with('{') && l.contains("\"log\":\"retry\"")) {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        let (Some(kind), Some(op), Some(attempt)) =
-            (v["retry"].as_str(), v["operation_id"].as_str(), v["attempt"].as_u64())
-        else {
-            continue;
-        };
-        let destination = v["destination"].as_str();
-        let reason = v["reason"].as_str().unwrap_or_default();
-        let target = match (kind, destination) {
-            ("execution", _) => ledger.iter().find(|e| {
-                matches!(&e.event, Event::ProviderCall { operation: Some(o), call, .. } if o == op && u64::from(*call) == attempt)
+/// A runtime's structured retry line (CONTRACT.md section 11): one JSON object on a line of its
+/// stderr, written with any spacing (`serde_json`'s compact form or Python's `json.dumps`), other
+/// fields allowed.
+#[derive(Debug, Deserialize)]
+struct RetryLine {
+    log: String,
+    retry: RetryKind,
+    operation_id: String,
+    destination: Option<String>,
+    attempt: u64,
+    reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RetryKind {
+    Execution,
+    Delivery,
+}
+
+impl RetryLine {
+    /// `line` as a retry line, if it is one: JSON whose `log` is `"retry"`, with the fields the
+    /// contract names. Anything else (the runtime's other output, a line a kill cut short) is not.
+    fn parse(line: &str) -> Option<RetryLine> {
+        serde_json::from_str::<RetryLine>(line).ok().filter(|l| l.log == "retry")
+    }
+
+    /// The ledger entry of the request the retry announced: the provider's call `attempt` of the
+    /// operation, or the destination's receipt number `attempt` (`None`: it never reached the
+    /// world, or a delivery retry names no destination).
+    fn request<'a>(&self, ledger: &'a [Entry]) -> Option<&'a Entry> {
+        let op = self.operation_id.as_str();
+        match (self.retry, &self.destination) {
+            (RetryKind::Execution, _) => ledger.iter().find(|e| {
+                matches!(&e.event, Event::ProviderCall { operation: Some(o), call, .. } if o == op && u64::from(*call) == self.attempt)
             }),
-            ("delivery", Some(d)) => ledger
+            (RetryKind::Delivery, Some(d)) => ledger
                 .iter()
                 .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination, operation: Some(o), .. } if destination == d && o == op))
-                .nth(usize::try_from(attempt).unwrap_or(usize::MAX).saturating_sub(1)),
-            _ => continue,
+                .nth(usize::try_from(self.attempt).unwrap_or(usize::MAX).checked_sub(1)?),
+            (RetryKind::Delivery, None) => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let kind = match self.retry {
+            RetryKind::Execution => "execution",
+            RetryKind::Delivery => "delivery",
         };
-        let to = destination.map(|d| format!(" -> {d}")).unwrap_or_default();
+        let to = self.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
+        let reason = self.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        format!("runtime   log: {kind} retry of {}{to}, attempt {}{reason}", self.operation_id, self.attempt)
+    }
+}
+
+/// The runtime's retry lines on `stderr`, each numbered after `last`, the clock's last tick
+/// (seq, at_micros), and led to the request it announced. A retry whose request never reached the
+/// world (killed first) is drawn at the end, at the time of the clock's last tick.
+fn retries(stderr: &str, ledger: &[Entry], last: (u64, u64)) -> Vec<TimelineEvent> {
+    let mut out = Vec::new();
+    for retry in stderr.lines().filter_map(RetryLine::parse) {
+        let request = retry.request(ledger);
         out.push(TimelineEvent {
             seq: last.0 + 1 + out.len() as u64,
-            led_to: target.map(|e| e.seq),
-            at_micros: target.map_or(last.1, |e| e.at_micros),
+            led_to: request.map(|e| e.seq),
+            at_micros: request.map_or(last.1, |e| e.at_micros),
             lane: Lane::Runtime,
             kind: Kind::Retry,
-            text: format!("runtime   log: {kind} retry of {op}{to}, attempt {attempt}: {reason}"),
+            text: retry.describe(),
         });
     }
     out
@@ -296,5 +331,44 @@ mod tests {
             ]
         );
         assert_eq!(timeline.retried, [4, 6], "the second call and the second receipt are retries");
+    }
+
+    #[test]
+    fn a_retry_line_is_read_as_json_with_or_without_spaces_and_other_lines_are_not() {
+        let stderr = concat!(
+            // Python's json.dumps: a space after each `:` and `,`.
+            r#"{"log": "retry", "retry": "execution", "operation_id": "charge", "attempt": 2, "reason": "lookup: not found"}"#,
+            "\n",
+            r#"{"log":"retry","retry":"delivery","operation_id":"charge","destination":"ledger","attempt":2,"reason":"HTTP 503"}"#,
+            "\n",
+            "retrying charge: {\"log\":\"retry\"} is what a retry line looks like\n",
+            r#"{"log": "retry", "retry": "execution", "operation_id": "charge", "attempt": 2"#,
+            "\n",
+            r#"{"log":"retried","retry":"execution","operation_id":"charge","attempt":2,"reason":"not a retry line"}"#,
+            "\n",
+            r#"  {"log" : "retry" , "retry" : "delivery" , "operation_id" : "charge" , "destination" : "ledger" , "attempt" : 3}"#,
+            "\n",
+        );
+        let ledger = [
+            call(1, "charge", 1),
+            call(2, "charge", 2),
+            receipt(3, "charge", "ledger", 503),
+            receipt(4, "charge", "ledger", 503),
+            receipt(5, "charge", "ledger", 202),
+        ];
+        let found: Vec<(Option<u64>, String)> =
+            retries(stderr, &ledger, (5, 5000)).into_iter().map(|e| (e.led_to, e.text)).collect();
+        assert_eq!(
+            found,
+            [
+                (Some(2), "runtime   log: execution retry of charge, attempt 2: lookup: not found".to_owned()),
+                (Some(4), "runtime   log: delivery retry of charge -> ledger, attempt 2: HTTP 503".to_owned()),
+                (Some(5), "runtime   log: delivery retry of charge -> ledger, attempt 3".to_owned()),
+            ]
+        );
+        // What the checklist's "from logs" question asks: every retried request has its line.
+        let timeline = Timeline::merged(&ledger, &[], stderr);
+        let logged: Vec<u64> = timeline.events.iter().filter_map(|e| e.led_to).collect();
+        assert_eq!(timeline.retried, logged, "each retried request has its retry line");
     }
 }
