@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 fn killpoint() -> Command {
     Command::new(env!("CARGO_BIN_EXE_killpoint"))
@@ -27,6 +28,86 @@ fn text(output: &Output) -> (String, String) {
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// An executable `#!/bin/sh` script named `name` in `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Runs `command` (in a process group of its own) to its end within `deadline`; past it, kills
+/// the whole group, reaps it and fails, saying what it waited for.
+fn output_within(mut command: Command, deadline: Duration, what: &str) -> Output {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pgid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(deadline) {
+        Ok(output) => {
+            waiter.join().unwrap().ok();
+            output.unwrap()
+        }
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+            let output = rx.recv().unwrap().unwrap();
+            let (stdout, stderr) = text(&output);
+            panic!("{what} did not finish within {deadline:?} (its group killed):\n{stdout}\n{stderr}");
+        }
+    }
+}
+
+/// A marker unique to this test process and test, exported to everything a test's `killpoint`
+/// starts, so a scan of /proc finds what is left of it.
+fn marker(test: &str) -> String {
+    format!("killpoint-cli-{}-{test}.", std::process::id())
+}
+
+/// Live processes (zombies excluded) whose environment contains `marker`.
+fn running_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, Some('Z' | 'X') | None) {
+            continue;
+        }
+        let environ = String::from_utf8_lossy(&std::fs::read(dir.join("environ")).unwrap_or_default()).into_owned();
+        if environ.contains(marker) {
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            found.push(format!("{}: {}", entry.file_name().to_string_lossy(), String::from_utf8_lossy(&cmdline)));
+        }
+    }
+    found
+}
+
+/// Nothing carrying `marker` still runs, within `deadline` (SIGKILL is asynchronous: a killed
+/// grandchild, re-parented to init, may take a moment to go). Kills what is left before failing.
+fn assert_all_gone_within(deadline: Duration, marker: &str) {
+    let until = Instant::now() + deadline;
+    loop {
+        let left = running_with(marker);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() >= until {
+            let pids = left.iter().filter_map(|p| p.split(':').next());
+            let _ = Command::new("kill").arg("-KILL").args(pids).status();
+            panic!("still running {deadline:?} after killpoint ended: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -136,6 +217,33 @@ fn run_proves_the_catches_of_its_scenario_on_the_reference_runtime() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("caught: --broken ack-before-durable violates intent_durable"), "{stdout}");
     assert!(stdout.contains("caught: --broken submit-upsert violates idempotent_submission"), "{stdout}");
+}
+
+/// A runtime that ignores `--list-broken` and serves (here: sleeps) does not hold `killpoint run`
+/// up for as long as it lives: the call has a deadline, its process group is killed and reaped,
+/// and the reason is said once.
+#[test]
+fn a_runtime_that_ignores_list_broken_does_not_hang_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = marker("silent");
+    let silent = script(dir.path(), "silent.sh", "sleep 600\n");
+    let mut command = killpoint();
+    command
+        .arg("run")
+        .arg(repository().join("scenarios/after_dispatch.toml"))
+        .arg("--runtime")
+        .arg(&silent)
+        .env("TMPDIR", dir.path())
+        .env("KILLPOINT_CLI_TEST_MARKER", &marker);
+    // The list's deadline (5 s) and one incarnation's ready deadline (10 s), with room for a busy
+    // machine; without a deadline the run took as long as the runtime's `sleep 600`.
+    let output = output_within(command, Duration::from_secs(60), "`killpoint run` with a silent runtime");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let reason = "--list-broken` did not finish within 5 s";
+    assert_eq!(format!("{stdout}{stderr}").matches(reason).count(), 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("[[catches]] not run"), "{stdout}");
+    assert_all_gone_within(Duration::from_secs(5), &marker);
 }
 
 #[test]

@@ -40,7 +40,7 @@ pub fn check(paths: &[PathBuf], runtime: Option<&Path>) -> Result<ExitCode, Usag
     if let Some(Err(why)) = &variants
         && runtime.is_some()
     {
-        return Err(why.clone().into());
+        return Err(why.why.clone().into());
     }
     if variants.is_none() && files.iter().any(|f| f.as_ref().is_ok_and(|s| !s.catches.is_empty())) {
         eprintln!(

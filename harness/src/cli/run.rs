@@ -31,11 +31,11 @@ impl RunCommand {
         // The catches are proven against the reference runtime only: the runtime itself says whether
         // it has broken variants, and which (`--list-broken`); a misspelt one is the file's error.
         let variants = if scenario.catches.is_empty() || !target.args.is_empty() {
-            None
+            Err(NEEDS_REFERENCE.to_owned())
         } else {
-            crate::model::variants::of(&target.program).ok()
+            crate::model::variants::of(&target.program).map_err(String::from)
         };
-        if let Some(known) = &variants {
+        if let Ok(known) = &variants {
             scenario.check_catches(known).map_err(|e| e.to_string())?;
         }
         let options = RunOptions {
@@ -52,15 +52,18 @@ impl RunCommand {
         if scenario.catches.is_empty() {
             return Ok(verdict);
         }
-        let Some(_) = variants else {
-            println!(
-                "[[catches]] not run: they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)"
-            );
+        if let Err(why) = variants {
+            // Said once, here, where the catches would have been told.
+            println!("[[catches]] not run: {why}");
             return Ok(verdict);
-        };
+        }
         Ok(if all_caught(&scenario, &target, &options) { verdict } else { ExitCode::FAILURE })
     }
 }
+
+/// Why the catches are not run with runtime arguments: they are the variants' own.
+const NEEDS_REFERENCE: &str =
+    "they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)";
 
 /// Runs each of the scenario's `[[catches]]` and says whether its variant was caught.
 fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> bool {

@@ -17,7 +17,9 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
                 .into(),
         );
     };
-    crate::run::preflight::runtime(&program, &args.runtime_args)?;
+    if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
+        eprintln!("killpoint: {note}");
+    }
     Ok(Target { program, args: args.runtime_args.clone() })
 }
 
