@@ -158,7 +158,7 @@ struct OutputArgs {
     /// Write the HTML report (the matrix, each scenario's timeline) to PATH; a failing run's artifacts always have one
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
-    /// Where run directories are made (default: the temp dir); failures keep theirs, with rerun.sh
+    /// Where run directories are made (default: the temp dir; made if missing); failures keep theirs, with rerun.sh
     #[arg(long, value_name = "DIR")]
     artifacts_dir: Option<PathBuf>,
 }

@@ -246,6 +246,42 @@ fn a_runtime_that_ignores_list_broken_does_not_hang_run() {
     assert_all_gone_within(Duration::from_secs(5), &marker);
 }
 
+/// `--artifacts-dir DIR` that does not exist yet is made, as `mkdir -p` would (like `--out`), and
+/// the runs keep their directories in it; one that cannot be made is one message, exit 2, before
+/// anything runs.
+#[test]
+fn a_missing_artifacts_dir_is_made_and_one_that_cannot_be_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let wanted = dir.path().join("not/yet/there");
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--keep-artifacts", "--artifacts-dir"])
+        .arg(&wanted)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let kept: Vec<String> =
+        std::fs::read_dir(&wanted).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(kept.len() == 1 && kept[0].starts_with("killpoint-dispatch_then_success-"), "{kept:?}");
+
+    let in_the_way = dir.path().join("a-file");
+    std::fs::write(&in_the_way, "").unwrap();
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--artifacts-dir"])
+        .arg(in_the_way.join("runs"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "nothing ran");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("--artifacts-dir {}", in_the_way.join("runs").display())), "{stderr}");
+}
+
 #[test]
 fn certify_without_the_probe_reports_an_unseeable_kill_as_partial_not_as_a_failure() {
     // An exact `after_dispatch` kill and an `after_provider_success` kill on one operation: without

@@ -1,7 +1,7 @@
 //! `killpoint certify`: every chosen scenario against the runtime, then the scenario, boundary ×
 //! tool kind, contract-rule and checklist tables, and the reports asked for.
 
-use super::setup::{scenarios, target, traced_options};
+use super::setup::{artifacts_root, scenarios, target, traced_options};
 use super::{Output, Runtime, Selection, Usage};
 use crate::judge::Verdict;
 use crate::report::certificate::Certificate;
@@ -31,10 +31,8 @@ impl CertifyCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
         let target = target(&self.runtime)?;
         let scenarios = scenarios(&self.select, self.operations)?;
-        let options = RunOptions {
-            artifacts_root: self.output.artifacts_dir.clone(),
-            ..traced_options(&self.runtime, self.points)
-        };
+        let options =
+            RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
         Ok(certify(&scenarios, &target, &options, &self.output, self.jobs))
     }
 }

@@ -2,7 +2,7 @@
 //! also its `[[catches]]` (each broken variant must be caught).
 
 use super::certify::certify;
-use super::setup::{target, traced_options};
+use super::setup::{artifacts_root, target, traced_options};
 use super::{Output, Runtime, Usage};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
@@ -38,10 +38,8 @@ impl RunCommand {
         if let Ok(known) = &variants {
             scenario.check_catches(known).map_err(|e| e.to_string())?;
         }
-        let options = RunOptions {
-            artifacts_root: self.output.artifacts_dir.clone(),
-            ..traced_options(&self.runtime, self.points)
-        };
+        let options =
+            RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
         let verdict = certify(
             std::slice::from_ref(&scenario.with_copies(self.operations)),
             &target,

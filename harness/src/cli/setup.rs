@@ -1,12 +1,13 @@
 //! What a subcommand settles before it runs anything: the runtime (checked once), the run
 //! options, where the crash points are, and the scenarios chosen.
 
-use super::{Runtime, Selection, Usage};
+use super::{Output, Runtime, Selection, Usage};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::scenario::standard::ScenarioSet;
 use crate::search::explore::Points;
+use std::path::PathBuf;
 
 /// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
 /// `--broken` variant it has): one message, rather than the same failure in every scenario.
@@ -60,4 +61,15 @@ pub(super) fn scenarios(select: &Selection, copies: u32) -> Result<Vec<Scenario>
         return Err(format!("no scenario to run: none{filter} among the selected ones").into());
     }
     Ok(chosen)
+}
+
+/// `--artifacts-dir`, made if it does not exist yet (as `mkdir -p` would, like `--out`: the flag
+/// names where runs are to go, and a fresh checkout's CI has no such directory yet). One that
+/// cannot be made, or is not a directory, is one message before anything runs, rather than
+/// every scenario's "could not run".
+pub(super) fn artifacts_root(output: &Output) -> Result<Option<PathBuf>, Usage> {
+    let Some(dir) = &output.artifacts_dir else { return Ok(None) };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--artifacts-dir {}: cannot make the directory: {e}", dir.display()))?;
+    Ok(Some(dir.clone()))
 }
