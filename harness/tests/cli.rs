@@ -282,6 +282,58 @@ fn a_missing_artifacts_dir_is_made_and_one_that_cannot_be_is_refused_up_front() 
     assert!(stderr.contains(&format!("--artifacts-dir {}", in_the_way.join("runs").display())), "{stderr}");
 }
 
+/// A report flag naming a directory that does not exist is one message, exit 2, before anything
+/// runs (not found only once the whole run is over).
+#[test]
+fn a_report_into_a_missing_directory_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir/report.json");
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--junit"])
+        .arg(dir.path().join("junit.xml"))
+        .arg("--json")
+        .arg(&missing)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "nothing ran");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("--json {}", missing.display())), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "written although refused: {left:?}");
+}
+
+/// One report that cannot be written once the run is over (`/dev/full`: a full disk) does not
+/// stop the others: each is written, the failure said, and the exit status is 2.
+#[test]
+fn a_report_that_fails_to_write_does_not_stop_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let (junit, html) = (dir.path().join("junit.xml"), dir.path().join("report.html"));
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--json", "/dev/full", "--junit"])
+        .arg(&junit)
+        .arg("--html")
+        .arg(&html)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot write the JSON certificate to /dev/full"), "{stderr}");
+    assert!(
+        junit.is_file() && html.is_file(),
+        "junit {}, html {}:\n{stdout}\n{stderr}",
+        junit.is_file(),
+        html.is_file()
+    );
+    assert!(stdout.contains("JUnit report written to") && stdout.contains("HTML report written to"), "{stdout}");
+}
+
 #[test]
 fn certify_without_the_probe_reports_an_unseeable_kill_as_partial_not_as_a_failure() {
     // An exact `after_dispatch` kill and an `after_provider_success` kill on one operation: without

@@ -1,7 +1,7 @@
 //! `killpoint certify`: every chosen scenario against the runtime, then the scenario, boundary ×
 //! tool kind, contract-rule and checklist tables, and the reports asked for.
 
-use super::setup::{artifacts_root, scenarios, target, traced_options};
+use super::setup::{artifacts_root, reports_writable, scenarios, target, traced_options};
 use super::{Output, Runtime, Selection, Usage};
 use crate::judge::Verdict;
 use crate::report::certificate::Certificate;
@@ -29,6 +29,7 @@ pub struct CertifyCommand {
 
 impl CertifyCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
+        reports_writable(&self.output)?;
         let target = target(&self.runtime)?;
         let scenarios = scenarios(&self.select, self.operations)?;
         let options =
@@ -94,23 +95,24 @@ fn print_tables(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
     certificate
 }
 
-/// The JSON, JUnit and HTML reports asked for; a report that cannot be written is exit 2.
+/// The JSON, JUnit and HTML reports asked for, each written even if another cannot be (each
+/// failure said); a report that cannot be written is exit 2.
 fn write_reports(output: &Output, certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> Result<(), ExitCode> {
     let html = output.html.as_ref().map(|_| crate::report::html::render(certificate, outcomes)).unwrap_or_default();
+    let mut written = Ok(());
     for (path, text, what) in [
         (&output.json, certificate.to_json(), "JSON certificate"),
         (&output.junit, certificate.to_junit(), "JUnit report"),
         (&output.html, html, "HTML report"),
     ] {
-        if let Some(path) = path {
-            match std::fs::write(path, text) {
-                Ok(()) => println!("{what} written to {}", path.display()),
-                Err(e) => {
-                    eprintln!("killpoint: cannot write the {what} to {}: {e}", path.display());
-                    return Err(ExitCode::from(2));
-                }
+        let Some(path) = path else { continue };
+        match std::fs::write(path, text) {
+            Ok(()) => println!("{what} written to {}", path.display()),
+            Err(e) => {
+                eprintln!("killpoint: cannot write the {what} to {}: {e}", path.display());
+                written = Err(ExitCode::from(2));
             }
         }
     }
-    Ok(())
+    written
 }

@@ -2,7 +2,7 @@
 //! also its `[[catches]]` (each broken variant must be caught).
 
 use super::certify::certify;
-use super::setup::{artifacts_root, target, traced_options};
+use super::setup::{artifacts_root, reports_writable, target, traced_options};
 use super::{Output, Runtime, Usage};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
@@ -26,6 +26,7 @@ pub struct RunCommand {
 
 impl RunCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
+        reports_writable(&self.output)?;
         let target = target(&self.runtime)?;
         let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?;
         // The catches are proven against the reference runtime only: the runtime itself says whether

@@ -7,7 +7,7 @@ use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::scenario::standard::ScenarioSet;
 use crate::search::explore::Points;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
 /// `--broken` variant it has): one message, rather than the same failure in every scenario.
@@ -72,4 +72,39 @@ pub(super) fn artifacts_root(output: &Output) -> Result<Option<PathBuf>, Usage> 
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("--artifacts-dir {}: cannot make the directory: {e}", dir.display()))?;
     Ok(Some(dir.clone()))
+}
+
+/// Each report asked for (`--json`, `--junit`, `--html`) can be written once the run is over:
+/// checked before anything runs, without making or changing a file, so a mistyped directory is
+/// one message now rather than a lost report after the whole run.
+pub(super) fn reports_writable(output: &Output) -> Result<(), Usage> {
+    let asked = [("--json", &output.json), ("--junit", &output.junit), ("--html", &output.html)];
+    let problems: Vec<String> = asked
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.as_ref()?)))
+        .filter_map(|(flag, path)| writable(path).err().map(|why| format!("{flag} {}: {why}", path.display())))
+        .collect();
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ").into()) }
+}
+
+/// Whether a file can be written at `path`: an existing one is writable and not a directory; a
+/// new one's directory exists and can be written in.
+fn writable(path: &Path) -> Result<(), String> {
+    use nix::unistd::{AccessFlags, access};
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err("is a directory: expected the path of a file".into()),
+        Ok(_) => return access(path, AccessFlags::W_OK).map_err(|e| format!("the file cannot be written ({e})")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot be looked at: {e}")),
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match std::fs::metadata(parent) {
+        Ok(m) if m.is_dir() => access(parent, AccessFlags::W_OK | AccessFlags::X_OK)
+            .map_err(|e| format!("the directory {} cannot be written in ({e})", parent.display())),
+        Ok(_) => Err(format!("{} is not a directory", parent.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("the directory {} does not exist (make it first)", parent.display()))
+        }
+        Err(e) => Err(format!("the directory {} cannot be looked at: {e}", parent.display())),
+    }
 }
