@@ -5,7 +5,7 @@
 //! beside this binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn killpoint() -> Command {
@@ -39,17 +39,12 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// Runs `command` (in a process group of its own) to its end within `deadline`; past it, kills
-/// the whole group, reaps it and fails, saying what it waited for.
+/// Runs `command` (in a process group of its own; the stdout and stderr it was given, piped ones
+/// read) to its end within `deadline`; past it, kills the whole group, reaps it and fails, saying
+/// what it waited for.
 fn output_within(mut command: Command, deadline: Duration, what: &str) -> Output {
     use std::os::unix::process::CommandExt;
-    let child = command
-        .process_group(0)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = command.process_group(0).stdin(Stdio::null()).spawn().unwrap();
     let pgid = child.id() as i32;
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || tx.send(child.wait_with_output()));
@@ -234,7 +229,9 @@ fn a_runtime_that_ignores_list_broken_does_not_hang_run() {
         .arg("--runtime")
         .arg(&silent)
         .env("TMPDIR", dir.path())
-        .env("KILLPOINT_CLI_TEST_MARKER", &marker);
+        .env("KILLPOINT_CLI_TEST_MARKER", &marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // The list's deadline (5 s) and one incarnation's ready deadline (10 s), with room for a busy
     // machine; without a deadline the run took as long as the runtime's `sleep 600`.
     let output = output_within(command, Duration::from_secs(60), "`killpoint run` with a silent runtime");
@@ -332,6 +329,62 @@ fn a_report_that_fails_to_write_does_not_stop_the_others() {
         html.is_file()
     );
     assert!(stdout.contains("JUnit report written to") && stdout.contains("HTML report written to"), "{stdout}");
+}
+
+/// Each subcommand with its stdout, then its stderr, closed before it writes a byte (as `| head -1`
+/// closes it): no panic, the verdict's exit status, and the reports named by flags written.
+#[test]
+fn a_closed_stdout_or_stderr_neither_panics_nor_loses_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("r.json"), dir.path().join("r.html"));
+    let scenarios = repository().join("scenarios");
+    let runtime = reference_runtime();
+    let certify: Vec<&std::ffi::OsStr> = vec![
+        "certify".as_ref(),
+        "--filter".as_ref(),
+        "dispatch_then_success".as_ref(),
+        "--json".as_ref(),
+        json.as_ref(),
+        "--html".as_ref(),
+        html.as_ref(),
+        "--runtime".as_ref(),
+        runtime.as_ref(),
+    ];
+    let explore_file = scenarios.join("after_submit.toml");
+    let explore: Vec<&std::ffi::OsStr> =
+        vec!["explore".as_ref(), explore_file.as_ref(), "--runtime".as_ref(), runtime.as_ref()];
+    let check: Vec<&std::ffi::OsStr> = vec!["check".as_ref(), scenarios.as_ref()];
+    let completions: Vec<&std::ffi::OsStr> = vec!["completions".as_ref(), "bash".as_ref()];
+    let mut wrong = Vec::new();
+    for closed in ["stdout", "stderr"] {
+        for args in [&certify, &explore, &check, &completions] {
+            let (_, _) = (std::fs::remove_file(&json), std::fs::remove_file(&html));
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader); // closed before the child exists: its first write fails
+            let mut command = killpoint();
+            command.args(args).env("TMPDIR", dir.path());
+            let (stdout, stderr) = match closed {
+                "stdout" => (Stdio::from(writer), Stdio::piped()),
+                _ => (Stdio::piped(), Stdio::from(writer)),
+            };
+            command.stdout(stdout).stderr(stderr);
+            let what = format!("`killpoint {}` with {closed} closed", args[0].display());
+            let output = output_within(command, Duration::from_secs(120), &what);
+            let (out, err) = text(&output);
+            let panicked = out.contains("panicked") || err.contains("panicked");
+            if panicked || output.status.code() != Some(0) {
+                let first = err.lines().find(|l| l.contains("panicked") || l.contains("failed")).unwrap_or_default();
+                wrong.push(format!("{what}: {}, {first}", output.status));
+            }
+            if args[0] == "certify" && !(json.is_file() && html.is_file()) {
+                wrong.push(format!("{what}: json written {}, html written {}", json.is_file(), html.is_file()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let (_, _) = (std::fs::remove_file(&json), std::fs::remove_file(&html));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the runs left behind: {left:?}");
 }
 
 #[test]

@@ -46,7 +46,7 @@ pub(super) fn certify(
     output: &Output,
     jobs: Option<u32>,
 ) -> ExitCode {
-    println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
+    outln!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
     let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
     let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);
@@ -62,13 +62,13 @@ pub(super) fn certify(
 fn print_failures(outcomes: &[ScenarioOutcome]) {
     for o in outcomes {
         if let Some(story) = &o.story {
-            eprintln!("{story}");
+            errln!("{story}");
         }
         if let Some(path) = &o.artifacts {
-            eprintln!("{}: {}", o.name, crate::run::artifacts::kept_at(path));
+            errln!("{}: {}", o.name, crate::run::artifacts::kept_at(path));
         }
         if let Some(rerun) = &o.rerun {
-            eprintln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
+            errln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
         }
     }
 }
@@ -78,20 +78,20 @@ fn print_failures(outcomes: &[ScenarioOutcome]) {
 fn print_tables(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
     let rows: Vec<(String, Result<Verdict, String>)> =
         outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
-    print!("{}", story::table(&rows));
+    out!("{}", story::table(&rows));
     let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
-    println!("\n{}", story::matrix_table(&story::matrix(&verdicts)));
+    outln!("\n{}", story::matrix_table(&story::matrix(&verdicts)));
     let traced = story::at_syscalls(&verdicts);
     if !traced.is_empty() {
         let names: Vec<&str> = traced.iter().map(|b| b.as_str()).collect();
-        println!(
+        outln!(
             "hit exactly at system calls, without the probe (killpoint-tracer, CONTRACT.md section 7): {}\n",
             names.join(", ")
         );
     }
     let certificate = Certificate::new(target, outcomes);
-    println!("{}\n", crate::judge::rules::summarise(&certificate.rules));
-    println!("{}", crate::report::checklist::table(&certificate.checklist));
+    outln!("{}\n", crate::judge::rules::summarise(&certificate.rules));
+    outln!("{}", crate::report::checklist::table(&certificate.checklist));
     certificate
 }
 
@@ -107,9 +107,9 @@ fn write_reports(output: &Output, certificate: &Certificate, outcomes: &[Scenari
     ] {
         let Some(path) = path else { continue };
         match std::fs::write(path, text) {
-            Ok(()) => println!("{what} written to {}", path.display()),
+            Ok(()) => outln!("{what} written to {}", path.display()),
             Err(e) => {
-                eprintln!("killpoint: cannot write the {what} to {}: {e}", path.display());
+                errln!("killpoint: cannot write the {what} to {}: {e}", path.display());
                 written = Err(ExitCode::from(2));
             }
         }

@@ -53,7 +53,7 @@ impl RunCommand {
         }
         if let Err(why) = variants {
             // Said once, here, where the catches would have been told.
-            println!("[[catches]] not run: {why}");
+            outln!("[[catches]] not run: {why}");
             return Ok(verdict);
         }
         Ok(if all_caught(&scenario, &target, &options) { verdict } else { ExitCode::FAILURE })
@@ -69,10 +69,10 @@ fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> boo
     let mut all_caught = true;
     for catch in &scenario.catches {
         match crate::trials::caught_by(scenario, target, options, &catch.broken, &catch.invariants) {
-            Ok(()) => println!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
+            Ok(()) => outln!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
             Err(why) => {
                 all_caught = false;
-                eprintln!("NOT CAUGHT: {why}");
+                errln!("NOT CAUGHT: {why}");
             }
         }
     }

@@ -19,7 +19,7 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         );
     };
     if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
-        eprintln!("killpoint: {note}");
+        errln!("killpoint: {note}");
     }
     Ok(Target { program, args: args.runtime_args.clone() })
 }
@@ -34,7 +34,7 @@ pub(super) fn points(asked: Points, runtime: &Runtime) -> Points {
         && let Err(why) = crate::run::traced::permitted()
     {
         let instead = if runtime.no_probe { "as a black box" } else { "with the probe" };
-        eprintln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
+        errln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
         return Points::Boundaries;
     }
     asked
