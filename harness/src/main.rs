@@ -158,7 +158,7 @@ struct OutputArgs {
     /// Write the HTML report (the matrix, each scenario's timeline) to PATH; a failing run's artifacts always have one
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
-    /// Where run directories are made (default: the temp dir); failures keep theirs, with rerun.sh
+    /// Where run directories are made (default: the temp dir; made if missing); failures keep theirs, with rerun.sh
     #[arg(long, value_name = "DIR")]
     artifacts_dir: Option<PathBuf>,
 }
@@ -348,10 +348,10 @@ fn on_interrupt() {
     std::thread::spawn(move || {
         let signal = signals.wait().unwrap_or(Signal::SIGINT);
         for path in killpoint::run::artifacts::live() {
-            eprintln!(
-                "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}",
+            cli::console::err(format_args!(
+                "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}\n",
                 path.display()
-            );
+            ));
         }
         std::process::exit(130);
     });
@@ -370,12 +370,15 @@ fn main() -> ExitCode {
         Command::Check(args) => cli::check::check(&args.files, args.runtime.as_deref()),
         Command::List(args) => cli::list::list(args.table.into(), args.runtime.as_deref()),
         Command::Completions(args) => {
-            clap_complete::generate(args.shell, &mut Cli::command(), "killpoint", &mut std::io::stdout());
+            // Rendered first: clap_complete panics on a write that fails (a closed stdout).
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "killpoint", &mut script);
+            cli::console::out_bytes(&script);
             Ok(ExitCode::SUCCESS)
         }
     };
     result.unwrap_or_else(|Usage(message)| {
-        eprintln!("killpoint: {message}");
+        cli::console::err(format_args!("killpoint: {message}\n"));
         ExitCode::from(2)
     })
 }

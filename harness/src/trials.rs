@@ -119,7 +119,7 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
                 let name = format!("{}broken::{}::{}", suite.prefix, catch.broken.replace('-', "_"), scenario.name);
                 let known = known.clone();
                 trials.push(Trial::test(name, move || {
-                    let names = known.as_ref().map_err(|e| e.clone())?;
+                    let names = known.as_ref().map_err(|e| e.why.clone())?;
                     s.check_catches(names).map_err(|e| e.to_string())?;
                     caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)
                 }));

@@ -5,7 +5,8 @@
 //! beside this binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 fn killpoint() -> Command {
     Command::new(env!("CARGO_BIN_EXE_killpoint"))
@@ -27,6 +28,81 @@ fn text(output: &Output) -> (String, String) {
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// An executable `#!/bin/sh` script named `name` in `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Runs `command` (in a process group of its own; the stdout and stderr it was given, piped ones
+/// read) to its end within `deadline`; past it, kills the whole group, reaps it and fails, saying
+/// what it waited for.
+fn output_within(mut command: Command, deadline: Duration, what: &str) -> Output {
+    use std::os::unix::process::CommandExt;
+    let child = command.process_group(0).stdin(Stdio::null()).spawn().unwrap();
+    let pgid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(deadline) {
+        Ok(output) => {
+            waiter.join().unwrap().ok();
+            output.unwrap()
+        }
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+            let output = rx.recv().unwrap().unwrap();
+            let (stdout, stderr) = text(&output);
+            panic!("{what} did not finish within {deadline:?} (its group killed):\n{stdout}\n{stderr}");
+        }
+    }
+}
+
+/// A marker unique to this test process and test, exported to everything a test's `killpoint`
+/// starts, so a scan of /proc finds what is left of it.
+fn marker(test: &str) -> String {
+    format!("killpoint-cli-{}-{test}.", std::process::id())
+}
+
+/// Live processes (zombies excluded) whose environment contains `marker`.
+fn running_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, Some('Z' | 'X') | None) {
+            continue;
+        }
+        let environ = String::from_utf8_lossy(&std::fs::read(dir.join("environ")).unwrap_or_default()).into_owned();
+        if environ.contains(marker) {
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            found.push(format!("{}: {}", entry.file_name().to_string_lossy(), String::from_utf8_lossy(&cmdline)));
+        }
+    }
+    found
+}
+
+/// Nothing carrying `marker` still runs, within `deadline` (SIGKILL is asynchronous: a killed
+/// grandchild, re-parented to init, may take a moment to go). Kills what is left before failing.
+fn assert_all_gone_within(deadline: Duration, marker: &str) {
+    let until = Instant::now() + deadline;
+    loop {
+        let left = running_with(marker);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() >= until {
+            let pids = left.iter().filter_map(|p| p.split(':').next());
+            let _ = Command::new("kill").arg("-KILL").args(pids).status();
+            panic!("still running {deadline:?} after killpoint ended: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -136,6 +212,179 @@ fn run_proves_the_catches_of_its_scenario_on_the_reference_runtime() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("caught: --broken ack-before-durable violates intent_durable"), "{stdout}");
     assert!(stdout.contains("caught: --broken submit-upsert violates idempotent_submission"), "{stdout}");
+}
+
+/// A runtime that ignores `--list-broken` and serves (here: sleeps) does not hold `killpoint run`
+/// up for as long as it lives: the call has a deadline, its process group is killed and reaped,
+/// and the reason is said once.
+#[test]
+fn a_runtime_that_ignores_list_broken_does_not_hang_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = marker("silent");
+    let silent = script(dir.path(), "silent.sh", "sleep 600\n");
+    let mut command = killpoint();
+    command
+        .arg("run")
+        .arg(repository().join("scenarios/after_dispatch.toml"))
+        .arg("--runtime")
+        .arg(&silent)
+        .env("TMPDIR", dir.path())
+        .env("KILLPOINT_CLI_TEST_MARKER", &marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The list's deadline (5 s) and one incarnation's ready deadline (10 s), with room for a busy
+    // machine; without a deadline the run took as long as the runtime's `sleep 600`.
+    let output = output_within(command, Duration::from_secs(60), "`killpoint run` with a silent runtime");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let reason = "--list-broken` did not finish within 5 s";
+    assert_eq!(format!("{stdout}{stderr}").matches(reason).count(), 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("[[catches]] not run"), "{stdout}");
+    assert_all_gone_within(Duration::from_secs(5), &marker);
+}
+
+/// `--artifacts-dir DIR` that does not exist yet is made, as `mkdir -p` would (like `--out`), and
+/// the runs keep their directories in it; one that cannot be made is one message, exit 2, before
+/// anything runs.
+#[test]
+fn a_missing_artifacts_dir_is_made_and_one_that_cannot_be_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let wanted = dir.path().join("not/yet/there");
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--keep-artifacts", "--artifacts-dir"])
+        .arg(&wanted)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let kept: Vec<String> =
+        std::fs::read_dir(&wanted).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(kept.len() == 1 && kept[0].starts_with("killpoint-dispatch_then_success-"), "{kept:?}");
+
+    let in_the_way = dir.path().join("a-file");
+    std::fs::write(&in_the_way, "").unwrap();
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--artifacts-dir"])
+        .arg(in_the_way.join("runs"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "nothing ran");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("--artifacts-dir {}", in_the_way.join("runs").display())), "{stderr}");
+}
+
+/// A report flag naming a directory that does not exist is one message, exit 2, before anything
+/// runs (not found only once the whole run is over).
+#[test]
+fn a_report_into_a_missing_directory_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir/report.json");
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--junit"])
+        .arg(dir.path().join("junit.xml"))
+        .arg("--json")
+        .arg(&missing)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "nothing ran");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("--json {}", missing.display())), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "written although refused: {left:?}");
+}
+
+/// One report that cannot be written once the run is over (`/dev/full`: a full disk) does not
+/// stop the others: each is written, the failure said, and the exit status is 2.
+#[test]
+fn a_report_that_fails_to_write_does_not_stop_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let (junit, html) = (dir.path().join("junit.xml"), dir.path().join("report.html"));
+    let output = killpoint()
+        .args(["certify", "--filter", "dispatch_then_success", "--json", "/dev/full", "--junit"])
+        .arg(&junit)
+        .arg("--html")
+        .arg(&html)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot write the JSON certificate to /dev/full"), "{stderr}");
+    assert!(
+        junit.is_file() && html.is_file(),
+        "junit {}, html {}:\n{stdout}\n{stderr}",
+        junit.is_file(),
+        html.is_file()
+    );
+    assert!(stdout.contains("JUnit report written to") && stdout.contains("HTML report written to"), "{stdout}");
+}
+
+/// Each subcommand with its stdout, then its stderr, closed before it writes a byte (as `| head -1`
+/// closes it): no panic, the verdict's exit status, and the reports named by flags written.
+#[test]
+fn a_closed_stdout_or_stderr_neither_panics_nor_loses_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("r.json"), dir.path().join("r.html"));
+    let scenarios = repository().join("scenarios");
+    let runtime = reference_runtime();
+    let certify: Vec<&std::ffi::OsStr> = vec![
+        "certify".as_ref(),
+        "--filter".as_ref(),
+        "dispatch_then_success".as_ref(),
+        "--json".as_ref(),
+        json.as_ref(),
+        "--html".as_ref(),
+        html.as_ref(),
+        "--runtime".as_ref(),
+        runtime.as_ref(),
+    ];
+    let explore_file = scenarios.join("after_submit.toml");
+    let explore: Vec<&std::ffi::OsStr> =
+        vec!["explore".as_ref(), explore_file.as_ref(), "--runtime".as_ref(), runtime.as_ref()];
+    let check: Vec<&std::ffi::OsStr> = vec!["check".as_ref(), scenarios.as_ref()];
+    let completions: Vec<&std::ffi::OsStr> = vec!["completions".as_ref(), "bash".as_ref()];
+    let mut wrong = Vec::new();
+    for closed in ["stdout", "stderr"] {
+        for args in [&certify, &explore, &check, &completions] {
+            let (_, _) = (std::fs::remove_file(&json), std::fs::remove_file(&html));
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader); // closed before the child exists: its first write fails
+            let mut command = killpoint();
+            command.args(args).env("TMPDIR", dir.path());
+            let (stdout, stderr) = match closed {
+                "stdout" => (Stdio::from(writer), Stdio::piped()),
+                _ => (Stdio::piped(), Stdio::from(writer)),
+            };
+            command.stdout(stdout).stderr(stderr);
+            let what = format!("`killpoint {}` with {closed} closed", args[0].display());
+            let output = output_within(command, Duration::from_secs(120), &what);
+            let (out, err) = text(&output);
+            let panicked = out.contains("panicked") || err.contains("panicked");
+            if panicked || output.status.code() != Some(0) {
+                let first = err.lines().find(|l| l.contains("panicked") || l.contains("failed")).unwrap_or_default();
+                wrong.push(format!("{what}: {}, {first}", output.status));
+            }
+            if args[0] == "certify" && !(json.is_file() && html.is_file()) {
+                wrong.push(format!("{what}: json written {}, html written {}", json.is_file(), html.is_file()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let (_, _) = (std::fs::remove_file(&json), std::fs::remove_file(&html));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the runs left behind: {left:?}");
 }
 
 #[test]

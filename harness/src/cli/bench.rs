@@ -57,7 +57,7 @@ impl BenchCommand {
             keep_failures: false,
             points: self.explore.points,
         };
-        println!(
+        outln!(
             "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",
             scenario.name,
             self.runs,
@@ -72,7 +72,7 @@ impl BenchCommand {
             let result = match explore::explore(scenario, target, &options, &|_, _, _, _| {}) {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("killpoint: the exploration could not run: {e}");
+                    errln!("killpoint: the exploration could not run: {e}");
                     return ExitCode::from(2);
                 }
             };
@@ -80,7 +80,7 @@ impl BenchCommand {
             let ran: usize = result.ran.iter().sum();
             let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
             failed |= !result.failures.is_empty();
-            println!(
+            outln!(
                 "  run {i:>3}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned)",
                 ms(elapsed),
                 result.failures.len(),
@@ -99,7 +99,7 @@ impl BenchCommand {
 
 fn print_rates(rates: &mut [f64]) {
     rates.sort_by(f64::total_cmp);
-    println!(
+    outln!(
         "crash points per second:        median {:.1} (min {:.1}, max {:.1})",
         rates[rates.len() / 2],
         rates[0],
@@ -117,8 +117,8 @@ fn recovery_figures(scenario: &Scenario, target: &Target, certified: &RunOptions
             recoveries.extend(r.recoveries.iter().copied());
         }
     }
-    println!("kill -> restarted (ready):      {}", stats(&mut restarts));
-    println!("kill -> restarted -> recovered: {}", stats(&mut recoveries));
+    outln!("kill -> restarted (ready):      {}", stats(&mut restarts));
+    outln!("kill -> restarted -> recovered: {}", stats(&mut recoveries));
 }
 
 /// What the matrix's runs measured: each suite's wall time, every restart and recovery, and what
@@ -162,23 +162,23 @@ impl Samples {
         self.suites.push(started.elapsed());
         self.clean_suites += u32::from(clean);
         let last = self.suites[self.suites.len() - 1];
-        println!("  run {i:>3}: {:>7.1} ms{}", ms(last), if clean { "" } else { "  FAILED" });
+        outln!("  run {i:>3}: {:>7.1} ms{}", ms(last), if clean { "" } else { "  FAILED" });
     }
 
     /// The timing lines and the failures, after the overheads.
     fn print(mut self) -> ExitCode {
-        println!("suite wall time:                {}", stats(&mut self.suites));
-        println!("kill -> restarted (ready):      {}", stats(&mut self.restarts));
-        println!("kill -> restarted -> recovered: {}", stats(&mut self.recoveries));
+        outln!("suite wall time:                {}", stats(&mut self.suites));
+        outln!("kill -> restarted (ready):      {}", stats(&mut self.restarts));
+        outln!("kill -> restarted -> recovered: {}", stats(&mut self.recoveries));
         for f in &self.failures {
-            println!("  {f}");
+            outln!("  {f}");
         }
         if self.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
     }
 }
 
 fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u32) -> ExitCode {
-    println!("bench: {runs} run(s) of {} scenario(s) against {}", scenarios.len(), target.program.display());
+    outln!("bench: {runs} run(s) of {} scenario(s) against {}", scenarios.len(), target.program.display());
     let mut samples = Samples::default();
     for i in 1..=runs {
         samples.suite(i, scenarios, target, options);
@@ -188,8 +188,8 @@ fn bench(scenarios: &[Scenario], target: &Target, options: &RunOptions, runs: u3
     // time is compared; the fault-free runs are not judged.
     let plain = without_faults(scenarios);
     let (with_faults, without) = (timed(target, scenarios, options), timed(target, &plain, options));
-    println!("\n{} passed, {} failed", samples.clean_suites, runs - samples.clean_suites);
-    println!(
+    outln!("\n{} passed, {} failed", samples.clean_suites, runs - samples.clean_suites);
+    outln!(
         "certification overhead:         {:.2} (certify {:.1} ms / the same workloads without faults {:.1} ms, one run each)",
         with_faults.as_secs_f64() / without.as_secs_f64().max(1e-9),
         ms(with_faults),
@@ -229,7 +229,7 @@ fn timed(target: &Target, list: &[Scenario], options: &RunOptions) -> Duration {
 fn tracing_overhead(scenarios: &[Scenario], target: &Target, options: &RunOptions) {
     let untraced = RunOptions { syscalls: false, ..options.clone() };
     let (traced, plain) = (timed(target, scenarios, options), timed(target, scenarios, &untraced));
-    println!(
+    outln!(
         "tracing overhead:               {:.2} (traced {:.1} ms / untraced {:.1} ms, one run each)",
         traced.as_secs_f64() / plain.as_secs_f64().max(1e-9),
         ms(traced),

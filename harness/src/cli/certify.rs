@@ -1,7 +1,7 @@
 //! `killpoint certify`: every chosen scenario against the runtime, then the scenario, boundary ×
 //! tool kind, contract-rule and checklist tables, and the reports asked for.
 
-use super::setup::{scenarios, target, traced_options};
+use super::setup::{artifacts_root, reports_writable, scenarios, target, traced_options};
 use super::{Output, Runtime, Selection, Usage};
 use crate::judge::Verdict;
 use crate::report::certificate::Certificate;
@@ -29,12 +29,11 @@ pub struct CertifyCommand {
 
 impl CertifyCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
+        reports_writable(&self.output)?;
         let target = target(&self.runtime)?;
         let scenarios = scenarios(&self.select, self.operations)?;
-        let options = RunOptions {
-            artifacts_root: self.output.artifacts_dir.clone(),
-            ..traced_options(&self.runtime, self.points)
-        };
+        let options =
+            RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
         Ok(certify(&scenarios, &target, &options, &self.output, self.jobs))
     }
 }
@@ -47,7 +46,7 @@ pub(super) fn certify(
     output: &Output,
     jobs: Option<u32>,
 ) -> ExitCode {
-    println!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
+    outln!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
     let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
     let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);
@@ -63,13 +62,13 @@ pub(super) fn certify(
 fn print_failures(outcomes: &[ScenarioOutcome]) {
     for o in outcomes {
         if let Some(story) = &o.story {
-            eprintln!("{story}");
+            errln!("{story}");
         }
         if let Some(path) = &o.artifacts {
-            eprintln!("{}: {}", o.name, crate::run::artifacts::kept_at(path));
+            errln!("{}: {}", o.name, crate::run::artifacts::kept_at(path));
         }
         if let Some(rerun) = &o.rerun {
-            eprintln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
+            errln!("{}: rerun exactly this case with: {}\n", o.name, rerun.display());
         }
     }
 }
@@ -79,40 +78,41 @@ fn print_failures(outcomes: &[ScenarioOutcome]) {
 fn print_tables(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
     let rows: Vec<(String, Result<Verdict, String>)> =
         outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
-    print!("{}", story::table(&rows));
+    out!("{}", story::table(&rows));
     let verdicts: Vec<&Verdict> = outcomes.iter().filter_map(|o| o.verdict.as_ref().ok()).collect();
-    println!("\n{}", story::matrix_table(&story::matrix(&verdicts)));
+    outln!("\n{}", story::matrix_table(&story::matrix(&verdicts)));
     let traced = story::at_syscalls(&verdicts);
     if !traced.is_empty() {
         let names: Vec<&str> = traced.iter().map(|b| b.as_str()).collect();
-        println!(
+        outln!(
             "hit exactly at system calls, without the probe (killpoint-tracer, CONTRACT.md section 7): {}\n",
             names.join(", ")
         );
     }
     let certificate = Certificate::new(target, outcomes);
-    println!("{}\n", crate::judge::rules::summarise(&certificate.rules));
-    println!("{}", crate::report::checklist::table(&certificate.checklist));
+    outln!("{}\n", crate::judge::rules::summarise(&certificate.rules));
+    outln!("{}", crate::report::checklist::table(&certificate.checklist));
     certificate
 }
 
-/// The JSON, JUnit and HTML reports asked for; a report that cannot be written is exit 2.
+/// The JSON, JUnit and HTML reports asked for, each written even if another cannot be (each
+/// failure said); a report that cannot be written is exit 2.
 fn write_reports(output: &Output, certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> Result<(), ExitCode> {
     let html = output.html.as_ref().map(|_| crate::report::html::render(certificate, outcomes)).unwrap_or_default();
+    let mut written = Ok(());
     for (path, text, what) in [
         (&output.json, certificate.to_json(), "JSON certificate"),
         (&output.junit, certificate.to_junit(), "JUnit report"),
         (&output.html, html, "HTML report"),
     ] {
-        if let Some(path) = path {
-            match std::fs::write(path, text) {
-                Ok(()) => println!("{what} written to {}", path.display()),
-                Err(e) => {
-                    eprintln!("killpoint: cannot write the {what} to {}: {e}", path.display());
-                    return Err(ExitCode::from(2));
-                }
+        let Some(path) = path else { continue };
+        match std::fs::write(path, text) {
+            Ok(()) => outln!("{what} written to {}", path.display()),
+            Err(e) => {
+                errln!("killpoint: cannot write the {what} to {}: {e}", path.display());
+                written = Err(ExitCode::from(2));
             }
         }
     }
-    Ok(())
+    written
 }

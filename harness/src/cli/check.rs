@@ -33,20 +33,18 @@ pub fn check(paths: &[PathBuf], runtime: Option<&Path>) -> Result<ExitCode, Usag
             Ok(()) => {}
             Err(e) => {
                 bad += 1;
-                eprintln!("{e}");
+                errln!("{e}");
             }
         }
     }
     if let Some(Err(why)) = &variants
         && runtime.is_some()
     {
-        return Err(why.clone().into());
+        return Err(why.why.clone().into());
     }
     if variants.is_none() && files.iter().any(|f| f.as_ref().is_ok_and(|s| !s.catches.is_empty())) {
-        eprintln!(
-            "note: [[catches]] variant names not checked: no reference runtime beside this binary (give --runtime)"
-        );
+        errln!("note: [[catches]] variant names not checked: no reference runtime beside this binary (give --runtime)");
     }
-    println!("{} file(s) checked, {} with errors", files.len(), bad);
+    outln!("{} file(s) checked, {} with errors", files.len(), bad);
     Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

@@ -54,7 +54,7 @@ impl ExploreCommand {
     fn explore(&self, scenario: &Scenario, target: &Target, run: RunOptions) -> ExitCode {
         let options = self.options(run);
         let workload = explore::Workload::of(scenario);
-        println!(
+        outln!(
             "exploring `{}` ({} operation(s)) against {} at depth {}: {} hand-placed kill(s) dropped, {} world fault(s) kept",
             scenario.name,
             scenario.operations.len(),
@@ -72,7 +72,7 @@ impl ExploreCommand {
         let result = match explore::explore(scenario, target, &options, &progress) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("killpoint: the exploration could not run: {e}");
+                errln!("killpoint: the exploration could not run: {e}");
                 return ExitCode::from(2);
             }
         };
@@ -105,16 +105,16 @@ impl ExploreCommand {
         for finding in &result.failures {
             failed = true;
             if let Some(story) = &finding.story {
-                eprintln!("{story}");
+                errln!("{story}");
             }
             match write_case(&self.out, finding, target, !self.runtime.no_probe) {
                 Ok((path, command)) => {
-                    eprintln!("  written to {}\n  reproduce: {command}", path.display());
+                    errln!("  written to {}\n  reproduce: {command}", path.display());
                 }
-                Err(e) => eprintln!("killpoint: cannot write the failing case to {}: {e}", self.out.display()),
+                Err(e) => errln!("killpoint: cannot write the failing case to {}: {e}", self.out.display()),
             }
             if let Some(path) = &finding.artifacts {
-                eprintln!("  {}\n", crate::run::artifacts::kept_at(path));
+                errln!("  {}\n", crate::run::artifacts::kept_at(path));
             }
         }
         failed
@@ -145,7 +145,7 @@ fn show_progress(bar: &ProgressBar, plain: bool, finding: &Finding, done: usize,
     let failed = finding.status() == CaseStatus::Fail;
     if plain && (failed || done * 10 / total.max(1) != (done - 1) * 10 / total.max(1)) {
         let status = if failed { "FAILED" } else { "ok" };
-        eprintln!("  {done}/{total} {} {status} ({failures} failure(s) so far)", finding.case.name());
+        errln!("  {done}/{total} {} {status} ({failures} failure(s) so far)", finding.case.name());
     }
 }
 
@@ -153,7 +153,7 @@ fn show_progress(bar: &ProgressBar, plain: bool, finding: &Finding, done: usize,
 fn print_summary(result: &Exploration, elapsed: Duration) {
     let ran: usize = result.ran.iter().sum();
     let found: Vec<String> = result.points.iter().enumerate().map(|(d, n)| format!("{n} at depth {}", d + 1)).collect();
-    println!(
+    outln!(
         "crash points found: {}; cases run: {ran} ({} passed, {} partial, {} not reached, {} failed) in {:.1} s ({:.1} cases/s); pruned: {}{}",
         found.join(", "),
         result.passed,
@@ -175,21 +175,21 @@ fn print_summary(result: &Exploration, elapsed: Duration) {
 /// The summary's indented lines: what was pruned and why, and what the probe-less run saw.
 fn print_pruned(result: &Exploration) {
     for (why, n) in explore::pruned_summary(&result.pruned) {
-        println!("  pruned {n}: {why}");
+        outln!("  pruned {n}: {why}");
     }
     if !result.same_state.is_empty() {
-        println!(
+        outln!(
             "  pruned {}: system calls that leave the same disk and world as the point before (no durable change, no send in between)",
             result.same_state.len()
         );
     }
     if !result.exact.is_empty() {
         let hit: Vec<String> = result.exact.iter().map(|(b, n)| format!("{b} ×{n}")).collect();
-        println!("  boundaries hit exactly without the probe: {}", hit.join(", "));
+        outln!("  boundaries hit exactly without the probe: {}", hit.join(", "));
     }
     if !result.unseen.is_empty() {
         let names: Vec<&str> = result.unseen.iter().map(|b| b.as_str()).collect();
-        println!("  not explored without the probe (the fake world cannot see them): {}", names.join(", "));
+        outln!("  not explored without the probe (the fake world cannot see them): {}", names.join(", "));
     }
 }
 

@@ -41,9 +41,9 @@ pub fn list(table: Table, runtime: Option<&Path>) -> Result<ExitCode, Usage> {
         Table::Variants => "what it gets wrong".to_owned(),
     };
     let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0).max(4);
-    println!("{:<width$}  {header}", "name");
+    outln!("{:<width$}  {header}", "name");
     for (name, what) in rows {
-        println!("{name:<width$}  {what}");
+        outln!("{name:<width$}  {what}");
     }
     Ok(ExitCode::SUCCESS)
 }

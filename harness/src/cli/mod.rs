@@ -5,6 +5,9 @@
 //! The top layer: may import every part; nothing in the library imports it. It must not use
 //! clap's types either: those stay in `main.rs`.
 
+// First: its macros are in scope for the modules declared after it.
+#[macro_use]
+pub mod console;
 pub mod bench;
 pub mod certify;
 pub mod check;

@@ -36,6 +36,6 @@ pub struct Output {
     pub junit: Option<PathBuf>,
     /// `--html`: where the HTML report goes.
     pub html: Option<PathBuf>,
-    /// `--artifacts-dir`: where run directories are made (default: the temp dir).
+    /// `--artifacts-dir`: where run directories are made (default: the temp dir; made if missing).
     pub artifacts_dir: Option<PathBuf>,
 }

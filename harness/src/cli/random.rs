@@ -26,24 +26,24 @@ fn search(target: &Target, runtime: &Runtime, cases: u32, seed: Option<u64>, out
         waves: true,
         run: run_options(runtime),
     };
-    println!("random: {} case(s) against {}, seed {seed} (replay with --seed {seed})", cases, target.program.display());
+    outln!("random: {} case(s) against {}, seed {seed} (replay with --seed {seed})", cases, target.program.display());
     let found = match random::search(target, &options) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("killpoint: {e}");
+            errln!("killpoint: {e}");
             return ExitCode::from(2);
         }
     };
     let rate = f64::from(found.runs) / found.elapsed.as_secs_f64().max(1e-9);
-    println!("{} run(s) in {:.1} s ({rate:.1}/s)", found.runs, found.elapsed.as_secs_f64());
+    outln!("{} run(s) in {:.1} s ({rate:.1}/s)", found.runs, found.elapsed.as_secs_f64());
     match found.failure {
         None => {
-            println!("every drawn case passed");
+            outln!("every drawn case passed");
             ExitCode::SUCCESS
         }
         Some(failure) => {
             let violated: Vec<&str> = failure.violated.iter().map(|i| i.as_str()).collect();
-            println!(
+            outln!(
                 "a case failed; shrunk to {} fault(s){}, written to {}\nrerun it with:\n  {}",
                 failure.fault_count(),
                 if violated.is_empty() {

@@ -2,7 +2,7 @@
 //! also its `[[catches]]` (each broken variant must be caught).
 
 use super::certify::certify;
-use super::setup::{target, traced_options};
+use super::setup::{artifacts_root, reports_writable, target, traced_options};
 use super::{Output, Runtime, Usage};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
@@ -26,22 +26,21 @@ pub struct RunCommand {
 
 impl RunCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
+        reports_writable(&self.output)?;
         let target = target(&self.runtime)?;
         let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?;
         // The catches are proven against the reference runtime only: the runtime itself says whether
         // it has broken variants, and which (`--list-broken`); a misspelt one is the file's error.
         let variants = if scenario.catches.is_empty() || !target.args.is_empty() {
-            None
+            Err(NEEDS_REFERENCE.to_owned())
         } else {
-            crate::model::variants::of(&target.program).ok()
+            crate::model::variants::of(&target.program).map_err(String::from)
         };
-        if let Some(known) = &variants {
+        if let Ok(known) = &variants {
             scenario.check_catches(known).map_err(|e| e.to_string())?;
         }
-        let options = RunOptions {
-            artifacts_root: self.output.artifacts_dir.clone(),
-            ..traced_options(&self.runtime, self.points)
-        };
+        let options =
+            RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
         let verdict = certify(
             std::slice::from_ref(&scenario.with_copies(self.operations)),
             &target,
@@ -52,25 +51,28 @@ impl RunCommand {
         if scenario.catches.is_empty() {
             return Ok(verdict);
         }
-        let Some(_) = variants else {
-            println!(
-                "[[catches]] not run: they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)"
-            );
+        if let Err(why) = variants {
+            // Said once, here, where the catches would have been told.
+            outln!("[[catches]] not run: {why}");
             return Ok(verdict);
-        };
+        }
         Ok(if all_caught(&scenario, &target, &options) { verdict } else { ExitCode::FAILURE })
     }
 }
+
+/// Why the catches are not run with runtime arguments: they are the variants' own.
+const NEEDS_REFERENCE: &str =
+    "they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)";
 
 /// Runs each of the scenario's `[[catches]]` and says whether its variant was caught.
 fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> bool {
     let mut all_caught = true;
     for catch in &scenario.catches {
         match crate::trials::caught_by(scenario, target, options, &catch.broken, &catch.invariants) {
-            Ok(()) => println!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
+            Ok(()) => outln!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
             Err(why) => {
                 all_caught = false;
-                eprintln!("NOT CAUGHT: {why}");
+                errln!("NOT CAUGHT: {why}");
             }
         }
     }

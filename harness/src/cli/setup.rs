@@ -1,12 +1,13 @@
 //! What a subcommand settles before it runs anything: the runtime (checked once), the run
 //! options, where the crash points are, and the scenarios chosen.
 
-use super::{Runtime, Selection, Usage};
+use super::{Output, Runtime, Selection, Usage};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::scenario::standard::ScenarioSet;
 use crate::search::explore::Points;
+use std::path::{Path, PathBuf};
 
 /// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
 /// `--broken` variant it has): one message, rather than the same failure in every scenario.
@@ -17,7 +18,9 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
                 .into(),
         );
     };
-    crate::run::preflight::runtime(&program, &args.runtime_args)?;
+    if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
+        errln!("killpoint: {note}");
+    }
     Ok(Target { program, args: args.runtime_args.clone() })
 }
 
@@ -31,7 +34,7 @@ pub(super) fn points(asked: Points, runtime: &Runtime) -> Points {
         && let Err(why) = crate::run::traced::permitted()
     {
         let instead = if runtime.no_probe { "as a black box" } else { "with the probe" };
-        eprintln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
+        errln!("killpoint: {why}: --points syscalls falls back to the named boundaries, {instead}");
         return Points::Boundaries;
     }
     asked
@@ -58,4 +61,50 @@ pub(super) fn scenarios(select: &Selection, copies: u32) -> Result<Vec<Scenario>
         return Err(format!("no scenario to run: none{filter} among the selected ones").into());
     }
     Ok(chosen)
+}
+
+/// `--artifacts-dir`, made if it does not exist yet (as `mkdir -p` would, like `--out`: the flag
+/// names where runs are to go, and a fresh checkout's CI has no such directory yet). One that
+/// cannot be made, or is not a directory, is one message before anything runs, rather than
+/// every scenario's "could not run".
+pub(super) fn artifacts_root(output: &Output) -> Result<Option<PathBuf>, Usage> {
+    let Some(dir) = &output.artifacts_dir else { return Ok(None) };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--artifacts-dir {}: cannot make the directory: {e}", dir.display()))?;
+    Ok(Some(dir.clone()))
+}
+
+/// Each report asked for (`--json`, `--junit`, `--html`) can be written once the run is over:
+/// checked before anything runs, without making or changing a file, so a mistyped directory is
+/// one message now rather than a lost report after the whole run.
+pub(super) fn reports_writable(output: &Output) -> Result<(), Usage> {
+    let asked = [("--json", &output.json), ("--junit", &output.junit), ("--html", &output.html)];
+    let problems: Vec<String> = asked
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.as_ref()?)))
+        .filter_map(|(flag, path)| writable(path).err().map(|why| format!("{flag} {}: {why}", path.display())))
+        .collect();
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ").into()) }
+}
+
+/// Whether a file can be written at `path`: an existing one is writable and not a directory; a
+/// new one's directory exists and can be written in.
+fn writable(path: &Path) -> Result<(), String> {
+    use nix::unistd::{AccessFlags, access};
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err("is a directory: expected the path of a file".into()),
+        Ok(_) => return access(path, AccessFlags::W_OK).map_err(|e| format!("the file cannot be written ({e})")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot be looked at: {e}")),
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match std::fs::metadata(parent) {
+        Ok(m) if m.is_dir() => access(parent, AccessFlags::W_OK | AccessFlags::X_OK)
+            .map_err(|e| format!("the directory {} cannot be written in ({e})", parent.display())),
+        Ok(_) => Err(format!("{} is not a directory", parent.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("the directory {} does not exist (make it first)", parent.display()))
+        }
+        Err(e) => Err(format!("the directory {} cannot be looked at: {e}", parent.display())),
+    }
 }

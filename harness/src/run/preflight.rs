@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// `program` can be started: it is a file, executable, and its `#!` interpreter (if any) exists;
 /// a `--broken NAME` among `args` names a variant the runtime has (when it lists them). `Err` is
-/// the one message to show.
-pub fn runtime(program: &Path, args: &[String]) -> Result<(), String> {
+/// the one message to show; `Ok(Some(note))` a check that could not be made, to say once.
+pub fn runtime(program: &Path, args: &[String]) -> Result<Option<String>, String> {
     let shown = program.display();
     let meta = std::fs::metadata(program).map_err(|e| format!("the runtime `{shown}` cannot be used: {e}"))?;
     if !meta.is_file() {
@@ -73,16 +73,23 @@ fn on_path(name: &str) -> Option<PathBuf> {
 
 /// `--broken NAME` (or `--broken=NAME`) among the runtime's arguments names one of its variants.
 /// Only the reference runtime has any, and it lists them (`--list-broken`): the check asks it, so
-/// the list cannot drift. A runtime that lists none is left to take its own arguments.
-fn broken_variant(program: &Path, args: &[String]) -> Result<(), String> {
+/// the list cannot drift. A runtime that lists none is left to take its own arguments; one that
+/// did not answer in time is too, and the note says so.
+fn broken_variant(program: &Path, args: &[String]) -> Result<Option<String>, String> {
     let name = args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--broken=") {
         Some(name) => Some(name.to_owned()),
         None => (a == "--broken").then(|| args.get(i + 1).cloned().unwrap_or_default()),
     });
-    let Some(name) = name else { return Ok(()) };
-    let Ok(known) = crate::model::variants::of(program) else { return Ok(()) };
+    let Some(name) = name else { return Ok(None) };
+    let known = match crate::model::variants::of(program) {
+        Ok(known) => known,
+        Err(e) if e.timed_out => {
+            return Ok(Some(format!("the runtime argument `--broken {name}` is not checked: {e}")));
+        }
+        Err(_) => return Ok(None),
+    };
     if known.iter().any(|v| v.name == name) {
-        return Ok(());
+        return Ok(None);
     }
     let names: Vec<&str> = known.iter().map(|v| v.name.as_str()).collect();
     Err(format!(
@@ -117,6 +124,24 @@ mod tests {
         let err = runtime(&env, &[]).unwrap_err();
         assert!(err.contains("`no-such-interpreter-kp` is not on PATH"), "{err}");
         let good = script(dir.path(), "good", "#!/bin/sh\nexit 0\n", 0o755);
-        assert_eq!(runtime(&good, &["--broken".into(), "x".into()]), Ok(()), "a runtime with no variant list");
+        assert_eq!(runtime(&good, &["--broken".into(), "x".into()]), Ok(None), "a runtime with no variant list");
+    }
+
+    /// A runtime that ignores `--list-broken` and serves is given the list's deadline, then killed
+    /// (its whole group: the `sleep` it forked holds the pipe) and reaped; the check is skipped,
+    /// and the note says why.
+    #[test]
+    fn a_runtime_that_does_not_answer_list_broken_is_a_note_after_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let silent = script(dir.path(), "silent", "#!/bin/sh\nsleep 600\n", 0o755);
+        let started = std::time::Instant::now();
+        let note = runtime(&silent, &["--broken".into(), "blind-retry".into()]).unwrap();
+        let waited = started.elapsed();
+        let limit = crate::model::variants::LIST_DEADLINE * 2;
+        assert!(waited < limit, "the check took {waited:?}, expected less than {limit:?}");
+        let note = note.expect("a note saying the check was not made");
+        assert!(note.starts_with("the runtime argument `--broken blind-retry` is not checked: "), "{note}");
+        assert!(note.contains("--list-broken` did not finish within 5 s"), "{note}");
+        assert!(note.contains("its process group was killed (signal: 9"), "{note}");
     }
 }
