@@ -2,25 +2,41 @@
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
 use crate::run::driver::{Happening, Mark, Run};
-use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Response};
+use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Response, Subject};
 
 /// One line of the trace, with its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     pub seq: u64,
     pub text: String,
+    /// For a step of a delivery: its destination. The steps are a destination's policy check, the
+    /// consumer's receipt and an `after_delivery_send` the runtime was let past; a kill there is
+    /// not a step (what follows it is the next incarnation's).
+    pub destination: Option<String>,
 }
 
 /// Every event of the run, in clock order.
 pub fn lines(run: &Run) -> Vec<Line> {
-    let mut lines: Vec<Line> = run
-        .ledger
-        .iter()
-        .map(|e| Line { seq: e.seq, text: describe_entry(e) })
-        .chain(run.timeline.iter().map(|m| Line { seq: m.seq, text: describe_mark(m) }))
-        .collect();
+    let mut lines: Vec<Line> = run.ledger.iter().map(entry_line).chain(run.timeline.iter().map(mark_line)).collect();
     lines.sort_by_key(|l| l.seq);
     lines
+}
+
+fn entry_line(entry: &Entry) -> Line {
+    let destination = match &entry.event {
+        Event::ConsumerReceipt { destination, .. } => Some(destination.clone()),
+        Event::PolicyCheck { subject: Subject::Destination(destination), .. } => Some(destination.clone()),
+        _ => None,
+    };
+    Line { seq: entry.seq, text: describe_entry(entry), destination }
+}
+
+fn mark_line(mark: &Mark) -> Line {
+    let destination = match &mark.happening {
+        Happening::Boundary { message, killed: false } => message.destination.clone(),
+        _ => None,
+    };
+    Line { seq: mark.seq, text: describe_mark(mark), destination }
 }
 
 /// The trace as snapshots pin it: no sequence numbers (they shift with unrelated events), and no
@@ -34,22 +50,42 @@ pub fn lines(run: &Run) -> Vec<Line> {
 /// incarnation may or may not have asked the policy service before the SIGKILL landed (its worker
 /// starts as soon as the intent is recorded), and that request may reach the fake world after the
 /// restart: a policy line repeated before the new incarnation's first announcement is kept once.
+///
+/// Deliveries to different destinations are not ordered by anything: the runtime sends each
+/// when its retry falls due, and which of two comes first depends on how late its loop wakes. So
+/// in each stretch of consecutive delivery steps, the steps are listed one destination after the
+/// other, by name, each destination's in their own order. Any other line (a kill, a restart, the
+/// next operation) ends the stretch: no step moves across it.
 pub fn normalised(run: &Run) -> Vec<String> {
+    normalise(lines(run))
+}
+
+fn normalise(lines: Vec<Line>) -> Vec<String> {
+    let mut out = without_races(lines);
+    for stretch in out.chunk_by_mut(|a, b| a.destination.is_some() && b.destination.is_some()) {
+        // Stable: one destination's steps keep their order.
+        stretch.sort_by(|a, b| a.destination.cmp(&b.destination));
+    }
+    out.into_iter().map(|line| line.text).collect()
+}
+
+/// The lines without submissions, and without the killed incarnation's repeated policy check.
+fn without_races(lines: Vec<Line>) -> Vec<Line> {
     let submitted = |l: &Line| l.text.starts_with("harness   submit ");
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<Line> = Vec::new();
     let mut after_submit_kill = false;
-    for line in lines(run).into_iter().filter(|l| !submitted(l)) {
+    for line in lines.into_iter().filter(|l| !submitted(l)) {
         if line.text.starts_with("client ") {
             after_submit_kill = true;
         } else if line.text.starts_with("runtime ") {
             after_submit_kill = false;
         } else if after_submit_kill
             && line.text.starts_with("policy ")
-            && let Some(earlier) = out.iter().rposition(|l| *l == line.text)
+            && let Some(earlier) = out.iter().rposition(|l| l.text == line.text)
         {
             out.remove(earlier);
         }
-        out.push(line.text);
+        out.push(line);
     }
     out
 }
@@ -215,5 +251,96 @@ fn describe_injected(injected: Injected) -> String {
         Injected::Dropped => "connection dropped before a complete answer head (injected)".into(),
         Injected::Garbage => "answered 200 with a body that is not JSON (injected)".into(),
         Injected::Late(ms) => format!("answered {ms} ms late (injected)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::boundary::Boundary;
+    use crate::run::probe::ProbeMessage;
+
+    /// The trace of the charge's deliveries after its result was written, one send per
+    /// `(destination, consumer's status)`: the policy check, the receipt, and for an acknowledged
+    /// send (202) the `after_delivery_send` announcement.
+    fn deliveries(sends: &[(&str, u16)]) -> Vec<Line> {
+        let mut lines = vec![mark_line(&mark(0, boundary("after_result_write", None, false)))];
+        for &(destination, status) in sends {
+            let seq = lines.len() as u64;
+            lines.push(entry_line(&entry(seq, policy_check(destination))));
+            lines.push(entry_line(&entry(seq + 1, receipt(destination, status))));
+            if status == 202 {
+                lines.push(mark_line(&mark(seq + 2, boundary("after_delivery_send", Some(destination), false))));
+            }
+        }
+        lines
+    }
+
+    fn entry(seq: u64, event: Event) -> Entry {
+        Entry { seq, at_micros: 0, incarnation: Some(1), event }
+    }
+
+    fn mark(seq: u64, happening: Happening) -> Mark {
+        Mark { seq, at_micros: 0, happening }
+    }
+
+    fn policy_check(destination: &str) -> Event {
+        Event::PolicyCheck {
+            tenant: "acme".into(),
+            actor: "agent-7".into(),
+            operation: Some("charge".into()),
+            subject: Subject::Destination(destination.into()),
+            answer: PolicyAnswer::Allowed,
+            injected: None,
+        }
+    }
+
+    fn receipt(destination: &str, status: u16) -> Event {
+        Event::ConsumerReceipt {
+            destination: destination.into(),
+            operation: Some("charge".into()),
+            idempotency_key: Some("charge".into()),
+            applied: status == 202,
+            status,
+            payload: serde_json::Value::Null,
+        }
+    }
+
+    fn boundary(name: &str, destination: Option<&str>, killed: bool) -> Happening {
+        let boundary: Boundary = serde_json::from_value(serde_json::Value::String(name.into())).expect(name);
+        let message = ProbeMessage {
+            boundary,
+            operation_id: "charge".into(),
+            attempt: 1,
+            destination: destination.map(Into::into),
+        };
+        Happening::Boundary { message, killed }
+    }
+
+    /// `delivery_dead_letter` under load: the mailer's second send fell due before the ledger's
+    /// third, but the worker woke late and sent both in one go, by name (ledger first). Nothing
+    /// orders one destination's sends after the other's, so the snapshot must not either.
+    #[test]
+    fn the_order_in_which_two_destinations_retry_is_not_pinned() {
+        let (ledger, mailer) = (("ledger", 503), ("mailer", 503));
+        let on_time = deliveries(&[ledger, mailer, ledger, mailer, ("ledger", 202), mailer]);
+        let late = deliveries(&[ledger, mailer, ledger, ("ledger", 202), mailer, mailer]);
+        assert_eq!(
+            normalise(late),
+            normalise(on_time),
+            "the same sends, with the mailer's second after the ledger's last instead of before it"
+        );
+    }
+
+    /// A kill ends the stretch: the mailer's send before it and the ledger's after the restart
+    /// stay where they happened, although "ledger" sorts first.
+    #[test]
+    fn a_delivery_step_stays_on_its_side_of_a_kill() {
+        let mut lines = deliveries(&[("mailer", 503)]);
+        lines.push(mark_line(&mark(3, Happening::Killed { incarnation: 1 })));
+        lines.push(mark_line(&mark(4, Happening::Started { incarnation: 2 })));
+        lines.extend(deliveries(&[("ledger", 202)]).into_iter().skip(1));
+        let texts: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
+        assert_eq!(normalise(lines), texts, "a trace with one delivery step on each side of a restart");
     }
 }
