@@ -256,7 +256,7 @@ struct ExploreArgs {
     runtime: RuntimeArgs,
     #[command(flatten)]
     knobs: ExploreKnobs,
-    /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`); unpruned, so the N shards together run every case exactly once
+    /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`), each depth-2 case with its depth-1 case; unpruned, so the N shards together run every case exactly once
     #[arg(long, value_name = "K/N", value_parser = shard)]
     shard: Option<(u64, u64)>,
     /// Where failing cases are written as scenario files

@@ -164,7 +164,9 @@ fn print_summary(result: &Exploration, elapsed: Duration) {
         ran as f64 / elapsed.as_secs_f64().max(1e-9),
         result.pruned.len() + result.same_state.len(),
         if result.other_shards > 0 {
-            format!("; {} case(s) in other shards", result.other_shards)
+            // Depth-2 cases go with their depth-1 case: this shard never sees the others'.
+            let deeper = if result.ran.len() > 1 { " (and their depth-2 cases)" } else { "" };
+            format!("; {} case(s) in other shards{deeper}", result.other_shards)
         } else {
             String::new()
         }
