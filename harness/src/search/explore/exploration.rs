@@ -99,7 +99,8 @@ fn record_failure(workload: &Workload, plan: &Plan, story: &str) -> Finding {
 }
 
 /// Explores `scenario`'s workload against `target`; `progress` is told of each case as it ends
-/// (done, total so far, failures so far).
+/// (done, total so far, failures so far), and first of the record run when it fails (the case
+/// with no kill, as a depth of one case), so that every failure is told as soon as it is known.
 pub fn explore(
     scenario: &Scenario,
     target: &Target,
@@ -110,7 +111,9 @@ pub fn explore(
     let plan = plan(&workload, target, options)?;
     let mut result = Exploration::of(&plan);
     if let Some(story) = &plan.record_story {
-        result.failures.push(record_failure(&workload, &plan, story));
+        let failure = record_failure(&workload, &plan, story);
+        progress(&failure, 1, 1, 1);
+        result.failures.push(failure);
         if options.first_failure {
             return Ok(result);
         }

@@ -59,7 +59,15 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
     let last = Mutex::new((String::new(), BTreeSet::new()));
     let minimal = shrunk(options, &|scenario| {
         runs.fetch_add(1, Ordering::Relaxed);
-        check(scenario, target, options, &last)
+        let checked = check(scenario, target, options, &last);
+        if checked.is_err() {
+            // Written as found, and again at each smaller case that still fails: a search
+            // interrupted while it shrinks keeps its failure. A write that fails here fails again
+            // at the end, where it is told.
+            let violated = last.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
+            let _ = write_case(scenario.clone(), target, options, &violated, false);
+        }
+        checked
     })
     .map_err(std::io::Error::other)?;
     let elapsed = started.elapsed();
@@ -147,6 +155,26 @@ fn write_failure(
     story: String,
     violated_then: &BTreeSet<Invariant>,
 ) -> std::io::Result<Failure> {
+    let (scenario, file, command) = write_case(minimal, target, options, violated_then, true)?;
+    // Run once more: the file is what a person reruns, so what it violates is said from it.
+    let violated = match run_scenario(&scenario, target, &options.run) {
+        Ok((verdict, _)) => verdict.failed_invariants(),
+        Err(_) => BTreeSet::new(),
+    };
+    Ok(Failure { scenario, file, command, violated, story })
+}
+
+/// Writes `case`, which violated `violated`, as this search's scenario file (`random-SEED.toml`
+/// under `options.out`), saying how it was found: `shrunk`, the search's last word; else as far as
+/// the search had shrunk it then. Written aside and renamed, so the file is always whole. Returns
+/// the scenario as written, its file and the command that reruns it.
+fn write_case(
+    case: Scenario,
+    target: &Target,
+    options: &RandomOptions,
+    violated: &BTreeSet<Invariant>,
+    shrunk: bool,
+) -> std::io::Result<(Scenario, PathBuf, String)> {
     let file = options.out.join(format!("random-{}.toml", options.seed));
     let command = rerun_command(&file, target, options.run.probe);
     let replay = format!(
@@ -156,26 +184,29 @@ fn write_failure(
         if options.run.probe { "" } else { " --no-probe" },
         runtime_flags(target)
     );
-    let names: Vec<&str> = violated_then.iter().map(|i| i.as_str()).collect();
-    let mut scenario = minimal;
+    let names: Vec<&str> = violated.iter().map(|i| i.as_str()).collect();
+    let how = if shrunk {
+        "shrunk by proptest and then one fault at a time to this one"
+    } else {
+        "written as soon as it failed and again at each smaller case that still failed: the search was \
+         still shrinking it"
+    };
+    let mut scenario = case;
     scenario.name = format!("random-{}", options.seed);
     scenario.path = file.clone();
     scenario.description = format!(
-        "Found by `killpoint random` (seed {}, {} cases at most) against {}: a drawn schedule, shrunk by \
-         proptest and then one fault at a time to this one, which violated {}.\nThe search: `{replay}`\nThis case: `{command}`",
+        "Found by `killpoint random` (seed {}, {} cases at most) against {}: a drawn schedule, {how}, which \
+         violated {}.\nThe search: `{replay}`\nThis case: `{command}`",
         options.seed,
         options.cases,
         target_words(target),
         if names.is_empty() { "nothing the checker names (it could not run)".to_owned() } else { names.join(", ") },
     );
     std::fs::create_dir_all(&options.out)?;
-    std::fs::write(&file, scenario.to_toml())?;
-    // Run once more: the file is what a person reruns, so what it violates is said from it.
-    let violated = match run_scenario(&scenario, target, &options.run) {
-        Ok((verdict, _)) => verdict.failed_invariants(),
-        Err(_) => BTreeSet::new(),
-    };
-    Ok(Failure { scenario, file, command, violated, story })
+    let aside = options.out.join(format!(".random-{}.toml.part", options.seed));
+    std::fs::write(&aside, scenario.to_toml())?;
+    std::fs::rename(&aside, &file)?;
+    Ok((scenario, file, command))
 }
 
 pub(super) fn seed_bytes(seed: u64) -> [u8; 32] {
