@@ -2,7 +2,8 @@
 //! file that reproduces it; the reference runtime passes every drawn case.
 //!
 //! `KILLPOINT_RANDOM_CASES` sets how many cases are drawn, `KILLPOINT_RANDOM_SEED` replays a
-//! search (each test prints its seed).
+//! search (each test prints its seed). `KILLPOINT_RANDOM_SEEDS=N` runs the blind-retry search for N
+//! seeds from that one (about 30 s each on a debug build), and says how far each shrank.
 
 use killpoint::search::random::{RandomOptions, search};
 use killpoint::{Scenario, Target, run_scenario};
@@ -21,16 +22,22 @@ fn options(cases: u32, out: &std::path::Path) -> RandomOptions {
     options
 }
 
-#[test]
-fn a_blind_retry_is_found_shrunk_written_and_replayed() {
-    let out = tempfile::tempdir().unwrap();
-    let target = reference(&["--broken", "blind-retry"]);
-    let mut options = options(64, out.path());
+/// The search the blind-retry tests make: 64 cases, 24 shrinking runs, one operation at a time.
+fn blind_retry_options(out: &std::path::Path) -> RandomOptions {
+    let mut options = options(64, out);
     options.max_shrink_iters = 24;
     // One operation at a time: blind-retry is then caught by one kill the same way on every run,
     // so the case shrinks and the seed replays it. (With waves, a kill of one operation can catch
     // it on another's call in flight, which a rerun may not repeat.)
     options.waves = false;
+    options
+}
+
+#[test]
+fn a_blind_retry_is_found_shrunk_written_and_replayed() {
+    let out = tempfile::tempdir().unwrap();
+    let target = reference(&["--broken", "blind-retry"]);
+    let options = blind_retry_options(out.path());
     let found = search(&target, &options).unwrap();
     let failure = found.failure.unwrap_or_else(|| {
         panic!("seed {}: {} runs found nothing against --broken blind-retry", found.seed, found.runs)
@@ -60,6 +67,42 @@ fn a_blind_retry_is_found_shrunk_written_and_replayed() {
     // The seed is the search: the same seed finds the same minimal case.
     let again = search(&target, &options).unwrap().failure.expect("the same seed finds a failure again");
     assert_eq!(again.scenario, failure.scenario);
+}
+
+/// The bound of the test above for many seeds (`KILLPOINT_RANDOM_SEEDS`, none by default: each
+/// is a search of its own); every seed's shrunk case is said, and the largest.
+#[test]
+fn a_blind_retry_shrinks_to_three_faults_at_most_for_every_seed() {
+    let seeds: u64 = match std::env::var("KILLPOINT_RANDOM_SEEDS") {
+        Ok(n) => n.trim().parse().unwrap_or_else(|_| panic!("KILLPOINT_RANDOM_SEEDS expects a number, found `{n}`")),
+        Err(_) => {
+            println!("KILLPOINT_RANDOM_SEEDS is not set: no seed searched");
+            return;
+        }
+    };
+    let out = tempfile::tempdir().unwrap();
+    let target = reference(&["--broken", "blind-retry"]);
+    let mut options = blind_retry_options(out.path());
+    let (first, started) = (options.seed, std::time::Instant::now());
+    let mut sizes = std::collections::BTreeMap::<usize, Vec<u64>>::new();
+    for n in 0..seeds {
+        options.seed = first.wrapping_add(n);
+        let found = search(&target, &options).unwrap();
+        let failure = found.failure.unwrap_or_else(|| {
+            panic!("seed {}: {} runs found nothing against --broken blind-retry", found.seed, found.runs)
+        });
+        println!("seed {}: {} runs, shrunk to {} fault(s)", found.seed, found.runs, failure.fault_count());
+        sizes.entry(failure.fault_count()).or_default().push(found.seed);
+    }
+    let counts: Vec<String> =
+        sizes.iter().map(|(faults, s)| format!("{faults} fault(s): {} seed(s)", s.len())).collect();
+    println!(
+        "{seeds} seeds from {first} in {:.0} s; shrunk to {}",
+        started.elapsed().as_secs_f64(),
+        if counts.is_empty() { "nothing".to_owned() } else { counts.join(", ") }
+    );
+    let over: Vec<(&usize, &Vec<u64>)> = sizes.iter().filter(|(faults, _)| **faults > 3).collect();
+    assert!(over.is_empty(), "seeds whose case shrank to more than 3 faults (faults, seeds): {over:?}");
 }
 
 #[test]

@@ -256,10 +256,10 @@ struct ExploreArgs {
     runtime: RuntimeArgs,
     #[command(flatten)]
     knobs: ExploreKnobs,
-    /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`); unpruned, so the N shards together run every case exactly once
+    /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`), each depth-2 case with its depth-1 case; unpruned, so the N shards together run every case exactly once
     #[arg(long, value_name = "K/N", value_parser = shard)]
     shard: Option<(u64, u64)>,
-    /// Where failing cases are written as scenario files
+    /// Where failing cases are written as scenario files, each as soon as it is found
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
     out: PathBuf,
     /// Stop at the first failing case
@@ -283,7 +283,7 @@ struct RandomArgs {
     /// The search's seed (default: a new one): the same seed draws and shrinks the same cases
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
-    /// Where the shrunk failing case is written as a scenario file
+    /// Where the shrunk failing case is written as a scenario file (from its first failing run on, rewritten at each smaller case that still fails)
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
     out: PathBuf,
 }

@@ -8,8 +8,10 @@ use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::search::explore::{self, CaseStatus, Exploration, ExploreOptions, Finding, Points};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How an exploration is done (`explore`, and `bench SCENARIO.toml`).
@@ -66,7 +68,14 @@ impl ExploreCommand {
         let bar = progress_bar(self.quiet);
         let plain = !self.quiet && bar.is_hidden();
         let started = Instant::now();
+        // Each failure is written as it is found: an exploration interrupted or stopped later
+        // keeps it. Where it went is said in the report at the end.
+        let written = Mutex::new(Written::new());
         let progress = |finding: &Finding, done: usize, total: usize, failures: usize| {
+            if finding.status() == CaseStatus::Fail {
+                let at = write_case(&self.out, finding, target, !self.runtime.no_probe);
+                written.lock().unwrap_or_else(|e| e.into_inner()).insert(finding.case.name(), at);
+            }
             show_progress(&bar, plain, finding, done, total, failures);
         };
         let result = match explore::explore(scenario, target, &options, &progress) {
@@ -78,7 +87,7 @@ impl ExploreCommand {
         };
         bar.finish_and_clear();
         let elapsed = started.elapsed();
-        let failed = self.report_failures(&result, target);
+        let failed = self.report_failures(&result, target, written.into_inner().unwrap_or_else(|e| e.into_inner()));
         print_summary(&result, elapsed);
         if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
     }
@@ -98,16 +107,19 @@ impl ExploreCommand {
         }
     }
 
-    /// On stderr, each failure's story, the file it is written to and its kept artifacts; returns
-    /// whether there was one.
-    fn report_failures(&self, result: &Exploration, target: &Target) -> bool {
+    /// On stderr, each failure's story, the file it was written to (`written`, by case name) and
+    /// its kept artifacts; returns whether there was one.
+    fn report_failures(&self, result: &Exploration, target: &Target, mut written: Written) -> bool {
         let mut failed = false;
         for finding in &result.failures {
             failed = true;
             if let Some(story) = &finding.story {
                 errln!("{story}");
             }
-            match write_case(&self.out, finding, target, !self.runtime.no_probe) {
+            let at = written
+                .remove(&finding.case.name())
+                .unwrap_or_else(|| write_case(&self.out, finding, target, !self.runtime.no_probe));
+            match at {
                 Ok((path, command)) => {
                     errln!("  written to {}\n  reproduce: {command}", path.display());
                 }
@@ -164,7 +176,9 @@ fn print_summary(result: &Exploration, elapsed: Duration) {
         ran as f64 / elapsed.as_secs_f64().max(1e-9),
         result.pruned.len() + result.same_state.len(),
         if result.other_shards > 0 {
-            format!("; {} case(s) in other shards", result.other_shards)
+            // Depth-2 cases go with their depth-1 case: this shard never sees the others'.
+            let deeper = if result.ran.len() > 1 { " (and their depth-2 cases)" } else { "" };
+            format!("; {} case(s) in other shards{deeper}", result.other_shards)
         } else {
             String::new()
         }
@@ -193,7 +207,12 @@ fn print_pruned(result: &Exploration) {
     }
 }
 
+/// The failing cases written so far, by case name: the file and the command that replays it.
+type Written = BTreeMap<String, std::io::Result<(PathBuf, String)>>;
+
 /// Writes a failing case as a scenario file; returns its path and the command that replays it.
+/// The file appears whole (written aside, then renamed), so whoever watches the directory never
+/// reads half of one.
 fn write_case(dir: &Path, finding: &Finding, target: &Target, probe: bool) -> std::io::Result<(PathBuf, String)> {
     std::fs::create_dir_all(dir)?;
     let mut scenario = finding.scenario.clone();
@@ -206,7 +225,9 @@ fn write_case(dir: &Path, finding: &Finding, target: &Target, probe: bool) -> st
         scenario.description
     );
     let path = dir.join(format!("{}.toml", scenario.name));
-    std::fs::write(&path, scenario.to_toml())?;
+    let aside = dir.join(format!(".{}.toml.part", scenario.name));
+    std::fs::write(&aside, scenario.to_toml())?;
+    std::fs::rename(&aside, &path)?;
     let command = crate::search::random::rerun_command(&path, target, probe);
     Ok((path, command))
 }

@@ -5,7 +5,7 @@ use super::case::{Case, Workload};
 use super::depth::{Recovery, recovery};
 use super::finding::{CaseStatus, Finding};
 use super::jobs::run_all;
-use super::options::{ExploreOptions, Points, shard};
+use super::options::{ExploreOptions, Level, Points, level as shard_level};
 use super::plan::{Plan, plan};
 use super::point::Point;
 use super::prune::Pruned;
@@ -14,7 +14,6 @@ use crate::model::boundary::{Boundary, Site};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::{Scenario, SyscallFault};
-use std::collections::BTreeSet;
 
 /// What an exploration did.
 #[derive(Debug, Default)]
@@ -27,7 +26,7 @@ pub struct Exploration {
     pub pruned: Vec<(Point, Pruned)>,
     /// Cases run, per depth.
     pub ran: Vec<usize>,
-    /// Cases outside this shard.
+    /// Depth-1 cases outside this shard (their depth-2 cases are found and run by their shard).
     pub other_shards: usize,
     pub failures: Vec<Finding>,
     pub passed: usize,
@@ -100,7 +99,8 @@ fn record_failure(workload: &Workload, plan: &Plan, story: &str) -> Finding {
 }
 
 /// Explores `scenario`'s workload against `target`; `progress` is told of each case as it ends
-/// (done, total so far, failures so far).
+/// (done, total so far, failures so far), and first of the record run when it fails (the case
+/// with no kill, as a depth of one case), so that every failure is told as soon as it is known.
 pub fn explore(
     scenario: &Scenario,
     target: &Target,
@@ -111,7 +111,9 @@ pub fn explore(
     let plan = plan(&workload, target, options)?;
     let mut result = Exploration::of(&plan);
     if let Some(story) = &plan.record_story {
-        result.failures.push(record_failure(&workload, &plan, story));
+        let failure = record_failure(&workload, &plan, story);
+        progress(&failure, 1, 1, 1);
+        result.failures.push(failure);
         if options.first_failure {
             return Ok(result);
         }
@@ -152,34 +154,20 @@ struct Explorer<'a> {
 }
 
 impl Explorer<'_> {
-    /// Runs the cases of one depth (this shard's, and at depth 1 before a depth 2 the others'
-    /// too) and judges this shard's; returns the cases of the next depth.
+    /// Runs and judges the cases of one depth that are this shard's; returns the cases of the next
+    /// depth (the recoveries of this shard's depth-1 runs).
     fn level(&self, result: &mut Exploration, level: Vec<Case>, depth: u32) -> std::io::Result<Vec<Case>> {
         let options = self.options;
         let depth2 = options.depth >= 2;
-        let (mine, others) = shard(level, &self.scenario.name, options.shard);
-        result.other_shards += others.len();
-        // Depth 2 needs every depth-1 run, in this shard or not: their recoveries are the points.
-        let to_run: Vec<Case> =
-            if depth == 1 && depth2 { mine.iter().chain(others.iter()).cloned().collect() } else { mine.clone() };
-        let judged: BTreeSet<String> = mine.iter().map(Case::name).collect();
+        let Level { run: to_run, other_shards } = shard_level(level, depth, &self.scenario.name, options);
+        result.other_shards += other_shards;
         let keep_runs = depth == 1 && depth2;
-        let outcomes = run_all(
-            self.workload,
-            &to_run,
-            self.target,
-            options,
-            keep_runs,
-            &judged,
-            self.progress,
-            result.failures.len(),
-        )?;
-        result.ran.push(outcomes.iter().filter(|(f, _)| judged.contains(&f.case.name())).count());
+        let outcomes =
+            run_all(self.workload, &to_run, self.target, options, keep_runs, self.progress, result.failures.len())?;
+        result.ran.push(outcomes.len());
         let mut next = Vec::new();
         for (finding, run) in outcomes {
-            if judged.contains(&finding.case.name()) {
-                result.judge(&finding);
-            }
+            result.judge(&finding);
             if let Some(run) = run
                 && let Some(found) = recovery(&finding, &run, self.syscalls, options.prune)
             {

@@ -6,17 +6,17 @@ use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
 use crate::run::driver::{Run, RunOptions};
 use crate::run::incarnation::Target;
-use std::collections::BTreeSet;
+
+/// A case run and judged, with its run when it is kept.
+type Outcome = std::io::Result<(Finding, Option<Run>)>;
 
 /// Runs `cases` on `options.jobs` threads; keeps each run only when asked (depth 2 reads them).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn run_all(
     workload: &Workload,
     cases: &[Case],
     target: &Target,
     options: &ExploreOptions,
     keep_runs: bool,
-    judged: &BTreeSet<String>,
     progress: &(dyn Fn(&Finding, usize, usize, usize) + Sync),
     failures_so_far: usize,
 ) -> std::io::Result<Vec<(Finding, Option<Run>)>> {
@@ -26,8 +26,8 @@ pub(super) fn run_all(
     let stop = AtomicBool::new(false);
     let failures = AtomicUsize::new(failures_so_far);
     let done = AtomicUsize::new(0);
-    let total = judged.len();
-    let out: Mutex<Vec<(usize, std::io::Result<(Finding, Option<Run>)>)>> = Mutex::new(Vec::new());
+    let total = cases.len();
+    let out: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     // Runs whose recoveries become depth-2 points take fingerprints, so those points can be pruned.
     let run_options = RunOptions { fingerprints: keep_runs, ..options.run.clone() };
     std::thread::scope(|scope| {
@@ -39,20 +39,16 @@ pub(super) fn run_all(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
-                    // Cases of other shards run only for their recoveries (depth 2): not judged here.
-                    let judged = judged.contains(&case.name());
                     let outcome = run_case(workload, case, target, &run_options).map(|(mut finding, run)| {
-                        let failed = judged && finding.status() == CaseStatus::Fail;
+                        let failed = finding.status() == CaseStatus::Fail;
                         if failed {
                             failures.fetch_add(1, Ordering::Relaxed);
                             if options.first_failure {
                                 stop.store(true, Ordering::Relaxed);
                             }
                         }
-                        if judged {
-                            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                            progress(&finding, n, total, failures.load(Ordering::Relaxed));
-                        }
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        progress(&finding, n, total, failures.load(Ordering::Relaxed));
                         let keep = failed && options.keep_failures;
                         let run = if keep {
                             let path = run.keep_artifacts();

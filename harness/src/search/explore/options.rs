@@ -24,7 +24,8 @@ pub struct ExploreOptions {
     /// Cases run at once, each with its own data dir, fake world and ports.
     pub jobs: usize,
     /// Only the cases whose name hashes into shard `k` of `n` (1-based): the same split as
-    /// `cargo nextest run --partition hash:k/n` gives the trials.
+    /// `cargo nextest run --partition hash:k/n` gives the trials. A depth-2 case goes with its
+    /// depth-1 case (see [`level`]).
     pub shard: Option<(u64, u64)>,
     /// Stop at the first failing case.
     pub first_failure: bool,
@@ -74,9 +75,37 @@ pub(super) fn shard(cases: Vec<Case>, scenario: &str, shard: Option<(u64, u64)>)
     }
 }
 
+/// What one depth of an exploration runs in this process.
+#[derive(Debug)]
+pub(super) struct Level {
+    /// The cases to run (and judge).
+    pub(super) run: Vec<Case>,
+    /// Cases of this depth in other shards.
+    pub(super) other_shards: usize,
+}
+
+/// The cases of depth `depth` of the workload `scenario` that this process runs: at depth 1 its
+/// shard's; deeper, every case it was given, since they come from the recoveries of its own runs.
+/// A depth-2 case is a point of one depth-1 run's recovery, and which points a recovery passes
+/// varies from run to run when operations are in flight together: only the process that ran the
+/// depth-1 case saw that recovery, so only it can run every case of it, and no other shard runs
+/// them again. (Each shard running every depth-1 case for its recovery ran each N times, and N
+/// recoveries that disagree leave some depth-2 cases to no shard.)
+pub(super) fn level(cases: Vec<Case>, depth: u32, scenario: &str, options: &ExploreOptions) -> Level {
+    if depth > 1 {
+        return Level { run: cases, other_shards: 0 };
+    }
+    let (run, others) = shard(cases, scenario, options.shard);
+    Level { run, other_shards: others.len() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// `Some((k, n))`: shard k of n; `None`: unsharded.
+    type Shard = Option<(u64, u64)>;
 
     #[test]
     fn shards_cover_every_name_once() {
@@ -90,5 +119,71 @@ mod tests {
         }
         assert_eq!(counts.iter().sum::<usize>(), 200);
         assert!(counts.iter().all(|&c| c > 40), "{counts:?}");
+    }
+
+    /// Each of `shards` (`None`: unsharded) exploring `depth1` to depth 2, where `recovery` gives
+    /// the depth-2 cases of a depth-1 case as the process that ran it saw them. Returns, for each
+    /// case run, the shards that ran it (0: unsharded).
+    fn explored(
+        shards: &[Shard],
+        depth1: &[Case],
+        recovery: &dyn Fn(Shard, &Case) -> Vec<Case>,
+    ) -> BTreeMap<String, Vec<u64>> {
+        let mut ran = BTreeMap::<String, Vec<u64>>::new();
+        for &shard in shards {
+            let options = ExploreOptions { depth: 2, shard, ..ExploreOptions::default() };
+            let first = level(depth1.to_vec(), 1, "w", &options);
+            let next: Vec<Case> = first.run.iter().flat_map(|c| recovery(shard, c)).collect();
+            let second = level(next, 2, "w", &options);
+            let k = shard.map_or(0, |(k, _)| k);
+            for case in first.run.iter().chain(&second.run) {
+                ran.entry(case.name()).or_default().push(k);
+            }
+        }
+        ran
+    }
+
+    #[test]
+    fn shards_run_every_case_once_at_depth_1_and_depth_2() {
+        use super::super::fixtures::point;
+        use crate::model::boundary::Boundary;
+        let case = |kills| Case { kills, revoke: Vec::new(), freeze: false, syscalls: Vec::new() };
+        let depth1: Vec<Case> = (1..=12)
+            .flat_map(|i| {
+                [Boundary::BeforeDispatch, Boundary::AfterDispatch]
+                    .map(|at| case(vec![point(at, &format!("op{i}"), 1)]))
+            })
+            .collect();
+        // A recovery passes a few points; with operations in flight together, which ones varies
+        // from run to run, so each process that runs a depth-1 case sees a recovery of its own.
+        let recovery = |shard: Shard, c: &Case| -> Vec<Case> {
+            let extra = shard.map_or(0, |(k, _)| k % 2);
+            (1..=3 + extra)
+                .map(|n| case(vec![c.kills[0].clone(), point(Boundary::AfterProviderSuccess, "op1", n as u32)]))
+                .collect()
+        };
+        let n = 3;
+        let shards: Vec<Shard> = (1..=n).map(|k| Some((k, n))).collect();
+        let ran = explored(&shards, &depth1, &recovery);
+        for c in &depth1 {
+            let by = &ran[&c.name()];
+            assert_eq!(by.len(), 1, "depth 1: `{}` ran in shards {by:?} of {n}", c.name());
+            // Its depth-2 cases are those of the one recovery seen, each run once, in that shard.
+            for next in recovery(Some((by[0], n)), c) {
+                let got = ran.get(&next.name());
+                assert_eq!(
+                    got,
+                    Some(by),
+                    "depth 2: `{}` ran in shards {got:?}, its depth-1 case in {by:?}",
+                    next.name()
+                );
+            }
+        }
+        // With the same recovery in every process, the shards together are the unsharded list.
+        let same = |_: Shard, c: &Case| recovery(None, c);
+        let whole = explored(&[None], &depth1, &same);
+        let split = explored(&shards, &depth1, &same);
+        assert_eq!(split.keys().collect::<Vec<_>>(), whole.keys().collect::<Vec<_>>());
+        assert!(split.values().all(|by| by.len() == 1), "{split:?}");
     }
 }

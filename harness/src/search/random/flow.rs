@@ -2,7 +2,7 @@
 //! (the recovery the contract owes), and the walk of its fault genes into faults and the outcome a
 //! correct runtime reaches.
 
-use super::genes::{Blow, OperationGene};
+use super::genes::{Blow, FaultGene, OperationGene, POINTS};
 use crate::model::boundary::Boundary;
 use crate::scenario::{Action, Fault, Outcome, Revoke};
 use fake_tool::ToolKind;
@@ -171,6 +171,34 @@ pub(super) fn plan(id: &str, gene: &OperationGene, budget: usize, probe: bool) -
         _ => Outcome::Succeeded,
     });
     plan
+}
+
+/// The fault genes that walk operation `id` to exactly `faults`, in order: each gene the point
+/// ahead where its fault lands once the faults before it have struck. `None` when a fault can no
+/// longer be reached (it followed from one that is gone, as a second call follows a failed first).
+/// What a shrink uses to drop a fault and keep the others where they were: a gene's point counts
+/// from where the faults before it left the operation, so the same genes without one would land
+/// elsewhere.
+pub(super) fn genes_for(id: &str, gene: &OperationGene, faults: &[Fault], probe: bool) -> Option<Vec<FaultGene>> {
+    let mut walked = OperationGene { faults: Vec::new(), ..gene.clone() };
+    for (n, fault) in faults.iter().enumerate() {
+        let blow = match fault.action {
+            Action::Fail => Blow::Fail,
+            Action::Drop => Blow::Drop,
+            Action::Delay => Blow::Delay,
+            // Nothing else is drawn: a kill gene that does not land on it says `None` below.
+            _ => Blow::Kill,
+        };
+        let revoke = !fault.revoke.is_empty();
+        let lands = |point: usize| {
+            let mut tried = OperationGene { faults: walked.faults.clone(), ..gene.clone() };
+            tried.faults.push(FaultGene { point, blow, revoke });
+            plan(id, &tried, n + 1, probe).faults.get(n) == Some(fault)
+        };
+        let point = (0..POINTS).find(|&p| lands(p))?;
+        walked.faults.push(FaultGene { point, blow, revoke });
+    }
+    Some(walked.faults)
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@ pub const TENANTS: [&str; 2] = ["acme", "globex"];
 pub const DESTINATIONS: [&str; 3] = ["ledger", "mailer", "audit"];
 /// A schedule has at most this many faults (kills, provider faults, consumer faults).
 pub const MAX_FAULTS: usize = 4;
+/// A fault gene's point is drawn below this: no operation has more boundary occurrences ahead of
+/// it (submission, dispatch, call, success, write and two deliveries).
+pub(super) const POINTS: usize = 8;
 
 /// What a fault gene does where it lands. Only `after_dispatch` has provider faults; anywhere
 /// else every blow is a kill.
@@ -22,7 +25,7 @@ pub(super) enum Blow {
     Delay,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct FaultGene {
     /// Which of the boundary occurrences still ahead of the operation (modulo their number).
     pub(super) point: usize,
@@ -50,7 +53,7 @@ pub(super) struct Genes {
 
 pub(super) fn genes() -> impl Strategy<Value = Genes> {
     let blow = prop_oneof![4 => Just(Blow::Kill), 1 => Just(Blow::Fail), 1 => Just(Blow::Drop), 1 => Just(Blow::Delay)];
-    let fault = (0usize..8, blow, prop::bool::weighted(0.2)).prop_map(|(point, blow, revoke)| FaultGene {
+    let fault = (0..POINTS, blow, prop::bool::weighted(0.2)).prop_map(|(point, blow, revoke)| FaultGene {
         point,
         blow,
         revoke,

@@ -1,6 +1,7 @@
 //! Random schedules, shrunk: draws workloads and fault schedules, runs each against a runtime with
-//! the real driver and checker, and when one fails, shrinks it (proptest) to a small schedule that
-//! still fails and writes it as a scenario file, with the command that reruns it.
+//! the real driver and checker, and when one fails, shrinks it (proptest, then dropping each fault
+//! it does not need) to a small schedule that still fails and writes it as a scenario file, with
+//! the command that reruns it.
 //!
 //! A drawn case carries the outcome a correct runtime must reach for its schedule ([`expect`]):
 //! the reference runtime passes every case, which is what keeps the strategy honest. Shapes whose
@@ -26,5 +27,5 @@ mod schedule;
 pub use genes::{DESTINATIONS, MAX_FAULTS, TENANTS};
 pub use options::{RandomOptions, new_seed};
 pub use rerun::rerun_command;
-pub use runner::{Failure, RandomOutcome, fault_count, search};
-pub use schedule::cases;
+pub use runner::{Failure, RandomOutcome, search};
+pub use schedule::{cases, fault_count};

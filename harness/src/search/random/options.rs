@@ -12,7 +12,8 @@ pub struct RandomOptions {
     pub seed: u64,
     /// Where a failing case's file is written.
     pub out: PathBuf,
-    /// Runs to spend shrinking a failing case.
+    /// Runs proptest spends shrinking a failing case (dropping the faults it does not need then
+    /// takes at most one run per fault left for each fault dropped).
     pub max_shrink_iters: u32,
     /// Let operations share waves (in flight at once). A failure that needs a particular
     /// interleaving may not come back when a case is run again, so it shrinks poorly; without

@@ -2,7 +2,7 @@
 //! share, the consumer faults, and the scenario with the expectations they lead to; and the
 //! strategy that draws them.
 
-use super::flow::{Plan, plan};
+use super::flow::{Plan, genes_for, plan};
 use super::genes::{DESTINATIONS, Genes, MAX_FAULTS, TENANTS, genes};
 use crate::model::boundary::Boundary;
 use crate::scenario::{ConsumerFault, Fault, Operation, Outcome, RuntimeSettings, Scenario};
@@ -19,10 +19,71 @@ use std::time::Duration;
 /// the harness stops the runtime exactly from outside (`after_submit`, `after_dispatch`), which
 /// count their occurrences as the probe would.
 pub fn cases(waves: bool, probe: bool) -> impl Strategy<Value = Scenario> {
+    draws(waves, probe).prop_map(|(_, scenario)| scenario)
+}
+
+/// [`cases`] with the genes each scenario was read from: what a shrink past proptest's needs.
+pub(super) fn draws(waves: bool, probe: bool) -> impl Strategy<Value = (Genes, Scenario)> {
     genes().prop_filter_map("a drawn schedule that a scenario file would refuse", move |g| {
-        let drawn = schedule(&g, waves, probe);
-        Scenario::parse(&drawn.path, &drawn.to_toml()).ok()
+        let scenario = read(&g, waves, probe)?;
+        Some((g, scenario))
     })
+}
+
+/// The genes read into a scenario, and back through the parser: `None` when a scenario file
+/// would refuse it.
+fn read(genes: &Genes, waves: bool, probe: bool) -> Option<Scenario> {
+    let drawn = schedule(genes, waves, probe);
+    Scenario::parse(&drawn.path, &drawn.to_toml()).ok()
+}
+
+/// Faults of every kind in a scenario's schedule.
+pub fn fault_count(s: &Scenario) -> usize {
+    s.faults.len() + s.consumer_faults.len() + s.lookup_faults.len() + s.policy_faults.len()
+}
+
+/// The id of the `i`-th drawn operation (from 0).
+fn operation_id(i: usize) -> String {
+    format!("op{}", i + 1)
+}
+
+/// Every case with fewer faults than `drawn` (which `genes` read into) by dropping one: each
+/// fault in turn, the operation's other faults kept where they land (their genes found again),
+/// the consumer faults all at once. Genes that drew nothing are dropped first, so that a budget
+/// freed by the drop draws no new fault. Each case's expectations are derived again, as a drawn
+/// case's are.
+pub(super) fn one_fault_fewer(genes: &Genes, drawn: &Scenario, waves: bool, probe: bool) -> Vec<(Genes, Scenario)> {
+    let faults_of = |i: usize| -> Vec<Fault> {
+        let id = operation_id(i);
+        drawn.faults.iter().filter(|f| f.operation == id).cloned().collect()
+    };
+    // Each gene walked draws one fault until the walk stops: the first ones drew them all.
+    let mut used = genes.clone();
+    for (i, op) in used.operations.iter_mut().enumerate() {
+        op.faults.truncate(faults_of(i).len());
+    }
+    used.consumer_faults.truncate(drawn.consumer_faults.len());
+    let mut fewer = Vec::new();
+    for (i, op) in used.operations.iter().enumerate() {
+        let faults = faults_of(i);
+        for dropped in 0..faults.len() {
+            let mut rest = faults.clone();
+            rest.remove(dropped);
+            if let Some(kept) = genes_for(&operation_id(i), op, &rest, probe) {
+                let mut g = used.clone();
+                g.operations[i].faults = kept;
+                fewer.push(g);
+            }
+        }
+    }
+    if !used.consumer_faults.is_empty() {
+        fewer.push(Genes { consumer_faults: Vec::new(), ..used.clone() });
+    }
+    fewer
+        .into_iter()
+        .filter_map(|g| read(&g, waves, probe).map(|s| (g, s)))
+        .filter(|(_, s)| fault_count(s) < fault_count(drawn))
+        .collect()
 }
 
 /// What a planned operation is, for deciding who may share its wave.
@@ -105,7 +166,7 @@ pub(super) fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scena
     let mut faults = Vec::new();
     let mut waves = Waves::default();
     for (i, gene) in genes.operations.iter().enumerate() {
-        let id = format!("op{}", i + 1);
+        let id = operation_id(i);
         let key = (gene.tenant, gene.kind);
         let budget = MAX_FAULTS - faults.len();
         // A tool withdrawn for this tenant by an earlier operation refuses this one's first
@@ -186,7 +247,7 @@ fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<Co
 
 #[cfg(test)]
 mod tests {
-    use super::super::runner::{fault_count, seed_bytes};
+    use super::super::runner::seed_bytes;
     use super::*;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -213,5 +274,26 @@ mod tests {
         for outcome in ["succeeded", "paused", "refused"] {
             assert!(shapes.contains(outcome), "no drawn operation is expected to end {outcome}: {shapes:?}");
         }
+    }
+
+    #[test]
+    fn a_fault_dropped_leaves_the_others_where_they_were() {
+        let mut runner =
+            TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(11)));
+        let strategy = genes();
+        let mut dropped = 0;
+        for _ in 0..300 {
+            let g = strategy.new_tree(&mut runner).unwrap().current();
+            let drawn = schedule(&g, false, true);
+            for (_, fewer) in one_fault_fewer(&g, &drawn, false, true) {
+                assert!(fault_count(&fewer) < fault_count(&drawn));
+                // Every fault left is one the drawn case had, at the same boundary occurrence.
+                for fault in &fewer.faults {
+                    assert!(drawn.faults.contains(fault), "{fault:?} is not in\n{}", drawn.to_toml());
+                }
+                dropped += 1;
+            }
+        }
+        assert!(dropped > 100, "only {dropped} case(s) with one fault fewer");
     }
 }
