@@ -193,9 +193,12 @@ fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
         let scenario = scenario(name);
         let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
         assert!(verdict.passed(), "{name}: {}", killpoint::report::story::story(&scenario, &verdict, &run));
-        for (fault, hit) in scenario.faults.iter().zip(&run.hits) {
+        // The tracer takes the first sync after an answer for the commit (`Approximate` in the
+        // run); the verdict places it from what the runtime did next: a single-writer runtime
+        // acted as committed, so it was killed exactly at its commit.
+        for (fault, covered) in scenario.faults.iter().zip(&verdict.coverage) {
             let expected = if fault.at.at_syscall() { killpoint::Hit::AtSyscall } else { killpoint::Hit::Exact };
-            assert_eq!(*hit, expected, "{name}: `{}` of `{}`", fault.at, fault.operation);
+            assert_eq!((covered.boundary, covered.hit), (fault.at, expected), "{name}: `{}`", fault.operation);
         }
         // Each kill the tracer made names the boundary it was.
         for fault in scenario.faults.iter().filter(|f| f.at.at_syscall()) {
@@ -321,4 +324,56 @@ fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
         "{}",
         killpoint::report::story::story(&scenario, &traced, &run)
     );
+}
+
+/// `tests/fixtures/engine_runtime.py` with `args`, where it can be traced and python3 runs it.
+fn engine_fixture(args: &[&str]) -> Option<Target> {
+    let split_step = split_step_fixture()?;
+    let program = split_step.program.with_file_name("engine_runtime.py");
+    Some(Target { program, args: args.iter().map(|a| a.to_string()).collect() })
+}
+
+/// A correct runtime on an engine that keeps its own rollback-journal database in the data dir:
+/// the first sync after the provider's answer is the engine's journal, before the runtime's
+/// commit. Taken for the commit, the kill left a no-lookup tool rightly paused, and the old
+/// harness failed it on `expected_outcome` every time. The verdict now places the kill by what
+/// the runtime did next: before its commit, so the case tested `after_provider_success`.
+#[test]
+fn an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm() {
+    let Some(engine) = engine_fixture(&[]) else { return };
+    for name in ["after_result_write", "after_policy_revocation"] {
+        let scenario = scenario(name);
+        let (verdict, run) = run_scenario(&scenario, &engine, &traced_black_box()).expect("it runs");
+        assert!(verdict.passed(), "{name}: {}", killpoint::report::story::story(&scenario, &verdict, &run));
+    }
+    let scenario = scenario("after_result_write");
+    let (verdict, _run) = run_scenario(&scenario, &engine, &traced_black_box()).expect("it runs");
+    let sms = verdict.coverage.iter().find(|c| c.operation == "sms").expect("a fault on sms");
+    assert_eq!((sms.boundary, sms.hit), (killpoint::Boundary::AfterProviderSuccess, killpoint::Hit::Approximate));
+}
+
+/// The same engine with a fresh key per call: its duplicate begins when a kill comes after the
+/// provider's answer and before the commit, and the report names that boundary — not the
+/// `after_result_write` the scenario aimed at, where nothing was written yet.
+#[test]
+fn the_naive_twin_is_failed_where_its_duplicate_began() {
+    let Some(naive) = engine_fixture(&["--naive"]) else { return };
+    let scenario = scenario("after_result_write");
+    let (verdict, _run) = run_scenario(&scenario, &naive, &traced_black_box()).expect("it runs");
+    assert!(verdict.failed_invariants().contains(&killpoint::Invariant::AtMostOnce), "{:?}", verdict.violations);
+    let charge = verdict.coverage.iter().find(|c| c.operation == "charge").expect("a fault on charge");
+    assert_eq!(charge.boundary, killpoint::Boundary::AfterProviderSuccess, "{:?}", verdict.coverage);
+}
+
+/// A runtime that never syncs (correct against a process crash, which keeps the page cache):
+/// the refused operation's commit is neither a sync nor followed by a request, so the tracer
+/// cannot reach `after_policy_revocation`. Not exercised (partial), never "fault never reached".
+#[test]
+fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
+    let Some(no_sync) = engine_fixture(&["--no-sync"]) else { return };
+    let scenario = scenario("after_policy_revocation");
+    let (verdict, run) = run_scenario(&scenario, &no_sync, &traced_black_box()).expect("it runs");
+    assert!(verdict.violations.is_empty(), "{}", killpoint::report::story::story(&scenario, &verdict, &run));
+    let hits: Vec<_> = verdict.coverage.iter().map(|c| c.hit).collect();
+    assert!(hits.contains(&killpoint::Hit::NeedsProbe), "{hits:?}");
 }

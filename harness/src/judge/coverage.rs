@@ -7,25 +7,70 @@ use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::client::ExecutionState;
 use crate::run::driver::{Hit, Run};
-use crate::scenario::{Outcome, Scenario};
-use fake_tool::{Entry, Event};
+use crate::scenario::{Fault, Outcome, Scenario};
+use fake_tool::{Effect, Entry, Event, PolicyAnswer, Subject};
 
-/// One entry per fault of the scenario, in file order.
+/// One entry per fault of the scenario, in file order, at the boundary it was really killed at.
 pub(super) fn coverage(scenario: &Scenario, run: &Run) -> Vec<Coverage> {
     scenario
         .faults
         .iter()
         .zip(&run.hits)
-        .map(|(f, hit)| Coverage {
-            boundary: f.at,
-            operation: f.operation.clone(),
-            tool_kind: scenario
-                .operation(&f.operation)
-                .expect("faults name operations of their scenario (checked when read)")
-                .tool,
-            hit: *hit,
+        .map(|(f, hit)| {
+            let (boundary, hit) = landed(scenario, run, f, *hit);
+            Coverage {
+                boundary,
+                operation: f.operation.clone(),
+                tool_kind: scenario
+                    .operation(&f.operation)
+                    .expect("faults name operations of their scenario (checked when read)")
+                    .tool,
+                hit,
+            }
         })
         .collect()
+}
+
+/// Where a kill the tracer took for a commit at a sync (`Hit::Approximate` at `after_result_write`
+/// or `after_policy_revocation`) really landed, from what the runtime did next. A runtime that had
+/// not committed asks the world again for the operation — calls or looks up the provider, checks
+/// the policy again — or pauses a tool with no lookup (only an unrecorded result leaves it
+/// unknown). The kill then came before the commit: a result write's is reported at
+/// `after_provider_success` (what the case tested, and where a duplicate it finds began), a
+/// refusal's stays approximate. A runtime that acts as committed was killed at its commit: exact.
+fn landed(scenario: &Scenario, run: &Run, fault: &Fault, hit: Hit) -> (Boundary, Hit) {
+    let commit = matches!(fault.at, Boundary::AfterResultWrite | Boundary::AfterPolicyRevocation);
+    if hit != Hit::Approximate || !commit {
+        return (fault.at, hit);
+    }
+    let asked_again = if fault.at == Boundary::AfterResultWrite {
+        let ledger = OperationLedger::of(&run.ledger, &fault.operation);
+        let effect = ledger.calls.iter().position(|e| {
+            matches!(&e.event, Event::ProviderCall { effect: Effect::Applied(_) | Effect::Replayed(_), .. })
+        });
+        let after = effect.and_then(|i| ledger.calls.get(i)).map(|e| e.seq);
+        let later = |e: &&Entry| after.is_some_and(|seq| e.seq > seq);
+        let paused = run.reports.get(&fault.operation).is_some_and(|r| r.paused);
+        let no_lookup = scenario.operation(&fault.operation).is_some_and(|op| !op.tool.supports_lookup());
+        ledger.calls.iter().chain(&ledger.lookups).any(later) || (paused && no_lookup)
+    } else {
+        let checks: Vec<&Entry> = run
+            .ledger
+            .iter()
+            .filter(|e| {
+                matches!(&e.event, Event::PolicyCheck { operation: Some(op), subject: Subject::Tool(_), .. }
+                    if *op == fault.operation)
+            })
+            .collect();
+        let refused = |e: &&&Entry| matches!(&e.event, Event::PolicyCheck { answer: PolicyAnswer::Refused, .. });
+        let refusal = checks.iter().filter(refused).nth(fault.occurrence.saturating_sub(1) as usize);
+        refusal.is_some_and(|r| checks.iter().any(|e| e.seq > r.seq))
+    };
+    match (asked_again, fault.at) {
+        (true, Boundary::AfterResultWrite) => (Boundary::AfterProviderSuccess, Hit::Approximate),
+        (true, _) => (fault.at, Hit::Approximate),
+        (false, _) => (fault.at, Hit::AtSyscall),
+    }
 }
 
 /// `faults_reached` for the faults at boundaries: each one the run never reached is a violation,
@@ -80,7 +125,7 @@ pub(super) fn faults_reached(scenario: &Scenario, run: &Run, violations: &mut Ve
 /// expected `succeeded_or_gave_up` may: a runtime's attempt bound is its own choice (CONTRACT.md
 /// §4 step 11), so a lower one than the scenario's faults assume leaves them unreached
 /// without any fault of the runtime's.
-fn gave_up_before(scenario: &Scenario, fault: &crate::scenario::Fault, run: &Run) -> bool {
+fn gave_up_before(scenario: &Scenario, fault: &Fault, run: &Run) -> bool {
     let Some(op) = scenario.operation(&fault.operation) else { return false };
     let calls = OperationLedger::of(&run.ledger, &op.id).calls.len();
     let gave_up = run.reports.get(&op.id).is_some_and(|r| {

@@ -77,8 +77,8 @@ fn check_operation(scenario: &Scenario, run: &Run, op: &Operation, violations: &
     if run.aborted.is_none() {
         let slack = status::slack(scenario, run, op);
         status::truthful_status(op, &ledger, report, slack, &mut found);
-        if !outcome::expectation_uncertain(scenario, run, op) {
-            outcome::expected_outcome(op, report, &mut found);
+        if let Some(expect) = outcome::expectation(scenario, run, op) {
+            outcome::expected_outcome(op, expect, report, &mut found);
         }
     }
 }

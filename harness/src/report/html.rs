@@ -132,7 +132,7 @@ fn matrix(out: &mut String, certificate: &Certificate) {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table>\n<p>(~ = killed as soon as the fake world saw the point, not exactly at it; - = no scenario kills there)</p>\n");
+    out.push_str("</table>\n<p>(~ = not exactly at the boundary: killed as soon as the fake world saw it, or at the sync taken for its commit; - = no scenario kills there)</p>\n");
 }
 
 fn cell_word(cell: Cell) -> &'static str {

@@ -146,7 +146,7 @@ pub fn matrix_table(cells: &[(Boundary, ToolKind, Cell)]) -> String {
         out.push('\n');
     }
     out.push_str(
-        "(~ = killed as soon as the fake world saw the point, not exactly at it; - = no scenario kills there)\n",
+        "(~ = not exactly at the boundary: killed as soon as the fake world saw it, or at the sync taken for its commit; - = no scenario kills there)\n",
     );
     out
 }

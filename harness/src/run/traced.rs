@@ -141,6 +141,9 @@ pub enum Target {
 pub struct Reached {
     pub target: Target,
     pub point: SyscallPoint,
+    /// For a boundary: the tracer took the first sync after the answer for the commit, and cannot
+    /// tell it from a sync just before it (a journal's, another writer's): see [`Due::NextSync`].
+    pub inferred: bool,
 }
 
 /// A `[[fault]]` the tracer fires: a kill at a boundary reached at a system call.
@@ -164,15 +167,22 @@ struct Boundaries {
     /// still to come: `after_result_write` (`after_policy_revocation`) is reached at it.
     result_due: BTreeMap<String, Due>,
     refusal_due: BTreeMap<String, Due>,
+    /// Boundaries reached at a sync taken for their commit (not at the operation's next request).
+    inferred: Vec<Anchor>,
 }
 
 /// Where a commit that an answer calls for is seen. A runtime commits what an answer tells it
 /// before it acts on the answer (write-ahead, outbox): the first sync after the answer is that
 /// commit — unless another answer arrived in between, whose commit that sync may be. Then only
 /// the operation's next request shows its commit done.
+///
+/// Even the first sync is only taken for the commit: a runtime on an engine with more than one
+/// writer in the data dir (a rollback journal synced before the database, the engine's own write
+/// for another operation) may sync before it commits. A kill there is `Hit::Approximate`, judged
+/// by what a kill just before the commit may legitimately lead to; at the next request it is exact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Due {
-    /// No other answer since: the next sync is this commit.
+    /// No other answer since: the next sync is taken for this commit.
     NextSync,
     /// Another answer since: the next request for the operation.
     NextRequest,
@@ -283,7 +293,9 @@ impl Boundaries {
             });
         }
         for (boundary, op) in committed {
-            reached.push(self.reach(boundary, op));
+            let anchor = self.reach(boundary, op);
+            self.inferred.push(anchor.clone());
+            reached.push(anchor);
         }
         reached
     }
@@ -433,7 +445,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         // Counted from the start: what the incarnation did before its ready line is on disk too.
         let crash_state = state.passing(&point);
         if ready.load(Ordering::SeqCst)
-            && let Some((target, point)) = shared.passed(incarnation, &point, crash_state, &mut counts)
+            && let Some((target, point, inferred)) = shared.passed(incarnation, &point, crash_state, &mut counts)
         {
             // Never answered: killed right here, while the call is held. At once, not when the
             // driver next looks: the stopped thread may hold a lock the runtime's API needs, and
@@ -441,7 +453,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
             if let Some(group) = group {
                 let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
             }
-            let _ = shared.reached.send(Reached { target, point });
+            let _ = shared.reached.send(Reached { target, point, inferred });
             return;
         }
         if write.write_all(b"{\"action\":\"resume\"}\n").await.is_err() {
@@ -500,7 +512,7 @@ impl Shared {
         point: &Point,
         crash_state: CrashState,
         counts: &mut Counting,
-    ) -> Option<(Target, SyscallPoint)> {
+    ) -> Option<(Target, SyscallPoint, bool)> {
         let Counted { from_ready: from_ready_count, anchor, occurrence } = counts.count(point);
         let mut state = self.lock();
         let boundaries = state.boundaries.observe(point);
@@ -533,11 +545,12 @@ impl Shared {
         match (syscall, boundary) {
             (Some(i), _) => {
                 state.hits[i] = true;
-                Some((Target::Syscall(i), seen_point))
+                Some((Target::Syscall(i), seen_point, false))
             }
             (None, Some(i)) => {
                 state.boundary_faults[i].1 = true;
-                Some((Target::Boundary(state.boundary_faults[i].0.index), seen_point))
+                let inferred = state.boundaries.inferred.contains(&state.boundary_faults[i].0.at);
+                Some((Target::Boundary(state.boundary_faults[i].0.index), seen_point, inferred))
             }
             (None, None) => None,
         }

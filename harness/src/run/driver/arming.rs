@@ -130,3 +130,21 @@ fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool) {
         }
     }
 }
+
+/// At the end of a traced run without the probe: a kill at a commit boundary (`after_result_write`,
+/// `after_policy_revocation`) that the tracer never reached is out of its reach, not the runtime's
+/// fault. The tracer sees a commit only as a sync, or as the operation's next request to the world;
+/// a runtime that never syncs makes neither for an operation the policy refused (which asks for
+/// nothing more). Only the probe reaches the boundary then: it is not exercised, never failed.
+pub(super) fn out_of_tracer_reach(scenario: &Scenario, mut hits: Vec<Hit>, tracer_reaches: bool) -> Vec<Hit> {
+    if !tracer_reaches {
+        return hits;
+    }
+    for (fault, hit) in scenario.faults.iter().zip(&mut hits) {
+        let commit = matches!(fault.at, Boundary::AfterResultWrite | Boundary::AfterPolicyRevocation);
+        if commit && by_tracer(fault) && *hit == Hit::NotReached {
+            *hit = Hit::NeedsProbe;
+        }
+    }
+    hits
+}

@@ -56,7 +56,7 @@ impl Driver<'_> {
         if let Target::Boundary(i) = reached.target {
             // The runtime is dead already (the tracer's task killed it): a revocation in force
             // before the restart is one in force at the kill.
-            self.hits[i] = Hit::AtSyscall;
+            self.hits[i] = if reached.inferred { Hit::Approximate } else { Hit::AtSyscall };
             self.revoke(i);
         }
         self.mark(Happening::SyscallKill { incarnation, point: reached.point });

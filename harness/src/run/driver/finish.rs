@@ -27,6 +27,8 @@ impl Driver<'_> {
         let incarnations = self.incarnation.number;
         let ledger = self.world.entries();
         let hits = provider_saw(self.scenario, self.hits.clone(), &ledger);
+        let tracer_reaches = self.traced.is_some() && !probe && aborted.is_none();
+        let hits = super::arming::out_of_tracer_reach(self.scenario, hits, tracer_reaches);
         let (syscall_points, syscall_hits) = match &self.traced {
             Some(traced) => (traced.points(), traced.hits()),
             None => (Vec::new(), Vec::new()),

@@ -118,8 +118,11 @@ pub enum Hit {
     /// Killed exactly at the boundary without the probe, at the system call that is its edge
     /// (`killpoint-tracer`; CONTRACT.md section 7, "Boundaries at system calls").
     AtSyscall,
-    /// Killed as soon as the fake world saw the point from outside; the runtime may have moved on
-    /// a little (`after_provider_success` without the probe).
+    /// Killed where the harness takes the boundary to be without being able to tell it from a point
+    /// a little before or after: as soon as the fake world saw it from outside, the runtime may
+    /// have moved on (`after_provider_success` without the probe); at the first sync after the
+    /// answer, the runtime may not have committed yet (`after_result_write` and
+    /// `after_policy_revocation` under the tracer, taken at a sync).
     Approximate,
     /// The fault could be armed but the runtime never got there.
     NotReached,
