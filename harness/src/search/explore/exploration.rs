@@ -95,6 +95,7 @@ fn record_failure(workload: &Workload, plan: &Plan, story: &str) -> Finding {
         verdict: plan.record.clone(),
         artifacts: plan.record_artifacts.clone(),
         story: Some(story.to_owned()),
+        own_faults_reached: true,
     }
 }
 

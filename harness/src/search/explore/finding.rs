@@ -15,6 +15,10 @@ pub struct Finding {
     /// Kept for a failing case: its data dir and logs.
     pub artifacts: Option<std::path::PathBuf>,
     pub story: Option<String>,
+    /// Every kill and crash point the case added was reached. A case whose only complaint is a
+    /// kept world fault left unspoilt (a lookup fault with no unknown outcome left to look up)
+    /// still tested its own kill and the recovery after it: it passed, it is not "not reached".
+    pub own_faults_reached: bool,
 }
 
 /// How one explored case ended.
@@ -22,15 +26,17 @@ pub struct Finding {
 pub enum CaseStatus {
     Pass,
     Partial,
-    /// The only complaint is a fault not reached: the case's kill, or a kept world fault the kill
-    /// made unnecessary (a lookup fault with no unknown outcome left to look up).
+    /// The only complaint is that the case's own kill (or crash point) was not reached.
     NotReached,
     Fail,
 }
 
 impl Finding {
     pub fn status(&self) -> CaseStatus {
-        case_status(&self.verdict)
+        match case_status(&self.verdict) {
+            CaseStatus::NotReached if self.own_faults_reached => CaseStatus::Pass,
+            status => status,
+        }
     }
 
     pub(super) fn clone_without_run(&self) -> Finding {
@@ -40,6 +46,7 @@ impl Finding {
             verdict: self.verdict.clone(),
             artifacts: self.artifacts.clone(),
             story: self.story.clone(),
+            own_faults_reached: self.own_faults_reached,
         }
     }
 }
@@ -69,5 +76,14 @@ pub fn run_case(
     let (verdict, run) = crate::judge::run_scenario(&scenario, target, options)?;
     let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story::story(&scenario, &verdict, &run));
-    Ok((Finding { case: case.clone(), scenario, verdict, artifacts: None, story }, run))
+    let own_faults_reached = own_faults_reached(workload, &run);
+    Ok((Finding { case: case.clone(), scenario, verdict, artifacts: None, story, own_faults_reached }, run))
+}
+
+/// Whether the run reached every fault the case added to the workload: its kills follow the
+/// workload's kept faults in the scenario, and every `[[syscall_fault]]` is the case's.
+fn own_faults_reached(workload: &Workload, run: &Run) -> bool {
+    let kept = workload.base.faults.len();
+    run.hits.iter().skip(kept).all(|hit| *hit != crate::run::driver::Hit::NotReached)
+        && run.syscall_hits.iter().all(|hit| *hit)
 }
