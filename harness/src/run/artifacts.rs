@@ -64,7 +64,7 @@ fn forget(path: &Path) {
 /// How every report points at kept artifacts.
 pub fn kept_at(path: &Path) -> String {
     format!(
-        "artifacts kept at {} (report.html; scenario.toml, trace.jsonl, ledger/*.jsonl; data/ is the runtime's data dir, logs/ its output per incarnation)",
+        "artifacts kept at {} (report.html, rerun.sh; <scenario>.toml, trace.jsonl, ledger/*.jsonl; data/ is the runtime's data dir, logs/ its output per incarnation)",
         path.display()
     )
 }
