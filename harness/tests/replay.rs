@@ -295,3 +295,40 @@ fn a_failure_found_with_operations_in_flight_says_how_often_its_replays_failed()
     let program = command.split(' ').next().unwrap();
     assert!(Path::new(program).is_absolute() && Path::new(program).is_file(), "replay names `{program}`");
 }
+
+/// The probe's and the tracer's sockets live in a short directory of their own: a long
+/// `--artifacts-dir` (a CI workspace's) leaves every scenario runnable, with the probe and under
+/// the tracer.
+#[test]
+fn a_long_artifacts_dir_leaves_room_for_the_sockets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    write_scenarios(&cwd);
+    let long = cwd.join(format!("{}/{}", "a-very-long-ci-workspace-path".repeat(2), "artifacts-of-this-job".repeat(2)));
+    assert!(long.as_os_str().len() >= 100, "{} is not long", long.display());
+    for mode in [&[][..], &["--points", "syscalls", "--no-probe"][..]] {
+        let mut certify = Command::new(killpoint_binary());
+        certify.args(["certify", "--scenarios", ".", "--no-standard", "--filter", "one", "--artifacts-dir"]);
+        certify.arg(&long).args(mode).arg("--runtime").arg(reference_runtime());
+        let output = output_within(certify, &cwd, tmp.path(), "certify with a long --artifacts-dir");
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(0), "certify {mode:?} did not pass:\n{stdout}\n{stderr}");
+    }
+}
+
+/// Where even the sockets' own directory is too long for a Unix socket (a huge `TMPDIR`), one
+/// message says which path and the limit, before anything runs.
+#[test]
+fn a_socket_path_too_long_even_in_tmpdir_is_one_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = tmp.path().join("t".repeat(120));
+    std::fs::create_dir(&huge).unwrap();
+    let mut certify = Command::new(killpoint_binary());
+    certify.args(["certify", "--filter", "after_dispatch", "--runtime"]).arg(reference_runtime());
+    let output = output_within(certify, tmp.path(), &huge, "certify with a huge TMPDIR");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "expected a usage error:\n{stdout}\n{stderr}");
+    assert!(stderr.contains(&huge.display().to_string()) && stderr.contains("108"), "{stderr}");
+    assert!(!stdout.contains("certifying"), "it ran anyway:\n{stdout}");
+}
