@@ -53,7 +53,13 @@ fn a_blind_retry_is_found_shrunk_written_and_replayed() {
     );
     assert!(failure.fault_count() <= 3, "shrunk to {} faults:\n{}", failure.fault_count(), failure.scenario.to_toml());
     assert!(!failure.violated.is_empty(), "the shrunk case, run again, no longer fails");
-    assert!(failure.command.starts_with("killpoint run ") && failure.command.ends_with("-- --broken blind-retry"));
+    let program = failure.command.split(' ').next().unwrap_or_default();
+    assert!(std::path::Path::new(program).is_absolute(), "the rerun line runs `{program}`: {}", failure.command);
+    assert!(failure.command.contains(" run ") && failure.command.ends_with("-- --broken blind-retry"));
+    // The replay that failed kept its evidence (with rerun.sh); it is not this test's to leave.
+    let kept = failure.artifacts.clone().expect("the failing replay keeps its artifacts");
+    assert!(kept.join("rerun.sh").is_file(), "no rerun.sh in {}", kept.display());
+    std::fs::remove_dir_all(&kept).unwrap();
 
     // The file is the failure: it reads back as the same case, and fails the same way when run.
     let file = Scenario::load(&failure.file).unwrap();
@@ -66,6 +72,9 @@ fn a_blind_retry_is_found_shrunk_written_and_replayed() {
 
     // The seed is the search: the same seed finds the same minimal case.
     let again = search(&target, &options).unwrap().failure.expect("the same seed finds a failure again");
+    if let Some(kept) = &again.artifacts {
+        std::fs::remove_dir_all(kept).unwrap();
+    }
     assert_eq!(again.scenario, failure.scenario);
 }
 

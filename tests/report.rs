@@ -55,7 +55,7 @@ fn a_failures_artifacts_hold_the_evidence_and_rerun_sh_reproduces_the_same_failu
     let dir = outcomes[0].artifacts.clone().expect("a failure keeps its artifacts");
     assert!(dir.starts_with(root.path()), "--artifacts-dir chooses where: {}", dir.display());
     for file in [
-        "scenario.toml",
+        "after_delivery_send.toml",
         "trace.jsonl",
         "ledger/provider.jsonl",
         "ledger/policy.jsonl",

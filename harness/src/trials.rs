@@ -134,7 +134,9 @@ fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
         .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
     if !verdict.passed() {
         let story = story::story(scenario, &verdict, &run);
-        let kept = run.keep_artifacts();
+        let (kept, story) =
+            crate::report::evidence::keep_case(scenario, &verdict, Some(story), run, &suite.target, &suite.options);
+        let story = story.unwrap_or_default();
         return Err(format!("{story}  {}", crate::run::artifacts::kept_at(&kept)).into());
     }
     match &suite.on_pass {

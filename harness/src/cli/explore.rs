@@ -7,6 +7,7 @@ use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::search::explore::{self, CaseStatus, Exploration, ExploreOptions, Finding, Points};
+use crate::search::replay;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,6 +56,8 @@ impl ExploreCommand {
 
     fn explore(&self, scenario: &Scenario, target: &Target, run: RunOptions) -> ExitCode {
         let options = self.options(run);
+        // A failing case is replayed as it was explored: under the tracer with `--points syscalls`.
+        let replay = RunOptions { syscalls: options.points == Points::Syscalls, ..options.run.clone() };
         let workload = explore::Workload::of(scenario);
         outln!(
             "exploring `{}` ({} operation(s)) against {} at depth {}: {} hand-placed kill(s) dropped, {} world fault(s) kept",
@@ -73,7 +76,7 @@ impl ExploreCommand {
         let written = Mutex::new(Written::new());
         let progress = |finding: &Finding, done: usize, total: usize, failures: usize| {
             if finding.status() == CaseStatus::Fail {
-                let at = write_case(&self.out, finding, target, !self.runtime.no_probe);
+                let at = write_case(&self.out, finding, target, &replay);
                 written.lock().unwrap_or_else(|e| e.into_inner()).insert(finding.case.name(), at);
             }
             show_progress(&bar, plain, finding, done, total, failures);
@@ -87,7 +90,8 @@ impl ExploreCommand {
         };
         bar.finish_and_clear();
         let elapsed = started.elapsed();
-        let failed = self.report_failures(&result, target, written.into_inner().unwrap_or_else(|e| e.into_inner()));
+        let written = written.into_inner().unwrap_or_else(|e| e.into_inner());
+        let failed = self.report_failures(&result, target, &replay, written);
         print_summary(&result, elapsed);
         if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
     }
@@ -109,19 +113,29 @@ impl ExploreCommand {
 
     /// On stderr, each failure's story, the file it was written to (`written`, by case name) and
     /// its kept artifacts; returns whether there was one.
-    fn report_failures(&self, result: &Exploration, target: &Target, mut written: Written) -> bool {
+    fn report_failures(
+        &self,
+        result: &Exploration,
+        target: &Target,
+        replay: &RunOptions,
+        mut written: Written,
+    ) -> bool {
         let mut failed = false;
+        let until = Instant::now() + replay::BUDGET;
         for finding in &result.failures {
             failed = true;
             if let Some(story) = &finding.story {
                 errln!("{story}");
             }
-            let at = written
-                .remove(&finding.case.name())
-                .unwrap_or_else(|| write_case(&self.out, finding, target, !self.runtime.no_probe));
+            let at =
+                written.remove(&finding.case.name()).unwrap_or_else(|| write_case(&self.out, finding, target, replay));
             match at {
                 Ok((path, command)) => {
-                    errln!("  written to {}\n  reproduce: {command}", path.display());
+                    errln!(
+                        "  written to {}\n  {}: {command}",
+                        path.display(),
+                        replayed(finding, target, replay, until)
+                    );
                 }
                 Err(e) => errln!("killpoint: cannot write the failing case to {}: {e}", self.out.display()),
             }
@@ -131,6 +145,17 @@ impl ExploreCommand {
         }
         failed
     }
+}
+
+/// How a failing case's replay line begins: `reproduce` when its operations run one at a time
+/// (it runs the same way each time); with operations in flight together, how often it came back
+/// in [`replay::REPLAYS`] replays (which are run now, before `until`).
+fn replayed(finding: &Finding, target: &Target, options: &RunOptions, until: Instant) -> String {
+    if !replay::concurrent(&finding.scenario) {
+        return "reproduce".to_owned();
+    }
+    let found = finding.verdict.failed_invariants();
+    replay::replay(&finding.scenario, target, options, &found, (replay::REPLAYS, until), &mut |_, _| {}).told()
 }
 
 /// A bar on a terminal; plain lines (one per failure, one per 10%) when piped, as in CI.
@@ -213,7 +238,12 @@ type Written = BTreeMap<String, std::io::Result<(PathBuf, String)>>;
 /// Writes a failing case as a scenario file; returns its path and the command that replays it.
 /// The file appears whole (written aside, then renamed), so whoever watches the directory never
 /// reads half of one.
-fn write_case(dir: &Path, finding: &Finding, target: &Target, probe: bool) -> std::io::Result<(PathBuf, String)> {
+fn write_case(
+    dir: &Path,
+    finding: &Finding,
+    target: &Target,
+    replay: &RunOptions,
+) -> std::io::Result<(PathBuf, String)> {
     std::fs::create_dir_all(dir)?;
     let mut scenario = finding.scenario.clone();
     let broken: Vec<&str> = finding.verdict.failed_invariants().iter().map(|i| i.as_str()).collect();
@@ -228,6 +258,6 @@ fn write_case(dir: &Path, finding: &Finding, target: &Target, probe: bool) -> st
     let aside = dir.join(format!(".{}.toml.part", scenario.name));
     std::fs::write(&aside, scenario.to_toml())?;
     std::fs::rename(&aside, &path)?;
-    let command = crate::search::random::rerun_command(&path, target, probe);
+    let command = crate::search::random::rerun_command(&path, target, replay);
     Ok((path, command))
 }

@@ -44,7 +44,7 @@ fn search(target: &Target, runtime: &Runtime, cases: u32, seed: Option<u64>, out
         Some(failure) => {
             let violated: Vec<&str> = failure.violated.iter().map(|i| i.as_str()).collect();
             outln!(
-                "a case failed; shrunk to {} fault(s){}, written to {}\nrerun it with:\n  {}",
+                "a case failed; shrunk to {} fault(s){}, written to {}",
                 failure.fault_count(),
                 if violated.is_empty() {
                     " (it passed when run once more: the failure may depend on timing)".to_owned()
@@ -52,8 +52,15 @@ fn search(target: &Target, runtime: &Runtime, cases: u32, seed: Option<u64>, out
                     format!(", violating {}", violated.join(", "))
                 },
                 failure.file.display(),
-                failure.command
             );
+            match &failure.replays {
+                // Operations in flight together: how often it came back, not a promise.
+                Some(replays) => outln!("{}:\n  {}", replays.told(), failure.command),
+                None => outln!("rerun it with:\n  {}", failure.command),
+            }
+            if let Some(path) = &failure.artifacts {
+                outln!("{}", crate::run::artifacts::kept_at(path));
+            }
             ExitCode::FAILURE
         }
     }

@@ -10,7 +10,8 @@ use crate::search::explore::Points;
 use std::path::{Path, PathBuf};
 
 /// The runtime to run, checked once before any scenario (path, executable bit, interpreter, and a
-/// `--broken` variant it has): one message, rather than the same failure in every scenario.
+/// `--broken` variant it has; and room for its sockets in the temp dir): one message, rather than
+/// the same failure in every scenario.
 pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
     let Some(program) = args.runtime.clone().or_else(crate::run::incarnation::reference_runtime) else {
         return Err(
@@ -18,6 +19,7 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
                 .into(),
         );
     };
+    crate::run::artifacts::sockets_fit()?;
     if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
         errln!("killpoint: {note}");
     }

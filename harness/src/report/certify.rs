@@ -4,9 +4,6 @@
 //! The one reporter that runs things: the others only read outcomes.
 
 use crate::judge::run_scenario;
-use crate::report::certificate::Certificate;
-use crate::report::evidence::write_evidence;
-use crate::report::html::render;
 use crate::report::outcome::ScenarioOutcome;
 use crate::report::story::story;
 use crate::report::timeline::Timeline;
@@ -64,35 +61,7 @@ fn certify_one(scenario: &Scenario, target: &Target, options: &RunOptions, keep:
                 rerun: None,
             };
             if outcome.verdict.as_ref().is_ok_and(|v| !v.passed()) || keep {
-                let dir = run.artifacts_path().to_owned();
-                let written = write_evidence(
-                    &dir,
-                    scenario,
-                    &run.ledger,
-                    outcome.timeline.as_ref().expect("set above"),
-                    target,
-                    options.probe,
-                );
-                outcome.artifacts = Some(run.keep_artifacts());
-                match written {
-                    Ok(rerun) => {
-                        outcome.rerun = Some(rerun);
-                        let report = render(
-                            &Certificate::new(target, std::slice::from_ref(&outcome)),
-                            std::slice::from_ref(&outcome),
-                        );
-                        if let Err(e) = std::fs::write(dir.join("report.html"), report) {
-                            append_story(
-                                &mut outcome,
-                                &format!("killpoint: cannot write report.html in {}: {e}", dir.display()),
-                            );
-                        }
-                    }
-                    Err(e) => append_story(
-                        &mut outcome,
-                        &format!("killpoint: cannot write the evidence files in {}: {e}", dir.display()),
-                    ),
-                }
+                crate::report::evidence::keep(&mut outcome, scenario, run, target, options);
             }
             outcome
         }
@@ -107,11 +76,4 @@ fn certify_one(scenario: &Scenario, target: &Target, options: &RunOptions, keep:
             rerun: None,
         },
     }
-}
-
-/// A harness problem with the artifacts is said where the failure is told, not lost.
-fn append_story(outcome: &mut ScenarioOutcome, line: &str) {
-    let story = outcome.story.get_or_insert_with(String::new);
-    story.push_str(line);
-    story.push('\n');
 }

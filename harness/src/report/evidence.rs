@@ -2,6 +2,13 @@
 //! merged timeline, the fake world's ledgers, each incarnation's logs, and `rerun.sh`, the one
 //! command that reruns exactly this case.
 
+use crate::judge::Verdict;
+use crate::report::certificate::Certificate;
+use crate::report::outcome::ScenarioOutcome;
+use crate::report::timeline::Timeline;
+use crate::run::driver::{Run, RunOptions};
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -16,35 +23,41 @@ pub struct ReportOptions {
     pub artifacts_dir: Option<PathBuf>,
 }
 
-/// The `killpoint` program to name in `rerun.sh`: this one when it is the CLI, else the one built
-/// beside this executable (tests live in `deps/`, one level deeper), else whatever `PATH` finds.
+/// The `killpoint` program to name in `rerun.sh` and in every printed replay line, by absolute
+/// path: this one when it is the CLI, else the one built beside this executable (tests live in
+/// `deps/`, one level deeper), else whatever `PATH` finds.
 pub fn killpoint_program() -> PathBuf {
     let exe = std::env::current_exe().ok();
-    if let Some(exe) = &exe
-        && exe.file_name().is_some_and(|n| n == "killpoint")
-    {
-        return exe.clone();
-    }
-    let dir = exe.as_deref().and_then(Path::parent);
-    [dir.map(|d| d.join("killpoint")), dir.and_then(Path::parent).map(|d| d.join("killpoint"))]
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("killpoint"))
+    let found = match &exe {
+        Some(exe) if exe.file_name().is_some_and(|n| n == "killpoint") => Some(exe.clone()),
+        _ => {
+            let dir = exe.as_deref().and_then(Path::parent);
+            [dir.map(|d| d.join("killpoint")), dir.and_then(Path::parent).map(|d| d.join("killpoint"))]
+                .into_iter()
+                .flatten()
+                .find(|p| p.is_file())
+        }
+    };
+    found.map_or_else(|| PathBuf::from("killpoint"), |p| std::fs::canonicalize(&p).unwrap_or(p))
 }
 
-/// The one command that reruns exactly this case: the scenario as run (written beside it) against
-/// the same runtime, arguments and probe setting. Extra killpoint options given to `rerun.sh`
-/// (`--json`, `--artifacts-dir`) go before the runtime's own arguments.
-pub fn rerun_script(dir: &Path, target: &crate::run::incarnation::Target, probe: bool) -> String {
-    let program = std::fs::canonicalize(&target.program).unwrap_or_else(|_| target.program.clone());
+/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe]EXTRA [-- ARGS…]`: the
+/// command that runs `file` in the mode of `options` (under the tracer, without the probe) against
+/// the same runtime (by absolute path) and arguments. `program` and `extra` are put in as given.
+pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOptions, extra: &str) -> String {
+    let runtime = std::fs::canonicalize(&target.program).unwrap_or_else(|_| target.program.clone());
     let mut command = format!(
-        "\"${{KILLPOINT:-{}}}\" run {} --runtime {}{} \"$@\"",
-        killpoint_program().display(),
-        shell_word(&dir.join("scenario.toml").display().to_string()),
-        shell_word(&program.display().to_string()),
-        if probe { "" } else { " --no-probe" }
+        "{program} run {} --runtime {}",
+        shell_word(&file.display().to_string()),
+        shell_word(&runtime.display().to_string())
     );
+    if options.syscalls {
+        command.push_str(" --points syscalls");
+    }
+    if !options.probe {
+        command.push_str(" --no-probe");
+    }
+    command.push_str(extra);
     if !target.args.is_empty() {
         command.push_str(" --");
         for a in &target.args {
@@ -52,12 +65,28 @@ pub fn rerun_script(dir: &Path, target: &crate::run::incarnation::Target, probe:
             command.push_str(&shell_word(a));
         }
     }
+    command
+}
+
+/// The line a person pastes to replay `file`: [`run_command`] with this `killpoint` by absolute
+/// path.
+pub fn replay_command(file: &Path, target: &Target, options: &RunOptions) -> String {
+    run_command(&shell_word(&killpoint_program().display().to_string()), file, target, options, "")
+}
+
+/// The one command that reruns exactly this case: the scenario as run (`file`, written beside it)
+/// in the same mode. Extra killpoint options given to `rerun.sh` (`--json`, `--artifacts-dir`) go
+/// before the runtime's own arguments.
+pub fn rerun_script(file: &Path, target: &Target, options: &RunOptions) -> String {
+    let program = format!("\"${{KILLPOINT:-{}}}\"", killpoint_program().display());
+    let command = run_command(&program, file, target, options, " \"$@\"");
     format!(
-        "#!/bin/sh\n# Reruns exactly this case: the scenario as it ran, the same runtime and arguments.\n# Set KILLPOINT to use another killpoint binary.\nexec {command}\n"
+        "#!/bin/sh\n# Reruns exactly this case: the scenario as it ran, the same runtime, arguments and mode.\n# Set KILLPOINT to use another killpoint binary.\nexec {command}\n"
     )
 }
 
-/// Fills a run directory with what reproduces and explains the run: `scenario.toml`,
+/// Fills a run directory with what reproduces and explains the run: `<scenario>.toml` (the
+/// scenario as it ran, named for it),
 /// `trace.jsonl` (the merged timeline), the fake world's ledgers as JSON lines
 /// (`ledger/provider.jsonl`, `ledger/consumer-<destination>.jsonl`, `ledger/policy.jsonl`), each
 /// incarnation's stdout and stderr (`logs/incarnation-N.stdout.log`, …) and an executable
@@ -67,13 +96,16 @@ pub fn write_evidence(
     dir: &Path,
     scenario: &crate::scenario::Scenario,
     ledger: &[fake_tool::Entry],
-    timeline: &crate::report::timeline::Timeline,
-    target: &crate::run::incarnation::Target,
-    probe: bool,
+    timeline: &Timeline,
+    target: &Target,
+    options: &RunOptions,
 ) -> std::io::Result<PathBuf> {
     use fake_tool::{Event, Service};
     use std::collections::BTreeMap;
-    std::fs::write(dir.join("scenario.toml"), scenario.to_toml())?;
+    // Named for the scenario: `killpoint run` names a scenario after its file, so the rerun is
+    // told (and its artifacts named) as the case was.
+    let file = dir.join(format!("{}.toml", plain(&scenario.name)));
+    std::fs::write(&file, scenario.to_toml())?;
     let lines = |items: &mut dyn Iterator<Item = String>| items.map(|l| l + "\n").collect::<String>();
     std::fs::write(
         dir.join("trace.jsonl"),
@@ -100,15 +132,66 @@ pub fn write_evidence(
     }
     for (name, text) in files {
         // Destinations are the scenario's words: keep file names plain.
-        let name: String =
-            name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        std::fs::write(ledgers.join(format!("{name}.jsonl")), text)?;
+        std::fs::write(ledgers.join(format!("{}.jsonl", plain(&name))), text)?;
     }
     split_logs(&dir.join("logs"))?;
     let rerun = dir.join("rerun.sh");
-    std::fs::write(&rerun, rerun_script(dir, target, probe))?;
+    std::fs::write(&rerun, rerun_script(&file, target, options))?;
     std::fs::set_permissions(&rerun, std::fs::Permissions::from_mode(0o755))?;
     Ok(rerun)
+}
+
+/// Keeps `run`'s directory with its whole evidence ([`write_evidence`], and `report.html` of
+/// `outcome`): sets `outcome.artifacts` and `outcome.rerun`. A file that cannot be written is said
+/// at the end of the outcome's story, where the failure is told, not lost.
+pub fn keep(outcome: &mut ScenarioOutcome, scenario: &Scenario, run: Run, target: &Target, options: &RunOptions) {
+    let timeline = outcome.timeline.get_or_insert_with(|| Timeline::of(&run)).clone();
+    let dir = run.artifacts_path().to_owned();
+    let written = write_evidence(&dir, scenario, &run.ledger, &timeline, target, options);
+    outcome.artifacts = Some(run.keep_artifacts());
+    match written {
+        Ok(rerun) => {
+            outcome.rerun = Some(rerun);
+            let one = std::slice::from_ref(outcome);
+            let report = crate::report::html::render(&Certificate::new(target, one), one);
+            if let Err(e) = std::fs::write(dir.join("report.html"), report) {
+                append_story(outcome, &format!("killpoint: cannot write report.html in {}: {e}", dir.display()));
+            }
+        }
+        Err(e) => {
+            append_story(outcome, &format!("killpoint: cannot write the evidence files in {}: {e}", dir.display()))
+        }
+    }
+}
+
+/// [`keep`] for a case that `explore` or `random` ran: the directory kept, and the failure's
+/// story with any problem keeping it said at its end.
+pub fn keep_case(
+    scenario: &Scenario,
+    verdict: &Verdict,
+    story: Option<String>,
+    run: Run,
+    target: &Target,
+    options: &RunOptions,
+) -> (PathBuf, Option<String>) {
+    let mut outcome = ScenarioOutcome {
+        name: scenario.name.clone(),
+        file: scenario.path.clone(),
+        verdict: Ok(verdict.clone()),
+        duration: std::time::Duration::ZERO,
+        story,
+        artifacts: None,
+        timeline: None,
+        rerun: None,
+    };
+    keep(&mut outcome, scenario, run, target, options);
+    (outcome.artifacts.expect("set by keep"), outcome.story)
+}
+
+fn append_story(outcome: &mut ScenarioOutcome, line: &str) {
+    let story = outcome.story.get_or_insert_with(String::new);
+    story.push_str(line);
+    story.push('\n');
 }
 
 /// `logs/stdout.log` and `logs/stderr.log` hold every incarnation in turn, each after a
@@ -137,6 +220,11 @@ fn split_logs(logs: &Path) -> std::io::Result<()> {
         flush(current)?;
     }
     Ok(())
+}
+
+/// `name` as a plain file name: letters, digits, `-`, `_` and `.`, anything else `_`.
+fn plain(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
 }
 
 /// `word` as one word of a POSIX shell command line: as it is when that is safe, else quoted.

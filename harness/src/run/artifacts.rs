@@ -1,6 +1,10 @@
 //! Where a run keeps the runtime's data dir and logs: a private temp dir, removed when the run
 //! passes, kept (and its path printed) when it fails — and, while it exists, known to the CLI's
 //! interrupt handler, so a Ctrl-C says where the unfinished run's evidence is.
+//!
+//! The probe's and the tracer's Unix sockets live apart, in a short private directory of the
+//! system's temp dir removed with the run: a socket's path is limited to 108 bytes (`sun_path`),
+//! and a CI workspace's `--artifacts-dir` is often longer than that leaves.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -9,9 +13,19 @@ use std::sync::Mutex;
 /// The artifact directories that exist right now in this process.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// The most bytes a Unix socket's path may have: `sun_path` is 108 bytes, with its NUL.
+pub const SOCKET_PATH_MAX: usize = 107;
+
+/// The sockets' directory's prefix, and the longest socket name in it (`probe.sock`,
+/// `trace.sock`): what [`sockets_fit`] measures.
+const SOCKETS_PREFIX: &str = "killpoint-sock-";
+const LONGEST_SOCKET: &str = "trace.sock";
+
 #[derive(Debug)]
 pub struct Artifacts {
     dir: Option<tempfile::TempDir>,
+    /// The sockets' own short directory; gone when the run is kept or dropped.
+    sockets: Option<tempfile::TempDir>,
 }
 
 impl Artifacts {
@@ -23,8 +37,7 @@ impl Artifacts {
 
     /// The same, in `root` (`None`: the system's temp dir).
     pub fn create_in(root: Option<&Path>, name: &str) -> std::io::Result<Artifacts> {
-        // A Unix socket path (the probe's, inside this dir) is limited to 107 bytes: long names
-        // (explored cases) are cut, the random suffix keeps them apart.
+        // Long names (explored cases) are cut, the random suffix keeps them apart.
         let short: String = name.chars().take(40).collect();
         let prefix = format!("killpoint-{short}-");
         let mut builder = tempfile::Builder::new();
@@ -33,8 +46,18 @@ impl Artifacts {
             Some(root) => builder.tempdir_in(root)?,
             None => builder.tempdir()?,
         };
+        let sockets = tempfile::Builder::new()
+            .prefix(SOCKETS_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot make the sockets' directory: {e}")))?;
         LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.path().to_owned());
-        Ok(Artifacts { dir: Some(dir) })
+        Ok(Artifacts { dir: Some(dir), sockets: Some(sockets) })
+    }
+
+    /// Where the run's socket `name` goes: in the sockets' short directory, not the run's.
+    pub fn socket(&self, name: &str) -> PathBuf {
+        self.sockets.as_ref().expect("present until kept or dropped").path().join(name)
     }
 
     pub fn path(&self) -> &Path {
@@ -44,6 +67,8 @@ impl Artifacts {
     /// Keeps the directory on disk; returns where.
     pub fn keep(mut self) -> PathBuf {
         let dir = self.dir.take().expect("present until kept or dropped");
+        // The run is over: its sockets are of no use to anyone.
+        drop(self.sockets.take());
         forget(dir.path());
         dir.keep()
     }
@@ -61,10 +86,28 @@ fn forget(path: &Path) {
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| p != path);
 }
 
+/// Whether a socket's path in the sockets' directory can be bound: checked before anything runs,
+/// so that a temp dir too long for one is one message naming it and the limit, not every
+/// scenario's "could not run".
+pub fn sockets_fit() -> Result<(), String> {
+    let root = std::env::temp_dir();
+    let example = root.join(format!("{SOCKETS_PREFIX}XXXXXX")).join(LONGEST_SOCKET);
+    let len = example.as_os_str().len();
+    if len <= SOCKET_PATH_MAX {
+        return Ok(());
+    }
+    Err(format!(
+        "the probe's and the tracer's Unix sockets go in the temp dir {}, where their paths ({}) would be {len} \
+         bytes; a Unix socket's path must be shorter than 108 bytes: set TMPDIR to a shorter directory",
+        root.display(),
+        example.display()
+    ))
+}
+
 /// How every report points at kept artifacts.
 pub fn kept_at(path: &Path) -> String {
     format!(
-        "artifacts kept at {} (report.html; scenario.toml, trace.jsonl, ledger/*.jsonl; data/ is the runtime's data dir, logs/ its output per incarnation)",
+        "artifacts kept at {} (report.html, rerun.sh; <scenario>.toml, trace.jsonl, ledger/*.jsonl; data/ is the runtime's data dir, logs/ its output per incarnation)",
         path.display()
     )
 }

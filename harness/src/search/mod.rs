@@ -1,8 +1,10 @@
 //! Workloads searched rather than written: [`explore`] runs every crash point of a workload (depth 1
 //! and 2, boundaries or system calls); [`random`] draws workloads and fault schedules and shrinks a
-//! failure to a scenario file.
+//! failure to a scenario file; [`replay`] runs a written case again before it is said to
+//! reproduce.
 //!
 //! Above `report` (a finding is told as a story); below `cli`.
 
 pub mod explore;
 pub mod random;
+pub mod replay;

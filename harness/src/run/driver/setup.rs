@@ -35,14 +35,22 @@ impl Ground {
         let logs = artifacts.path().join("logs");
         std::fs::create_dir(&data)?;
         std::fs::create_dir(&logs)?;
-        let probe_path = artifacts.path().join("probe.sock");
-        let listener = if options.probe { Some(tokio::net::UnixListener::bind(&probe_path)?) } else { None };
+        let probe_path = artifacts.socket("probe.sock");
+        let listener = match options.probe {
+            true => Some(tokio::net::UnixListener::bind(&probe_path).map_err(|e| named(&probe_path, e))?),
+            false => None,
+        };
 
         let clock = Clock::default();
         let (world, points) = World::start(clock.clone()).await?;
         arm_world(&world, scenario);
         Ok((Ground { data, logs, probe_path, listener, clock, world }, points))
     }
+}
+
+/// A socket that cannot be bound, said with its path (the OS's message does not name it).
+fn named(socket: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot listen on the Unix socket {}: {e}", socket.display()))
 }
 
 /// The faults the world injects on its own, whatever the runtime does first.
@@ -100,7 +108,7 @@ impl Tracer {
         Tracer { tracing: None, reached: None }
     }
 
-    /// The tracer of a traced run: its socket under `artifacts` (named in `env`), and the target
+    /// The tracer of a traced run: its socket in the run's sockets' directory (named in `env`), and the target
     /// that runs the runtime under it — the tracer the command, the runtime its argument.
     pub(super) fn start(
         artifacts: &Artifacts,
@@ -109,8 +117,9 @@ impl Tracer {
         target: &Target,
     ) -> std::io::Result<(Tracer, Target)> {
         let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
-        let socket = artifacts.path().join("trace.sock");
-        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone())?;
+        let socket = artifacts.socket("trace.sock");
+        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone())
+            .map_err(|e| named(&socket, e))?;
         env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
         let mut args = vec!["--".to_owned(), target.program.display().to_string()];
         args.extend(target.args.iter().cloned());

@@ -51,8 +51,16 @@ pub(super) fn run_all(
                         progress(&finding, n, total, failures.load(Ordering::Relaxed));
                         let keep = failed && options.keep_failures;
                         let run = if keep {
-                            let path = run.keep_artifacts();
-                            finding.artifacts = Some(path);
+                            let story = finding.story.take();
+                            let (path, story) = crate::report::evidence::keep_case(
+                                &finding.scenario,
+                                &finding.verdict,
+                                story,
+                                run,
+                                target,
+                                &run_options,
+                            );
+                            (finding.artifacts, finding.story) = (Some(path), story);
                             None
                         } else if keep_runs {
                             Some(run)

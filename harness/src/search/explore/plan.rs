@@ -57,6 +57,12 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
         let (to_run, pruned) = select(&workload.base, seen, options.prune);
         (found, pruned, schedules(&workload.base, &to_run, run.probe), run.probe)
     };
-    let record_artifacts = (failed && options.keep_failures).then(|| run.keep_artifacts());
+    let (record_artifacts, story) = if failed && options.keep_failures {
+        let (dir, story) =
+            crate::report::evidence::keep_case(&workload.base, &verdict, story, run, target, &record_options);
+        (Some(dir), story)
+    } else {
+        (None, story)
+    };
     Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, same_state, cases, probe, exact })
 }

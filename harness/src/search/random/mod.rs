@@ -15,7 +15,8 @@
 //! The files follow a case: [`RandomOptions`] ask for the search, genes are drawn, each
 //! operation's flow turns its genes into faults and an expected outcome, the schedule reads them
 //! into a scenario, and the runner runs, shrinks and writes the failure. This module imports the
-//! layers below `search` (model, scenario, run, judge, report), never `explore` or `cli`.
+//! layers below `search` (model, scenario, run, judge, report) and `search::replay`, never
+//! `explore` or `cli`.
 
 mod flow;
 mod genes;

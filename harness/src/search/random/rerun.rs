@@ -2,6 +2,7 @@
 //! for the runtime it failed against.
 
 use crate::report::evidence::shell_word;
+use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use std::path::Path;
 
@@ -27,8 +28,8 @@ pub(super) fn target_words(target: &Target) -> String {
     words
 }
 
-/// `killpoint run FILE [--no-probe] --runtime PATH -- ARGS…`
-pub fn rerun_command(file: &Path, target: &Target, probe: bool) -> String {
-    let black_box = if probe { "" } else { " --no-probe" };
-    format!("killpoint run {}{black_box}{}", shell_word(&file.display().to_string()), runtime_flags(target))
+/// `/abs/killpoint run FILE --runtime PATH [--points syscalls] [--no-probe] -- ARGS…`: the
+/// shared replay line of [`crate::report::evidence::replay_command`].
+pub fn rerun_command(file: &Path, target: &Target, options: &RunOptions) -> String {
+    crate::report::evidence::replay_command(file, target, options)
 }

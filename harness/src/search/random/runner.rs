@@ -8,8 +8,10 @@ use super::rerun::{rerun_command, runtime_flags, target_words};
 use super::schedule::{draws, fault_count, one_fault_fewer};
 use crate::judge::run_scenario;
 use crate::model::invariant::Invariant;
+use crate::report::evidence::keep_case;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
+use crate::search::replay::{BUDGET, REPLAYS, Replays, concurrent, replay};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -36,10 +38,16 @@ pub struct Failure {
     pub file: PathBuf,
     /// The one line that reruns it.
     pub command: String,
-    /// The invariants the shrunk case violated when it was run again after the search.
+    /// The invariants the shrunk case violated when it was run again after the search (its first
+    /// failing replay).
     pub violated: BTreeSet<Invariant>,
     /// The failure report of the shrunk case's failing run during the search.
     pub story: String,
+    /// The kept evidence (with `rerun.sh`) of the shrunk case's first failing replay.
+    pub artifacts: Option<PathBuf>,
+    /// With operations in flight together: how its [`REPLAYS`] replays went (`None`: one
+    /// operation at a time, replayed once).
+    pub replays: Option<Replays>,
 }
 
 impl Failure {
@@ -147,7 +155,9 @@ fn check(
 }
 
 /// Writes the shrunk case `minimal` as a scenario file that says how it was found, and runs it
-/// once more. `story` and `violated_then`: the report of its failing run during the search.
+/// again (once; [`REPLAYS`] times when its operations are in flight together), keeping the first
+/// failing replay's evidence. `story` and `violated_then`: the report of its failing run during the
+/// search.
 fn write_failure(
     minimal: Scenario,
     target: &Target,
@@ -156,12 +166,18 @@ fn write_failure(
     violated_then: &BTreeSet<Invariant>,
 ) -> std::io::Result<Failure> {
     let (scenario, file, command) = write_case(minimal, target, options, violated_then, true)?;
-    // Run once more: the file is what a person reruns, so what it violates is said from it.
-    let violated = match run_scenario(&scenario, target, &options.run) {
-        Ok((verdict, _)) => verdict.failed_invariants(),
-        Err(_) => BTreeSet::new(),
+    // The file is what a person reruns, so what it violates is said from it.
+    let times = if concurrent(&scenario) { REPLAYS } else { 1 };
+    let mut artifacts = None;
+    let mut keep = |verdict: &crate::judge::Verdict, run| {
+        let story = crate::report::story::story(&scenario, verdict, &run);
+        artifacts = Some(keep_case(&scenario, verdict, Some(story), run, target, &options.run).0);
     };
-    Ok(Failure { scenario, file, command, violated, story })
+    let until = Instant::now() + BUDGET;
+    let replays = replay(&scenario, target, &options.run, violated_then, (times, until), &mut keep);
+    let violated = replays.violated.clone();
+    let replays = (times > 1).then_some(replays);
+    Ok(Failure { scenario, file, command, violated, story, artifacts, replays })
 }
 
 /// Writes `case`, which violated `violated`, as this search's scenario file (`random-SEED.toml`
@@ -176,7 +192,7 @@ fn write_case(
     shrunk: bool,
 ) -> std::io::Result<(Scenario, PathBuf, String)> {
     let file = options.out.join(format!("random-{}.toml", options.seed));
-    let command = rerun_command(&file, target, options.run.probe);
+    let command = rerun_command(&file, target, &options.run);
     let replay = format!(
         "killpoint random --seed {} --cases {}{}{}",
         options.seed,

@@ -1,0 +1,78 @@
+//! Replaying a written case before saying it reproduces. A case whose operations share a wave is
+//! written with its kill points, not with which other operation was mid-flight when the kill
+//! landed: run again, it may pass. So such a case is replayed [`REPLAYS`] times (within a deadline)
+//! and told as "reproduced k of N replays"; a case with one operation in flight at a time runs the
+//! same way each time, and one replay says what it violates.
+
+use crate::judge::Verdict;
+use crate::model::invariant::Invariant;
+use crate::run::driver::{Run, RunOptions};
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// Replays of a case with operations in flight together.
+pub const REPLAYS: u32 = 5;
+
+/// How long the replays of one command's failures may take in all; past it, the failures left are
+/// said to be not replayed rather than replayed fewer times in silence.
+pub const BUDGET: Duration = Duration::from_secs(120);
+
+/// Whether `scenario` has operations in flight at once (a wave of more than one).
+pub fn concurrent(scenario: &Scenario) -> bool {
+    scenario.waves().iter().any(|w| w.len() > 1)
+}
+
+/// How a written case's replays went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replays {
+    /// Replays run (fewer than asked once the deadline passed).
+    pub ran: u32,
+    /// Replays that failed with exactly the invariants `found`.
+    pub reproduced: u32,
+    /// The invariants the first failing replay violated (empty: none failed).
+    pub violated: BTreeSet<Invariant>,
+}
+
+/// Runs `scenario` up to `times` times while `until` has not passed, counting the replays that
+/// violate exactly `found`. `keep` is given the first failing replay's verdict and run (to keep its
+/// evidence); every other run is dropped with its directory.
+pub fn replay(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    found: &BTreeSet<Invariant>,
+    (times, until): (u32, Instant),
+    keep: &mut dyn FnMut(&Verdict, Run),
+) -> Replays {
+    let mut replays = Replays::default();
+    while replays.ran < times && Instant::now() < until {
+        replays.ran += 1;
+        // A replay that cannot run (the machine is out of ports, …) is a replay that did not fail.
+        let Ok((verdict, run)) = crate::judge::run_scenario(scenario, target, options) else { continue };
+        if verdict.passed() {
+            continue;
+        }
+        let violated = verdict.failed_invariants();
+        if &violated == found {
+            replays.reproduced += 1;
+        }
+        if replays.violated.is_empty() && !violated.is_empty() {
+            replays.violated = violated;
+            keep(&verdict, run);
+        }
+    }
+    replays
+}
+
+impl Replays {
+    /// The words before a replay command: `reproduced k of N replays`, or why there were none.
+    pub fn told(&self) -> String {
+        if self.ran == 0 {
+            format!("not replayed (the replays' budget of {} s was spent); replay it with", BUDGET.as_secs())
+        } else {
+            format!("reproduced {} of {} replays", self.reproduced, self.ran)
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Replays that reproduce: every kind of failing case (`certify`, `run`, `explore`, `random`; with
+//! the probe, as a black box, under the tracer) keeps its whole evidence and a `rerun.sh` that,
+//! run on its own, fails the same way; a failure found with operations in flight says how often it
+//! came back instead of promising it will; and a long `--artifacts-dir` leaves room for the sockets.
+//!
+//! Failures come from the reference runtime's broken variants (`--broken NAME`, src/broken.rs).
+//! Every command runs in a process group of its own, under a deadline, with `TMPDIR` in the test's
+//! own temp dir, so nothing it keeps outlives the test.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// A whole CLI command here takes a few seconds; this leaves room for a busy machine.
+const DEADLINE: Duration = Duration::from_secs(240);
+
+fn killpoint_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_killpoint"))
+}
+
+fn reference_runtime() -> PathBuf {
+    let beside = killpoint_binary().with_file_name("killpoint-runtime");
+    assert!(beside.is_file(), "{} is not built: run `cargo build --workspace` first", beside.display());
+    beside
+}
+
+fn text(output: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Runs `command` in `cwd` (in a process group of its own, `TMPDIR` set to `tmp`, `PATH` without
+/// killpoint's directory) to its end within [`DEADLINE`]; past it, kills the whole group, reaps it
+/// and fails, saying what it waited for.
+fn output_within(mut command: Command, cwd: &Path, tmp: &Path, what: &str) -> Output {
+    use std::os::unix::process::CommandExt;
+    command.current_dir(cwd).env("TMPDIR", tmp).env("PATH", "/usr/bin:/bin").env_remove("KILLPOINT");
+    let child = command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let child = child.unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let pgid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(DEADLINE) {
+        Ok(output) => {
+            waiter.join().unwrap().ok();
+            output.unwrap()
+        }
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+            let output = rx.recv().unwrap().unwrap();
+            let (stdout, stderr) = text(&output);
+            panic!("{what} did not finish within {DEADLINE:?} (its group killed):\n{stdout}\n{stderr}");
+        }
+    }
+}
+
+/// A JSON certificate's one scenario: its name, status and the invariants it violated.
+fn certificate(path: &Path) -> (String, String, BTreeSet<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no certificate at {}: {e}", path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let scenarios = json["scenarios"].as_array().expect("a scenarios array");
+    assert_eq!(scenarios.len(), 1, "one scenario expected in {text}");
+    let violated = scenarios[0]["violations"]
+        .as_array()
+        .expect("a violations array")
+        .iter()
+        .map(|v| v["invariant"].as_str().expect("an invariant name").to_owned())
+        .collect();
+    let name = scenarios[0]["name"].as_str().expect("a name").to_owned();
+    (name, scenarios[0]["status"].as_str().expect("a status").to_owned(), violated)
+}
+
+/// The words after `marker` up to `end`, split at ", ": how a failure's line names the invariants
+/// it violated.
+fn names_between(text: &str, marker: &str, end: &str) -> BTreeSet<String> {
+    let at = text.find(marker).unwrap_or_else(|| panic!("no `{marker}` in:\n{text}")) + marker.len();
+    let rest = &text[at..];
+    let end = rest.find(end).unwrap_or_else(|| panic!("no `{end}` after `{marker}` in:\n{text}"));
+    rest[..end].split(", ").map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+}
+
+/// The directory after `artifacts kept at ` in `text`.
+fn kept_dir(text: &str) -> PathBuf {
+    let marker = "artifacts kept at ";
+    let at = text.find(marker).unwrap_or_else(|| panic!("no `{marker}` in:\n{text}")) + marker.len();
+    PathBuf::from(text[at..].split([' ', '\n']).next().unwrap())
+}
+
+/// What a kept failure holds: the whole evidence, not only the data dir.
+fn assert_whole(dir: &Path) {
+    for file in [
+        "report.html",
+        "trace.jsonl",
+        "rerun.sh",
+        "ledger/provider.jsonl",
+        "logs/incarnation-1.stdout.log",
+        "logs/incarnation-1.stderr.log",
+    ] {
+        assert!(dir.join(file).is_file(), "the kept failure {} has no {file}", dir.display());
+    }
+    assert!(dir.join("data").is_dir(), "the kept failure {} has no data/", dir.display());
+}
+
+/// One failing case kind: the command that fails, and how its output names the kept directory
+/// and the invariants it violated.
+struct Kind {
+    name: &'static str,
+    args: Vec<String>,
+    /// The flags of its mode that `rerun.sh` must repeat.
+    mode: &'static [&'static str],
+    /// From the command's working dir and output: the case's name, its kept dir, and the
+    /// invariants it violated.
+    found: fn(&Path, &str, &str) -> Found,
+}
+
+/// A failing case's name, kept directory and violated invariants.
+type Found = (String, PathBuf, BTreeSet<String>);
+
+fn from_certificate(cwd: &Path, _: &str, _: &str) -> Found {
+    let (name, status, violated) = certificate(&cwd.join("first.json"));
+    assert_eq!(status, "fail", "the case to replay did not fail");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("first.json")).unwrap()).unwrap();
+    (name, PathBuf::from(json["scenarios"][0]["artifacts"].as_str().expect("kept artifacts")), violated)
+}
+
+/// The written case, and the replay line printed for it: `reproduce: /abs/killpoint run …`.
+fn from_explore(cwd: &Path, _: &str, stderr: &str) -> Found {
+    let written = names_between(stderr, "written to ", "\n");
+    let file = cwd.join(written.iter().next().expect("a written case"));
+    let toml = std::fs::read_to_string(&file).unwrap();
+    assert_absolute_program(&names_between(stderr, "reproduce: ", " "));
+    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    (name, kept_dir(stderr), names_between(&toml, ", violated ", ".\n"))
+}
+
+fn from_random(_: &Path, stdout: &str, _: &str) -> Found {
+    assert_absolute_program(&names_between(stdout, "rerun it with:\n  ", " "));
+    let name = names_between(stdout, "written to out/", ".toml\n").into_iter().next().expect("a written file");
+    (name, kept_dir(stdout), names_between(stdout, "violating ", ", written to "))
+}
+
+/// A printed replay line's first word is the killpoint binary by absolute path.
+fn assert_absolute_program(words: &BTreeSet<String>) {
+    let program = words.iter().next().expect("a program");
+    assert!(Path::new(program).is_absolute() && Path::new(program).is_file(), "the replay line runs `{program}`");
+}
+
+/// `one.toml`: one charge killed at `after_dispatch`; `late.toml`: killed at `after_result_write`
+/// (which a black box reaches only under the tracer); `workload.toml`: the charge without kills.
+fn write_scenarios(dir: &Path) {
+    let charge =
+        "[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n";
+    std::fs::write(dir.join("workload.toml"), format!("description = \"one charge\"\n\n{charge}")).unwrap();
+    for (file, at) in [("one.toml", "after_dispatch"), ("late.toml", "after_result_write")] {
+        let text = format!(
+            "description = \"one charge killed at {at}\"\n\n{charge}\n[[fault]]\nat = \"{at}\"\noperation = \"charge\"\n"
+        );
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+}
+
+fn kinds() -> Vec<Kind> {
+    let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    vec![
+        Kind {
+            name: "certify with the probe",
+            args: words(
+                "certify --scenarios . --no-standard --filter one --json first.json --artifacts-dir kept -- --broken blind-retry",
+            ),
+            mode: &[],
+            found: from_certificate,
+        },
+        Kind {
+            name: "run as a black box",
+            args: words("run one.toml --no-probe --json first.json --artifacts-dir kept -- --broken blind-retry"),
+            mode: &["--no-probe"],
+            found: from_certificate,
+        },
+        Kind {
+            name: "run traced, as a black box",
+            args: words(
+                "run late.toml --points syscalls --no-probe --json first.json --artifacts-dir kept -- --broken split-outbox",
+            ),
+            mode: &["--points syscalls", "--no-probe"],
+            found: from_certificate,
+        },
+        Kind {
+            name: "explore with the probe",
+            args: words("explore workload.toml --first-failure --jobs 1 --out out -- --broken blind-retry"),
+            mode: &[],
+            found: from_explore,
+        },
+        Kind {
+            name: "explore traced",
+            args: words(
+                "explore workload.toml --points syscalls --no-probe --first-failure --jobs 1 --out out -- --broken blind-retry",
+            ),
+            mode: &["--points syscalls", "--no-probe"],
+            found: from_explore,
+        },
+        Kind {
+            name: "random as a black box",
+            args: words("random --cases 10 --seed 1 --no-probe --out out -- --broken blind-retry"),
+            mode: &["--no-probe"],
+            found: from_random,
+        },
+    ]
+}
+
+#[test]
+fn every_failing_case_kind_keeps_its_evidence_and_its_rerun_sh_fails_the_same_way() {
+    // Every kind is tried and every one that does not replay is told, not only the first.
+    let failed: Vec<String> = kinds()
+        .iter()
+        .filter_map(|kind| {
+            let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replays(kind)));
+            tried.err().map(|_| kind.name.to_owned())
+        })
+        .collect();
+    assert!(failed.is_empty(), "these failing case kinds do not replay (each said why above): {failed:?}");
+}
+
+/// `kind` fails, keeps its whole evidence, and its `rerun.sh` fails with the same invariants.
+fn replays(kind: &Kind) {
+    let runtime = reference_runtime();
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir(&cwd).unwrap();
+        write_scenarios(&cwd);
+        let mut first = Command::new(killpoint_binary());
+        first.args(&kind.args[..1]).arg("--runtime").arg(&runtime).args(&kind.args[1..]);
+        let output = output_within(first, &cwd, tmp.path(), kind.name);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{}: expected a failure:\n{stdout}\n{stderr}", kind.name);
+        let (name, dir, violated) = (kind.found)(&cwd, &stdout, &stderr);
+        assert!(!violated.is_empty(), "{}: no invariant named as violated:\n{stdout}\n{stderr}", kind.name);
+        assert_whole(&dir);
+
+        let script = std::fs::read_to_string(dir.join("rerun.sh")).unwrap();
+        let line = script.lines().find(|l| l.starts_with("exec ")).expect("an exec line");
+        let program = killpoint_binary().canonicalize().unwrap();
+        assert!(line.contains(&program.display().to_string()), "{}: rerun.sh names {line}", kind.name);
+        for flag in kind.mode {
+            assert!(line.contains(flag), "{}: rerun.sh drops `{flag}`: {line}", kind.name);
+        }
+        let mut rerun = Command::new("/bin/sh");
+        rerun.arg(dir.join("rerun.sh")).args(["--json", "again.json", "--artifacts-dir", "again"]);
+        let output = output_within(rerun, &cwd, tmp.path(), &format!("{}: rerun.sh", kind.name));
+        let (named, status, again) = certificate(&cwd.join("again.json"));
+        let (stdout, stderr) = text(&output);
+        assert_eq!(
+            (named.as_str(), status.as_str(), &again),
+            (name.as_str(), "fail", &violated),
+            "{}: rerun.sh did not fail the same way:\n{script}\n{stdout}\n{stderr}",
+            kind.name
+        );
+    }
+}
+
+/// A failure found with two operations in flight may need an interleaving its file does not pin:
+/// explore replays the written case and says how often it came back, never a bare "reproduce".
+#[test]
+fn a_failure_found_with_operations_in_flight_says_how_often_its_replays_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let op = |id: &str, tool: &str| {
+        format!(
+            "[[operation]]\nid = \"{id}\"\ntool = \"{tool}\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\nwave = 1\n"
+        )
+    };
+    let scenario =
+        format!("description = \"two in flight\"\n\n{}\n{}", op("charge", "charge_card"), op("status", "set_status"));
+    std::fs::write(cwd.join("wave.toml"), scenario).unwrap();
+    let mut explore = Command::new(killpoint_binary());
+    explore.args(["explore", "wave.toml", "--first-failure", "--jobs", "1", "--out", "out", "--runtime"]);
+    explore.arg(reference_runtime()).args(["--", "--broken", "blind-retry"]);
+    let output = output_within(explore, &cwd, tmp.path(), "explore of a wave");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "expected a failure:\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("reproduce:"), "a concurrent failure promised to reproduce:\n{stderr}");
+    let line = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduced "))
+        .unwrap_or_else(|| panic!("no `reproduced k of N replays` line:\n{stderr}"));
+    let (counts, command) = line.split_once(": ").unwrap_or_else(|| panic!("no command after the counts: {line}"));
+    let words: Vec<&str> = counts.split(' ').collect();
+    let (k, n) = match words[..] {
+        [k, "of", n, "replays"] => (k.parse::<u32>().unwrap(), n.parse::<u32>().unwrap()),
+        _ => panic!("expected `reproduced k of N replays: COMMAND`, found `reproduced {line}`"),
+    };
+    assert!(n >= 1 && k <= n, "reproduced {k} of {n}");
+    let program = command.split(' ').next().unwrap();
+    assert!(Path::new(program).is_absolute() && Path::new(program).is_file(), "replay names `{program}`");
+}
+
+/// The probe's and the tracer's sockets live in a short directory of their own: a long
+/// `--artifacts-dir` (a CI workspace's) leaves every scenario runnable, with the probe and under
+/// the tracer.
+#[test]
+fn a_long_artifacts_dir_leaves_room_for_the_sockets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    write_scenarios(&cwd);
+    let long = cwd.join(format!("{}/{}", "a-very-long-ci-workspace-path".repeat(2), "artifacts-of-this-job".repeat(2)));
+    assert!(long.as_os_str().len() >= 100, "{} is not long", long.display());
+    for mode in [&[][..], &["--points", "syscalls", "--no-probe"][..]] {
+        let mut certify = Command::new(killpoint_binary());
+        certify.args(["certify", "--scenarios", ".", "--no-standard", "--filter", "one", "--artifacts-dir"]);
+        certify.arg(&long).args(mode).arg("--runtime").arg(reference_runtime());
+        let output = output_within(certify, &cwd, tmp.path(), "certify with a long --artifacts-dir");
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(0), "certify {mode:?} did not pass:\n{stdout}\n{stderr}");
+    }
+}
+
+/// Where even the sockets' own directory is too long for a Unix socket (a huge `TMPDIR`), one
+/// message says which path and the limit, before anything runs.
+#[test]
+fn a_socket_path_too_long_even_in_tmpdir_is_one_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = tmp.path().join("t".repeat(120));
+    std::fs::create_dir(&huge).unwrap();
+    let mut certify = Command::new(killpoint_binary());
+    certify.args(["certify", "--filter", "after_dispatch", "--runtime"]).arg(reference_runtime());
+    let output = output_within(certify, tmp.path(), &huge, "certify with a huge TMPDIR");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "expected a usage error:\n{stdout}\n{stderr}");
+    assert!(stderr.contains(&huge.display().to_string()) && stderr.contains("108"), "{stderr}");
+    assert!(!stdout.contains("certifying"), "it ran anyway:\n{stdout}");
+}
