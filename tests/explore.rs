@@ -4,6 +4,10 @@
 //!   workload (`scenarios/concurrent_wave.toml`) is a trial of its own, with a stable name, so
 //!   `cargo nextest run --partition hash:K/N` spreads them over CI machines. Listing them takes one
 //!   record run of the workload (the points are the boundary occurrences it passes).
+//! - `explore::concurrent::<workload>::<case>`: the same cases against
+//!   `tests/fixtures/concurrent_runtime.py`, a correct runtime of another design (every due
+//!   operation and delivery on its own thread, recovery of all unknown operations at once): a kill
+//!   lands wherever its other threads are, and none of that may read as a violation.
 //! - `explore_finds::<variant>`: for every broken variant the standard scenarios catch, explore of
 //!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself, and
 //!   the scenario file it writes reproduces that failure.
@@ -20,16 +24,35 @@ fn main() -> ExitCode {
     let args = Arguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
-    let mut trials = explored_points(&root.join("scenarios/concurrent_wave.toml"), &target);
+    let wave = root.join("scenarios/concurrent_wave.toml");
+    let mut trials = explored_points(&wave, &target, "explore");
+    trials.extend(concurrent_runtime(&wave, &root));
     trials.extend(found_by_explore(&root.join("scenarios"), &target));
     libtest_mimic::run(&args, trials).exit_code()
 }
 
-/// One trial per depth-1 case of the workload, against the reference runtime.
-fn explored_points(path: &std::path::Path, target: &Target) -> Vec<Trial> {
+/// The depth-1 cases against the concurrent Python fixture. Where python3 is missing the trial is
+/// listed as ignored, with the reason on stderr — never passed.
+fn concurrent_runtime(wave: &std::path::Path, root: &std::path::Path) -> Vec<Trial> {
+    let program = root.join("tests/fixtures/concurrent_runtime.py");
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !python {
+        eprintln!("python3 not found: the explore::concurrent trials are ignored, not passed");
+        return vec![Trial::test("explore::concurrent", || Ok(())).with_ignored_flag(true)];
+    }
+    explored_points(wave, &Target { program, args: Vec::new() }, "explore::concurrent")
+}
+
+/// One trial per depth-1 case of the workload, against `target`, named under `prefix`.
+fn explored_points(path: &std::path::Path, target: &Target, prefix: &str) -> Vec<Trial> {
     let scenario = match Scenario::load(path) {
         Ok(s) => s,
-        Err(e) => return vec![Trial::test("explore", move || Err(e.to_string().into()))],
+        Err(e) => return vec![Trial::test(prefix, move || Err(e.to_string().into()))],
     };
     let workload = Arc::new(Workload::of(&scenario));
     // Unpruned: the list must name the same cases in every process that lists it.
@@ -37,19 +60,19 @@ fn explored_points(path: &std::path::Path, target: &Target) -> Vec<Trial> {
     let plan = match explore::plan(&workload, target, &options) {
         Ok(plan) => plan,
         Err(e) => {
-            return vec![Trial::test("explore", move || Err(format!("the record run could not run: {e}").into()))];
+            return vec![Trial::test(prefix, move || Err(format!("the record run could not run: {e}").into()))];
         }
     };
     let mut trials = vec![{
         let (record, story) = (plan.record.clone(), plan.record_story.clone());
-        Trial::test(format!("explore::{}::no_kill", scenario.name), move || match story {
+        Trial::test(format!("{prefix}::{}::no_kill", scenario.name), move || match story {
             Some(story) if !record.passed() => Err(story.into()),
             _ => Ok(()),
         })
     }];
     for case in plan.cases {
         let (workload, target) = (workload.clone(), target.clone());
-        trials.push(Trial::test(format!("explore::{}::{}", scenario.name, case.name()), move || {
+        trials.push(Trial::test(format!("{prefix}::{}::{}", scenario.name, case.name()), move || {
             let (finding, run) = explore::run_case(&workload, &case, &target, &Default::default())
                 .map_err(|e| format!("the case could not run: {e}"))?;
             match finding.status() {

@@ -54,6 +54,10 @@ fn python_runtime(reference: &Suite) -> Vec<libtest_mimic::Trial> {
     // scenario with the probe — no boundary lies between those writes — and only a syscall-level
     // crash point can catch it.
     trials.extend(python_suite(reference, &root.join("tests/fixtures/split_step_runtime.py"), "split_step::"));
+    // A correct runtime of another design (issue 17): every due operation and delivery on a thread
+    // of its own, so a kill lands between another thread's write-ahead and its request, or
+    // between a lookup's answer and its record, and the checker must allow exactly that.
+    trials.extend(python_suite(reference, &root.join("tests/fixtures/concurrent_runtime.py"), "concurrent::"));
     trials
 }
 

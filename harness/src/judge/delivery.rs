@@ -1,11 +1,11 @@
 //! The delivery family: every success applied exactly once by every permitted destination, a
 //! retried delivery backs off, and a dead letter was sent exactly `DELIVERY_MAX_ATTEMPTS` times.
 
+use super::in_flight::{InFlight, lines};
 use super::ledger::{Found, OperationLedger, evidence, revocations, show_effects};
-use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::client::{DeliveryState, ExecutionState, OperationReport};
-use crate::run::driver::{Happening, Hit, Run};
+use crate::run::driver::{Happening, Run};
 use crate::run::trace::describe_entry;
 use crate::scenario::{Operation, Scenario};
 use fake_tool::{Entry, Event, Subject};
@@ -146,7 +146,7 @@ pub(super) fn dead_letter_bound(
     scenario: &Scenario,
     op: &Operation,
     ledger: &OperationLedger,
-    run: &Run,
+    in_flight: &InFlight,
     report: Option<&OperationReport>,
     found: &mut Found,
 ) {
@@ -154,26 +154,16 @@ pub(super) fn dead_letter_bound(
     for destination in &op.destinations {
         let receipts = ledger.receipts_at(destination);
         let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
-        // A kill after a consumer accepted a send, before the runtime recorded it, leaves the
-        // delivery SENT; the next incarnation sends it again even past the bound, since that
-        // send's answer was lost, not refused (CONTRACT.md §6-5).
-        let lost_answers = scenario
-            .faults
-            .iter()
-            .zip(&run.hits)
-            .filter(|(f, hit)| {
-                f.at == Boundary::AfterDeliverySend
-                    && f.operation == op.id
-                    && f.destination.as_ref() == Some(destination)
-                    && matches!(hit, Hit::Exact | Hit::AtSyscall | Hit::Approximate)
-            })
-            .count();
-        let allowed = max.saturating_add(u32::try_from(lost_answers).unwrap_or(u32::MAX));
+        // A kill after a consumer took a send, before the runtime read or recorded its answer,
+        // leaves the delivery SENT; the next incarnation sends it again even past the bound, since
+        // that send's answer was lost, not refused (CONTRACT.md §6-5). One per such kill.
+        let lost = in_flight.lost_answers(&op.id, destination);
+        let allowed = max.saturating_add(u32::try_from(lost.len()).unwrap_or(u32::MAX));
         if received > allowed {
-            let resent = if lost_answers > 0 {
-                format!(" (plus {lost_answers} resend(s) of a send whose answer a kill lost)")
-            } else {
+            let resent = if lost.is_empty() {
                 String::new()
+            } else {
+                format!(" (plus {} resend(s) of a send whose answer a kill may have lost: {})", lost.len(), lines(lost))
             };
             found(
                 Invariant::DeadLetterBound,
@@ -189,13 +179,21 @@ pub(super) fn dead_letter_bound(
             continue;
         };
         let by_policy = delivery.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"));
-        // Never fewer: every counted send reaches the consumer at today's kill points (see
-        // `truthful_status`), so a delivery given up after fewer sends was given up early.
-        if delivery.state == DeliveryState::DeadLettered && !by_policy && received < max {
+        // Never fewer: every counted send reaches the consumer, but for one whose SENT a kill may
+        // have cut off before its request (`in_flight`): the runtime counted it, and rightly gives
+        // up once its count reaches the bound.
+        let cut = in_flight.sends(&op.id, destination);
+        let sends = received.saturating_add(u32::try_from(cut.len()).unwrap_or(u32::MAX));
+        if delivery.state == DeliveryState::DeadLettered && !by_policy && sends < max {
+            let counted = if cut.is_empty() {
+                String::new()
+            } else {
+                format!(" (and {} send(s) a kill may have cut off before its request: {})", cut.len(), lines(cut))
+            };
             found(
                 Invariant::DeadLetterBound,
                 format!(
-                    "`{}` -> `{destination}` is reported DEAD_LETTERED ({}) after the consumer received it {received} time(s); DELIVERY_MAX_ATTEMPTS is {max}: it must be sent {max} times before it is given up",
+                    "`{}` -> `{destination}` is reported DEAD_LETTERED ({}) after the consumer received it {received} time(s){counted}; DELIVERY_MAX_ATTEMPTS is {max}: it must be sent {max} times before it is given up",
                     op.id,
                     delivery.last_error.as_deref().unwrap_or("no last_error")
                 ),

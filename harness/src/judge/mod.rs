@@ -11,6 +11,7 @@ mod coverage;
 mod delivery;
 mod execution;
 mod fencing;
+mod in_flight;
 mod ledger;
 mod metrics;
 mod outcome;
@@ -26,6 +27,7 @@ pub use verdict::{Coverage, Status, Verdict, Violation};
 use crate::model::invariant::Invariant;
 use crate::run::driver::Run;
 use crate::scenario::{Operation, Scenario};
+use in_flight::InFlight;
 use ledger::OperationLedger;
 
 /// Judges `run` of `scenario`.
@@ -43,11 +45,13 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     }
     outcome::settled(scenario, run, &mut violations);
     coverage::faults_reached(scenario, run, &mut violations);
+    // What the kills may have cut off: the only slack any count is given.
+    let in_flight = InFlight::of(&run.ledger, &run.timeline, &run.reports);
     for op in &scenario.operations {
-        check_operation(scenario, run, op, &mut violations);
+        check_operation(scenario, run, op, &in_flight, &mut violations);
     }
     submission::intent_durable(run, &mut violations);
-    metrics::metrics_agree(scenario, run, &mut violations);
+    metrics::metrics_agree(scenario, run, &in_flight, &mut violations);
     submission::idempotent_submission(run, &mut violations);
     fencing::fenced(run, &mut violations);
     if run.aborted.is_none() {
@@ -59,7 +63,13 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
 }
 
 /// The invariants judged one operation at a time, against that operation's part of the ledger.
-fn check_operation(scenario: &Scenario, run: &Run, op: &Operation, violations: &mut Vec<Violation>) {
+fn check_operation(
+    scenario: &Scenario,
+    run: &Run,
+    op: &Operation,
+    in_flight: &InFlight,
+    violations: &mut Vec<Violation>,
+) {
     let ledger = OperationLedger::of(&run.ledger, &op.id);
     let report = run.reports.get(&op.id);
     let mut found = |invariant: Invariant, message: String, proof: Vec<String>| {
@@ -73,10 +83,9 @@ fn check_operation(scenario: &Scenario, run: &Run, op: &Operation, violations: &
     policy::policy_respected(op, &ledger, run, report, &mut found);
     policy::policy_checked(op, &ledger, run, &mut found);
     delivery::delivery_backoff(scenario, op, &ledger, run, &mut found);
-    delivery::dead_letter_bound(scenario, op, &ledger, run, report, &mut found);
+    delivery::dead_letter_bound(scenario, op, &ledger, in_flight, report, &mut found);
     if run.aborted.is_none() {
-        let slack = status::slack(scenario, run, op);
-        status::truthful_status(op, &ledger, report, slack, &mut found);
+        status::truthful_status(op, &ledger, report, in_flight, &mut found);
         if let Some(expect) = outcome::expectation(scenario, run, op) {
             outcome::expected_outcome(op, expect, report, &mut found);
         }

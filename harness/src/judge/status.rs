@@ -1,46 +1,19 @@
 //! Status truthfulness: what the runtime reports after its recoveries agrees with the ledgers —
 //! the counts, a success's effect and result, a delivery's ACK, and a FAILED it could know.
 
+use super::in_flight::{InFlight, lines};
 use super::ledger::{Found, OperationLedger, evidence, show_effects};
 use crate::model::invariant::Invariant;
 use crate::run::client::{DeliveryState, ExecutionState, OperationReport};
-use crate::run::driver::{Hit, Run};
-use crate::scenario::{Operation, Scenario};
+use crate::scenario::Operation;
 use fake_tool::{Event, Response};
 use serde_json::Value;
-
-/// How many counts the ledger may fail to show for `op`.
-pub(super) fn slack(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
-    // An approximate kill lands wherever the runtime happens to be, possibly between a
-    // write-ahead and its request: each may leave one count the ledger cannot show.
-    u32::try_from(run.hits.iter().filter(|h| **h == Hit::Approximate).count())
-        .unwrap_or(u32::MAX)
-        .saturating_add(kills_beside(scenario, run, op))
-        // A system-call kill can land exactly between a write-ahead and its request.
-        .saturating_add(u32::try_from(run.syscall_hits.iter().filter(|h| **h).count()).unwrap_or(u32::MAX))
-}
-
-/// Kills at another operation's boundary while `op` was in flight beside it (the same wave). Such
-/// a kill lands wherever `op` happens to be, possibly between its write-ahead and its request,
-/// like an approximate kill: one count of slack each.
-fn kills_beside(scenario: &Scenario, run: &Run, op: &Operation) -> u32 {
-    let Some(wave) = scenario.waves().into_iter().find(|wave| wave.iter().any(|o| o.id == op.id)) else {
-        return 0;
-    };
-    let killed = scenario.faults.iter().zip(&run.hits).filter(|(fault, hit)| {
-        fault.action == crate::scenario::Action::Kill
-            && matches!(hit, Hit::Exact | Hit::AtSyscall | Hit::Approximate)
-            && fault.operation != op.id
-            && wave.iter().any(|o| o.id == fault.operation)
-    });
-    u32::try_from(killed.count()).unwrap_or(u32::MAX)
-}
 
 pub(super) fn truthful_status(
     op: &Operation,
     ledger: &OperationLedger,
     report: Option<&OperationReport>,
-    slack: u32,
+    in_flight: &InFlight,
     found: &mut Found,
 ) {
     let Some(report) = report else {
@@ -51,7 +24,7 @@ pub(super) fn truthful_status(
         );
         return;
     };
-    counts_agree(op, ledger, report, slack, found);
+    counts_agree(op, ledger, report, in_flight, found);
     match report.execution {
         ExecutionState::Succeeded => {
             success_agrees(op, ledger, report, found);
@@ -74,20 +47,24 @@ pub(super) fn truthful_status(
 }
 
 /// The attempts and sends the runtime counts against the calls and receipts the ledgers show.
-fn counts_agree(op: &Operation, ledger: &OperationLedger, report: &OperationReport, slack: u32, found: &mut Found) {
-    // Counts are exact except for `slack`: a kill between a runtime's write-ahead of an attempt
-    // (or a send) and the request reaching the provider (or the consumer) leaves one count the
-    // ledger cannot show. No exact kill point lands there: the probe's boundaries all lie outside
-    // that window (`before_dispatch` comes before DISPATCHED is written, every other one after
-    // the answer), and the provider's and consumers' holds come after the request arrived. Only
-    // an approximate kill (black-box `after_provider_success`), or a kill at the boundary of
-    // another operation in flight beside this one, may, hence one count of slack each. A request received but not counted is always a miscount.
+fn counts_agree(
+    op: &Operation,
+    ledger: &OperationLedger,
+    report: &OperationReport,
+    in_flight: &InFlight,
+    found: &mut Found,
+) {
+    // Counts are exact but for what a kill cut off: an attempt (a send) whose write-ahead may be
+    // durable and whose request never left, one per kill at most, and only where the ledger shows
+    // the step begun — its allowed policy check the last thing the killed incarnation did for it
+    // (`in_flight`). A request received but not counted is always a miscount.
     let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
-    if report.attempts < calls || report.attempts > calls.saturating_add(slack) {
+    let cut = in_flight.attempts(&op.id);
+    if let Some(slack) = miscount(report.attempts, calls, cut) {
         let why = if report.attempts < calls {
-            "an attempt was made that the runtime did not record"
+            "an attempt was made that the runtime did not record".to_owned()
         } else {
-            "the runtime counts attempts that never reached the provider"
+            format!("the runtime counts attempts that never reached the provider ({slack})")
         };
         found(
             Invariant::TruthfulStatus,
@@ -98,17 +75,37 @@ fn counts_agree(op: &Operation, ledger: &OperationLedger, report: &OperationRepo
     for delivery in &report.deliveries {
         let receipts = ledger.receipts_at(&delivery.destination);
         let received = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
-        if delivery.attempts < received || delivery.attempts > received.saturating_add(slack) {
+        let cut = in_flight.sends(&op.id, &delivery.destination);
+        if let Some(slack) = miscount(delivery.attempts, received, cut) {
+            let why = if delivery.attempts < received {
+                "a send arrived that the runtime did not count".to_owned()
+            } else {
+                format!("it counts sends that never reached the consumer ({slack})")
+            };
             found(
                 Invariant::TruthfulStatus,
                 format!(
-                    "`{}` reports {} send(s) to `{}` but that consumer received {received}",
+                    "`{}` reports {} send(s) to `{}` but that consumer received {received}: {why}",
                     op.id, delivery.attempts, delivery.destination
                 ),
                 evidence(receipts),
             );
         }
     }
+}
+
+/// `None` when `counted` is `seen` plus at most one per step a kill cut off (`cut`); otherwise
+/// what slack there was, for the message.
+fn miscount(counted: u32, seen: u32, cut: &[u64]) -> Option<String> {
+    let slack = u32::try_from(cut.len()).unwrap_or(u32::MAX);
+    if counted >= seen && counted <= seen.saturating_add(slack) {
+        return None;
+    }
+    Some(if cut.is_empty() {
+        "no kill cut one off between its policy check and its request".to_owned()
+    } else {
+        format!("at most {slack} more, one per kill that cut one off after its policy check: {}", lines(cut))
+    })
 }
 
 /// A success names one of the provider's effects, and its result.
