@@ -278,7 +278,7 @@ fn a_runtime_that_floods_the_probe_without_reading_is_stopped_at_the_deadline() 
     );
     let reason = aborted(&run);
     assert!(
-        reason.contains("incarnation 1 stopped reading the probe: the harness's answer to `before_dispatch` of `charge` could not be written before `charge`'s deadline (2s)"),
+        reason.contains("incarnation 1 stopped reading the probe: the harness's answer to `before_dispatch` of `charge` could not be written before `charge`'s deadline (2s after its submission or the last ready line, plus the start-up)"),
         "{reason}"
     );
     assert!(reason.contains("announcing without reading the answers"), "{reason}");
