@@ -278,7 +278,7 @@ fn a_runtime_that_floods_the_probe_without_reading_is_stopped_at_the_deadline() 
     );
     let reason = aborted(&run);
     assert!(
-        reason.contains("incarnation 1 stopped reading the probe: the harness's answer to `before_dispatch` of `charge` could not be written before `charge`'s deadline (2s)"),
+        reason.contains("incarnation 1 stopped reading the probe: the harness's answer to `before_dispatch` of `charge` could not be written before `charge`'s deadline (2s after its submission or the last ready line, plus the start-up)"),
         "{reason}"
     );
     assert!(reason.contains("announcing without reading the answers"), "{reason}");
@@ -305,7 +305,12 @@ fn a_runtime_stuck_after_a_boundary_is_unsettled_at_the_deadline() {
         .filter(|v| v.invariant == killpoint::Invariant::Settled)
         .map(|v| v.message.as_str())
         .collect();
-    assert_eq!(settled, ["`charge` did not settle within 2s of the last restart; last seen: DISPATCHED"]);
+    assert_eq!(
+        settled,
+        [
+            "`charge` did not settle within 2s of its submission or the last restart's ready line (extended by that start-up's length); last seen: DISPATCHED"
+        ]
+    );
     let story = killpoint::report::story::story(&scenario, &verdict, &run);
     assert!(story.contains("charge is DISPATCHED; blocking for ever"), "{story}");
     assert_nothing_left(&marker);

@@ -1,5 +1,5 @@
-//! Settling and outcomes: every operation settles within the deadline after the last restart,
-//! and ends as its scenario expects.
+//! Settling and outcomes: every operation settles within its deadline (from its submission or the
+//! last restart's ready line, extended by that start-up), and ends as its scenario expects.
 
 use super::ledger::Found;
 use super::verdict::Violation;
@@ -24,7 +24,7 @@ pub(super) fn settled(scenario: &Scenario, run: &Run, violations: &mut Vec<Viola
             invariant: Invariant::Settled,
             operation: Some(id.clone()),
             message: format!(
-                "`{id}` did not settle within {:?} of the last restart; last seen: {last_seen}",
+                "`{id}` did not settle within {:?} of its submission or the last restart's ready line (extended by that start-up's length); last seen: {last_seen}",
                 scenario.deadline
             ),
             evidence: Vec::new(),

@@ -45,6 +45,10 @@ pub struct Incarnation {
     /// The ready line declared `"metrics": true`: `GET /metrics` serves the monitoring signals
     /// (CONTRACT.md, optional section), and the checker holds them against the ledgers.
     pub metrics: bool,
+    /// When its ready line arrived, and how long it took from spawn to get there: the settle
+    /// deadlines count from the one and are extended by the other (`run::driver::deadline`).
+    pub ready_at: tokio::time::Instant,
+    pub start_up: Duration,
     pgid: Pid,
     /// This incarnation's `KILLPOINT_INCARNATION_TOKEN`, to find its processes outside its group.
     token: String,
@@ -140,13 +144,28 @@ impl Incarnation {
                 Ok(())
             });
         }
+        let spawned = tokio::time::Instant::now();
         let child = command.spawn().map_err(|e| fail(cannot_start(&launch.target.program, &e)))?;
         let pid = child.id().ok_or_else(|| fail("exited before it could be watched".into()))?;
         let pgid = Pid::from_raw(pid as i32);
-        let mut incarnation =
-            Incarnation { number, api: String::new(), child, probe: None, metrics: false, pgid, token, killed: false };
+        let mut incarnation = Incarnation {
+            number,
+            api: String::new(),
+            child,
+            probe: None,
+            metrics: false,
+            ready_at: spawned,
+            start_up: Duration::ZERO,
+            pgid,
+            token,
+            killed: false,
+        };
         match incarnation.become_ready(launch).await {
-            Ok(()) => Ok(incarnation),
+            Ok(()) => {
+                incarnation.ready_at = tokio::time::Instant::now();
+                incarnation.start_up = incarnation.ready_at - spawned;
+                Ok(incarnation)
+            }
             Err(message) => {
                 // Kill the group and reap the runtime before saying it failed: dropping the
                 // incarnation would only signal it, and a caller checking that nothing is left

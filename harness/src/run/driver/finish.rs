@@ -1,26 +1,34 @@
-//! The end of a run: the runtime's last word on every operation (read before it is stopped), the
-//! harness's own ground checked, and the evidence gathered into the [`Run`] the checker judges.
+//! The end of a run: the harness's own ground checked, and the evidence — with the runtime's
+//! last word on every operation (`tail`, read before it is stopped) — gathered into the [`Run`]
+//! the checker judges.
 
 use super::record::{Hit, Mark, Run};
 use super::state::Driver;
+use super::tail::LastWord;
 use crate::model::boundary::Boundary;
 use crate::run::artifacts::Artifacts;
-use crate::run::client::{OperationReport, ReadError};
 use crate::scenario::{Action, Scenario};
 use fake_tool::Entry;
 use std::collections::BTreeMap;
 
 impl Driver<'_> {
-    /// The record of a run that got going, once its workload is done or `aborted` says why it
-    /// stopped early. The driver keeps the rest of its state, to be dropped with it.
+    /// The record of a run that got going, once its workload is done (`word`, the runtime's last)
+    /// or `aborted` says why it stopped early. The driver keeps the rest of its state, to be
+    /// dropped with it.
     pub(super) async fn record(
         &mut self,
         artifacts: Artifacts,
         probe: bool,
         aborted: Option<String>,
-        unsettled: Vec<(String, String)>,
+        mut unsettled: Vec<(String, String)>,
+        word: Option<LastWord>,
     ) -> Run {
-        let (reports, metrics) = self.last_word(aborted.is_none()).await;
+        let LastWord { reports, metrics } = word.unwrap_or_default();
+        // What an unsettled operation was last seen as: the latest answer read, the final read's
+        // included, not the one it had when its deadline passed.
+        for (id, seen) in &mut unsettled {
+            *seen = self.seen(id);
+        }
         // Before anything is held against the runtime: was the harness's own ground intact?
         let harness_failure = intact(&artifacts).err();
         self.incarnation.kill().await;
@@ -51,34 +59,6 @@ impl Driver<'_> {
             metrics,
             artifacts,
         }
-    }
-
-    /// The final word of the runtime on every operation, and its monitoring signals; nothing
-    /// when the run stopped early (`settled` false).
-    async fn last_word(
-        &mut self,
-        settled: bool,
-    ) -> (BTreeMap<String, OperationReport>, Option<Result<String, String>>) {
-        let scenario = self.scenario;
-        // The final word of the runtime on every operation, read before it is stopped.
-        let mut reports = BTreeMap::new();
-        if settled {
-            for op in &scenario.operations {
-                match self.client.read(&op.id).await {
-                    Ok(report) => {
-                        reports.insert(op.id.clone(), report);
-                    }
-                    Err(ReadError::Unknown(answer)) => self.forgot(&op.id, answer),
-                    Err(ReadError::Other(_)) => {}
-                }
-            }
-        }
-        // The monitoring signals, read after the reports: the checker compares them with the ledgers.
-        let metrics = match settled && self.incarnation.metrics {
-            true => Some(self.client.metrics().await),
-            false => None,
-        };
-        (reports, metrics)
     }
 }
 

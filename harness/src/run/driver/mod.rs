@@ -10,13 +10,16 @@
 //! Its parts: `record` (what a run leaves), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
 //! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `workload`
-//! (submitting), `settle` (waiting for the outcome), `finish` (the record at the end) and
-//! `fingerprint` (a crash state, for pruning). None of them imports this file.
+//! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
+//! `tail` (the harness's own requests once the workload settled, restarted through a kill),
+//! `finish` (the record at the end) and `fingerprint` (a crash state, for pruning). None of them
+//! imports this file.
 //!
 //! Imports `model`, `tracer`, `scenario` and the rest of `run` only: a run knows nothing of
 //! verdicts or reports.
 
 mod arming;
+mod deadline;
 mod faults;
 mod fingerprint;
 mod finish;
@@ -26,6 +29,7 @@ mod restart;
 mod settle;
 mod setup;
 mod state;
+mod tail;
 mod workload;
 
 pub use fingerprint::Fingerprint;
@@ -85,10 +89,13 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let mut driver = Driver::new(scenario, &ground, options, timeline, hits, first, tracer);
 
     let mut unsettled = Vec::new();
-    let aborted = workload::drive(&mut driver, &launch, &mut points, &mut unsettled).await.err();
+    let (aborted, word) = match workload::drive(&mut driver, &launch, &mut points, &mut unsettled).await {
+        Ok(word) => (None, Some(word)),
+        Err(aborted) => (Some(aborted), None),
+    };
     // A run that stopped early may still hold frozen incarnations: none is left behind.
     driver.kill_zombies().await;
-    let run = driver.record(artifacts, probe, aborted, unsettled).await;
+    let run = driver.record(artifacts, probe, aborted, unsettled, word).await;
     ground.world.shutdown().await;
     Ok(run)
 }

@@ -59,7 +59,8 @@ impl Driver<'_> {
             if self.forgotten.contains(&id) {
                 continue;
             }
-            let read = self.client.read(&id).await;
+            let op = self.scenario.operation(&id).expect("accepted operations are the scenario's");
+            let read = self.read(op).await;
             if self.syscall_killed() {
                 return; // the next restart checks again
             }
@@ -67,7 +68,6 @@ impl Driver<'_> {
                 self.forgot(&id, answer);
                 continue;
             }
-            let op = self.scenario.operation(&id).expect("accepted operations are the scenario's");
             for submission in Resubmission::AGAIN {
                 let answer = self.client.resubmit(op, submission).await;
                 if self.syscall_killed() {

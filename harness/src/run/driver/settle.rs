@@ -16,8 +16,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Answers the probe and fires faults until every operation of `wave` has settled (or the
-/// deadline, renewed by every restart, has passed).
+/// Answers the probe and fires faults until every operation of `wave` has settled, or its own
+/// deadline has passed (`super::deadline`: from its submission or the last ready line).
 pub(super) async fn settle(
     driver: &mut Driver<'_>,
     launch: &Launch<'_>,
@@ -32,7 +32,7 @@ pub(super) async fn settle(
     let mut follow_ups = 0u32;
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        if wave.over(unsettled) {
+        if wave.over() {
             return Ok(());
         }
         if wave.driver.syscall_killed()
@@ -41,6 +41,13 @@ pub(super) async fn settle(
             wave.syscall_restart(reached).await?;
             continue;
         }
+        // Checked here as well as in the last branch: `biased` polls that branch only when no
+        // other is ready, and a runtime that floods the probe keeps the first one ready.
+        if tokio::time::Instant::now() >= wave.earliest() {
+            wave.expire(unsettled).await;
+            continue;
+        }
+        let earliest = wave.earliest();
         let driver = &mut *wave.driver;
         let incarnation = &mut driver.incarnation;
         tokio::select! {
@@ -61,60 +68,62 @@ pub(super) async fn settle(
                 wave.read().await;
             }
             _ = poll.tick() => wave.read().await,
-            _ = tokio::time::sleep_until(wave.deadline) => {
-                wave.give_up(unsettled);
-                return Ok(());
-            }
+            _ = tokio::time::sleep_until(earliest) => wave.expire(unsettled).await,
         }
     }
 }
 
-/// One wave being settled: what is still pending, and the deadline every restart renews.
+/// One wave being settled: what is still pending, each operation with its own deadline.
 struct Settling<'s, 'a> {
     driver: &'s mut Driver<'a>,
     launch: &'s Launch<'s>,
     /// Whether the incarnation the wave began with has the probe.
     probe: bool,
-    /// Still to settle, each with the last state seen.
-    pending: Vec<(&'s Operation, String)>,
-    deadline: tokio::time::Instant,
+    /// Still to settle.
+    pending: Vec<&'s Operation>,
 }
 
 impl<'s, 'a> Settling<'s, 'a> {
     fn new(driver: &'s mut Driver<'a>, launch: &'s Launch<'s>, wave: &[&'s Operation]) -> Settling<'s, 'a> {
         let probe = driver.incarnation.probe.is_some();
-        let pending: Vec<(&Operation, String)> = wave.iter().map(|op| (*op, String::from("never read"))).collect();
-        let deadline = tokio::time::Instant::now() + driver.scenario.deadline;
-        Settling { driver, launch, probe, pending, deadline }
+        Settling { driver, launch, probe, pending: wave.to_vec() }
     }
 
-    /// After a restart, the wave has the scenario's deadline again.
-    fn renew(&mut self) {
-        self.deadline = tokio::time::Instant::now() + self.driver.scenario.deadline;
-    }
-
-    /// Whether the wave is over: nothing is pending any more, or the deadline has passed (what
-    /// is still pending then is unsettled).
-    fn over(&mut self, unsettled: &mut Vec<(String, String)>) -> bool {
+    /// Whether nothing is pending any more.
+    fn over(&mut self) -> bool {
         // A runtime that says it does not know an operation it accepted will not settle it:
         // reported as soon as seen, not at the deadline.
         let forgotten = &self.driver.forgotten;
-        self.pending.retain(|(op, _)| !forgotten.contains(&op.id));
-        if self.pending.is_empty() {
-            return true;
-        }
-        // Checked here as well as in the last branch: `biased` polls that branch only when no
-        // other is ready, and a runtime that floods the probe keeps the first one ready.
-        if tokio::time::Instant::now() >= self.deadline {
-            self.give_up(unsettled);
-            return true;
-        }
-        false
+        self.pending.retain(|op| !forgotten.contains(&op.id));
+        self.pending.is_empty()
     }
 
-    /// The deadline passed: every operation still pending is unsettled, with the last state seen.
-    fn give_up(&mut self, unsettled: &mut Vec<(String, String)>) {
-        unsettled.extend(std::mem::take(&mut self.pending).into_iter().map(|(op, seen)| (op.id.clone(), seen)));
+    /// The first deadline of the operations still pending (they move with every restart).
+    fn earliest(&self) -> tokio::time::Instant {
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
+        self.pending.iter().map(|op| self.driver.deadline_of(&op.id)).min().unwrap_or(far)
+    }
+
+    /// The latest deadline of the operations still pending: how long the wave may still take.
+    fn latest(&self) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        self.pending.iter().map(|op| self.driver.deadline_of(&op.id)).max().unwrap_or(now)
+    }
+
+    /// A deadline passed: one more read (what settled by now has settled), then every operation
+    /// whose deadline has passed is unsettled, with the last state the runtime answered.
+    async fn expire(&mut self, unsettled: &mut Vec<(String, String)>) {
+        self.read().await;
+        // A read cut off by a syscall kill: the restart, next, moves every deadline.
+        if self.driver.syscall_killed() {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let driver = &*self.driver;
+        let (late, pending): (Vec<&Operation>, Vec<&Operation>) =
+            self.pending.iter().partition(|op| driver.deadline_of(&op.id) <= now);
+        unsettled.extend(late.iter().map(|op| (op.id.clone(), driver.seen(&op.id))));
+        self.pending = pending;
     }
 
     /// A probe announcement: the fault it calls for fires, or the runtime is answered `resume`.
@@ -139,13 +148,11 @@ impl<'s, 'a> Settling<'s, 'a> {
             Some(i) if scenario.faults[i].action == Action::Freeze => {
                 self.driver.hits[i] = Hit::Exact;
                 self.driver.freeze(message, self.launch).await?;
-                self.renew();
             }
             Some(i) => {
                 self.driver.hits[i] = Hit::Exact;
                 self.driver.mark(Happening::Boundary { message, killed: true });
                 self.driver.fire(i, self.launch).await?;
-                self.renew();
             }
             None => self.resume(message).await?,
         }
@@ -155,6 +162,7 @@ impl<'s, 'a> Settling<'s, 'a> {
     /// An announcement no fault is for: marked (with the crash state's fingerprint, when the run
     /// takes them) and answered `resume`.
     async fn resume(&mut self, message: ProbeMessage) -> Result<(), String> {
+        let latest = self.latest();
         let driver = &mut *self.driver;
         let announced = format!("`{}` of `{}`", message.boundary, message.operation_id);
         driver.mark(Happening::Boundary { message, killed: false });
@@ -166,9 +174,9 @@ impl<'s, 'a> Settling<'s, 'a> {
             // A failed write means the runtime died; the wait branch reports it.
             // A write that never ends means it stopped reading the answers (and
             // would block the harness for ever): the deadline bounds it.
-            if tokio::time::timeout_at(self.deadline, probe.resume()).await.is_err() {
+            if tokio::time::timeout_at(latest, probe.resume()).await.is_err() {
                 return Err(format!(
-                    "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before {}'s deadline ({:?}) (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
+                    "incarnation {} stopped reading the probe: the harness's answer to {announced} could not be written before {}'s deadline ({:?} after its submission or the last ready line, plus the start-up) (CONTRACT.md section 7: one message, one answer, then the next)\n{}",
                     driver.incarnation.number,
                     waiting_for(&self.pending),
                     driver.scenario.deadline,
@@ -182,7 +190,6 @@ impl<'s, 'a> Settling<'s, 'a> {
     /// The tracer's task killed the runtime at a syscall fault's point.
     async fn syscall_restart(&mut self, reached: Reached) -> Result<(), String> {
         self.driver.syscall_restart(reached, self.launch).await?;
-        self.renew();
         Ok(())
     }
 
@@ -198,7 +205,6 @@ impl<'s, 'a> Settling<'s, 'a> {
                 if fault.at == Boundary::AfterProviderSuccess && !self.probe { Hit::Approximate } else { Hit::Exact };
             self.driver.mark(Happening::KillPoint { operation: fault.operation.clone(), what: point.what });
             self.driver.fire(i, self.launch).await?;
-            self.renew();
         }
         Ok(())
     }
@@ -208,7 +214,9 @@ impl<'s, 'a> Settling<'s, 'a> {
         let number = self.driver.incarnation.number;
         let status = describe_status(status);
         self.driver.mark(Happening::Exited { incarnation: number, status: status.clone() });
-        let states: Vec<String> = self.pending.iter().map(|(op, seen)| format!("`{}` was {seen}", op.id)).collect();
+        let driver = &*self.driver;
+        let states: Vec<String> =
+            self.pending.iter().map(|op| format!("`{}` was {}", op.id, driver.seen(&op.id))).collect();
         format!(
             "incarnation {number} exited on its own ({status}) while {}\n{}",
             states.join(", "),
@@ -221,23 +229,22 @@ impl<'s, 'a> Settling<'s, 'a> {
     }
 }
 
-fn waiting_for(pending: &[(&Operation, String)]) -> String {
-    pending.iter().map(|(op, _)| format!("`{}`", op.id)).collect::<Vec<_>>().join(", ")
+fn waiting_for(pending: &[&Operation]) -> String {
+    pending.iter().map(|op| format!("`{}`", op.id)).collect::<Vec<_>>().join(", ")
 }
 
 /// Reads every operation still pending and drops those that have settled.
-async fn read_pending(driver: &mut Driver<'_>, pending: &mut Vec<(&Operation, String)>) {
+async fn read_pending(driver: &mut Driver<'_>, pending: &mut Vec<&Operation>) {
     let mut index = 0;
     while index < pending.len() {
-        let op = pending[index].0;
-        match driver.client.read(&op.id).await {
+        let op = pending[index];
+        match driver.read(op).await {
             Ok(report) if report.is_settled(&op.destinations) => {
                 pending.remove(index);
                 continue;
             }
-            Ok(report) => pending[index].1 = report.summary(),
             Err(ReadError::Unknown(answer)) => driver.forgot(&op.id, answer),
-            Err(e) => pending[index].1 = format!("unreadable: {e}"),
+            Ok(_) | Err(ReadError::Other(_)) => {}
         }
         index += 1;
     }

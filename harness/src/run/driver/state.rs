@@ -7,11 +7,11 @@ use super::record::RunOptions;
 use super::record::{Happening, Hit, Mark};
 use super::setup::{Ground, Tracer};
 use crate::model::boundary::Boundary;
-use crate::run::client::Client;
+use crate::run::client::{Client, OperationReport, ReadError};
 use crate::run::incarnation::Incarnation;
 use crate::run::probe::{ProbeConnection, ProbeMessage};
 use crate::run::traced::{Reached, Tracing};
-use crate::scenario::Scenario;
+use crate::scenario::{Operation, Scenario};
 use fake_tool::{Clock, World};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -51,6 +51,12 @@ pub(super) struct Driver<'a> {
     /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
     /// was frozen at; resumed once the operation they were frozen in has settled.
     pub(super) zombies: Vec<(Incarnation, ProbeMessage)>,
+    /// When each operation's submission was accepted: its settle deadline counts from then (or
+    /// from a later ready line).
+    pub(super) submitted: HashMap<String, tokio::time::Instant>,
+    /// The latest answer the runtime gave to a read of each operation, in words, whichever step
+    /// read it: what an unsettled operation was "last seen" as.
+    pub(super) last_seen: HashMap<String, String>,
 }
 
 impl<'a> Driver<'a> {
@@ -86,6 +92,8 @@ impl<'a> Driver<'a> {
             syscall_reached: tracer.reached,
             reached_early: None,
             zombies: Vec::new(),
+            submitted: HashMap::new(),
+            last_seen: HashMap::new(),
         }
     }
 }
@@ -101,6 +109,35 @@ impl Driver<'_> {
         let incarnation = self.incarnation.number;
         self.mark(Happening::Forgotten { operation: operation.to_owned(), incarnation, answer });
         self.forgotten.insert(operation.to_owned());
+    }
+}
+
+impl Driver<'_> {
+    /// Reads `op` from the current incarnation, keeping the answer as its last seen state —
+    /// unless a syscall kill cut the read off (then it is the kill's answer, not the runtime's).
+    pub(super) async fn read(&mut self, op: &Operation) -> Result<OperationReport, ReadError> {
+        let read = self.client.read(&op.id).await;
+        if !self.syscall_killed() {
+            let seen = match &read {
+                Ok(report) => report.summary(),
+                Err(ReadError::Unknown(answer)) => format!("unknown: {answer}"),
+                Err(ReadError::Other(e)) => format!("unreadable: {e}"),
+            };
+            self.last_seen.insert(op.id.clone(), seen);
+        }
+        read
+    }
+
+    /// What `op` was last seen as; `never read` before its first answer.
+    pub(super) fn seen(&self, op: &str) -> String {
+        self.last_seen.get(op).cloned().unwrap_or_else(|| "never read".to_owned())
+    }
+
+    /// `op`'s settle deadline on the incarnation now running (see [`super::deadline`]).
+    pub(super) fn deadline_of(&self, op: &str) -> tokio::time::Instant {
+        let ready = self.incarnation.ready_at;
+        let submitted = self.submitted.get(op).copied().unwrap_or(ready);
+        super::deadline::deadline(submitted, ready, self.incarnation.start_up, self.scenario.deadline)
     }
 }
 

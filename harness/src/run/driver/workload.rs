@@ -1,25 +1,25 @@
 //! Submitting the workload: wave by wave, one operation at a time (an `after_submit` fault fires
-//! on its answer), each wave settled before the next; and once per run, the malformed
-//! submissions the contract says to refuse.
+//! on its answer), each wave settled before the next; then the workload's end (`tail`).
 
 use super::record::{Happening, Hit};
 use super::settle::settle;
 use super::state::Driver;
+use super::tail::{self, LastWord};
 use crate::model::boundary::Boundary;
-use crate::run::client::Resubmission;
 use crate::run::incarnation::{Launch, describe_status, tail_of_logs};
 use crate::scenario::Operation;
 use fake_tool::KillPoint;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Submits the workload wave by wave and waits for each wave to settle, firing faults on the way.
+/// Submits the workload wave by wave and waits for each wave to settle, firing faults on the way;
+/// then the runtime's last word.
 pub(super) async fn drive(
     driver: &mut Driver<'_>,
     launch: &Launch<'_>,
     points: &mut UnboundedReceiver<KillPoint>,
     unsettled: &mut Vec<(String, String)>,
-) -> Result<(), String> {
+) -> Result<LastWord, String> {
     let scenario = driver.scenario;
     for wave in scenario.waves() {
         for op in &wave {
@@ -29,12 +29,7 @@ pub(super) async fn drive(
         // The wave settled under the newer incarnation: now the outlived one wakes up.
         driver.resume_zombies().await;
     }
-    // Once per run, when the runtime has settled everything (a stuck one would make each request
-    // wait for its timeout): submissions the contract says to refuse, and nothing created by them.
-    if unsettled.is_empty() && driver.forgotten.is_empty() && driver.malformed_submissions {
-        malformed_submissions(driver).await;
-    }
-    Ok(())
+    tail::finish(driver, launch, points, unsettled).await
 }
 
 /// Submits one operation; an `after_submit` fault fires on its `202`.
@@ -52,6 +47,7 @@ async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) ->
     }
     match submitted {
         Ok(status) => {
+            driver.submitted.insert(op.id.clone(), tokio::time::Instant::now());
             driver.mark(Happening::Answered { operation: op.id.clone(), status });
             driver.accepted.push(op.id.clone());
             // `after_submit`: killed the instant the runtime said it has the operation.
@@ -81,18 +77,5 @@ async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) ->
             };
             Err(format!("{what}: {e}\n{}", tail_of_logs(launch.logs, 15)))
         }
-    }
-}
-
-async fn malformed_submissions(driver: &mut Driver<'_>) {
-    let incarnation = driver.incarnation.number;
-    let op = &driver.scenario.operations[0];
-    for submission in Resubmission::MALFORMED {
-        let answer = driver.client.resubmit(op, submission).await;
-        let read_after = match submission.malformed_id() {
-            Some(id) => Some(driver.client.read_answer(id).await),
-            None => None,
-        };
-        driver.mark(Happening::Resubmitted { operation: None, incarnation, submission, answer, read_after });
     }
 }
