@@ -266,6 +266,7 @@ mod tests {
             tool: "charge_card".into(),
             operation: Some(op.into()),
             idempotency_key: Some(op.into()),
+            arguments: None,
             call,
             effect: Effect::Applied(format!("charge_card-00000{call}")),
             response: Response::Sent(200),
