@@ -90,10 +90,13 @@ pub enum Broken {
     /// Every string argument is cut to 16 characters on its way to the provider, as a fixed-width
     /// column would store it: the provider executes arguments nobody submitted.
     TruncateArguments,
+    /// A delivery retry is logged as an execution retry (`"retry":"execution"`): the log says the
+    /// tool ran again when only a result was resent (CONTRACT.md §11, the retry line).
+    MislabelsDeliveryRetries,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 28] = [
+    pub const ALL: [Broken; 29] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -122,6 +125,7 @@ impl Broken {
         Self::MiscountsDeadLetters,
         Self::StripPrivateArguments,
         Self::TruncateArguments,
+        Self::MislabelsDeliveryRetries,
     ];
 
     pub fn name(self) -> &'static str {
@@ -154,6 +158,7 @@ impl Broken {
             Self::MiscountsDeadLetters => "miscounts-dead-letters",
             Self::StripPrivateArguments => "strip-private-arguments",
             Self::TruncateArguments => "truncate-arguments",
+            Self::MislabelsDeliveryRetries => "mislabels-delivery-retries",
         }
     }
 
@@ -192,6 +197,7 @@ impl Broken {
             }
             Self::StripPrivateArguments => "strips arguments whose name starts with `_` (the planted `_killpoint`)",
             Self::TruncateArguments => "cuts every string argument to 16 characters before calling the provider",
+            Self::MislabelsDeliveryRetries => "logs a delivery retry as an execution retry",
         }
     }
 

@@ -68,3 +68,22 @@ fn the_reference_runtime_passes_its_arguments_unchanged() {
         assert!(!verdict.failed_invariants().contains(&Invariant::TruthfulStatus));
     }
 }
+
+#[test]
+fn a_delivery_retry_logged_as_an_execution_retry_is_caught() {
+    let verdict = verdict_of("delivery_dead_letter", Some("mislabels-delivery-retries"), &RunOptions::default());
+    let untrue = messages(&verdict, "truthful_status");
+    assert!(
+        untrue.iter().any(|m| m.contains("logged an execution retry of `charge`") && m.contains("a delivery retry")),
+        "expected a `truthful_status` violation for the mislabelled retry line; got {:#?}",
+        verdict.violations
+    );
+}
+
+#[test]
+fn the_reference_runtime_labels_its_retries_truly() {
+    for scenario in ["delivery_dead_letter", "provider_unavailable", "after_delivery_send"] {
+        let verdict = verdict_of(scenario, None, &RunOptions::default());
+        assert!(verdict.passed(), "{scenario}: {:#?}", verdict.violations);
+    }
+}

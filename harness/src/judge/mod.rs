@@ -17,6 +17,7 @@ mod metrics;
 mod outcome;
 mod policy;
 mod prometheus;
+mod retry_label;
 pub mod rules;
 mod status;
 mod submission;
@@ -49,6 +50,9 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     }
     submission::intent_durable(run, &mut violations);
     metrics::metrics_agree(scenario, run, &mut violations);
+    if run.aborted.is_none() {
+        retry_label::retry_labels(run, &mut violations);
+    }
     submission::idempotent_submission(run, &mut violations);
     fencing::fenced(run, &mut violations);
     arguments::arguments_unchanged(scenario, run, &mut violations);

@@ -291,4 +291,9 @@ pub const RULES: &[Rule] = &[
         proven_by: &[],
     },
     Rule { id: "§11-2", check: by(&[TruthfulStatus]), proven_by: &[("miscounts-dead-letters", "monitoring_signals")] },
+    Rule {
+        id: "§11-3",
+        check: by(&[TruthfulStatus]),
+        proven_by: &[("mislabels-delivery-retries", "delivery_dead_letter")],
+    },
 ];
