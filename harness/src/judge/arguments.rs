@@ -47,13 +47,12 @@ pub(super) fn unnamed_calls_of<'a>(scenario: &Scenario, run: &'a Run, op: &Opera
         .collect()
 }
 
-/// The first place where `found` differs from `expected`: its path (`note`, `_killpoint.operation`)
-/// and the two values there (`None`: absent).
-fn difference<'a>(
-    expected: &'a Value,
-    found: &'a Value,
-    path: &str,
-) -> Option<(String, Option<&'a Value>, Option<&'a Value>)> {
+/// Where two arguments differ: the path (`note`, `_killpoint.operation`) and the submitted and
+/// received values there (`None`: absent).
+type Difference<'a> = (String, Option<&'a Value>, Option<&'a Value>);
+
+/// The first place where `found` differs from `expected`.
+fn difference<'a>(expected: &'a Value, found: &'a Value, path: &str) -> Option<Difference<'a>> {
     match (expected, found) {
         (Value::Object(e), Value::Object(f)) => {
             let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
@@ -93,7 +92,7 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
             .collect();
         calls.extend(unnamed_calls_of(scenario, run, op));
         calls.sort_by_key(|e| e.seq);
-        let differing: Vec<(&Entry, (String, Option<&Value>, Option<&Value>))> = calls
+        let differing: Vec<(&Entry, Difference)> = calls
             .iter()
             .filter_map(|e| match &e.event {
                 Event::ProviderCall { arguments, .. } => {
