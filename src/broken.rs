@@ -83,10 +83,20 @@ pub enum Broken {
     /// `GET /metrics` counts dead letters in memory, from this incarnation's start: those of
     /// earlier incarnations are forgotten at every restart, so the signal under-reports.
     MiscountsDeadLetters,
+    /// Fields of the arguments whose name starts with `_` are taken for the runtime's own metadata
+    /// and stripped before the provider is called: the harness's planted `_killpoint` identity
+    /// never reaches the provider (CONTRACT.md §3-1 says unchanged).
+    StripPrivateArguments,
+    /// Every string argument is cut to 16 characters on its way to the provider, as a fixed-width
+    /// column would store it: the provider executes arguments nobody submitted.
+    TruncateArguments,
+    /// A delivery retry is logged as an execution retry (`"retry":"execution"`): the log says the
+    /// tool ran again when only a result was resent (CONTRACT.md §11, the retry line).
+    MislabelsDeliveryRetries,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 26] = [
+    pub const ALL: [Broken; 29] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -113,6 +123,9 @@ impl Broken {
         Self::ResultBeforeCall,
         Self::DeliverRefused,
         Self::MiscountsDeadLetters,
+        Self::StripPrivateArguments,
+        Self::TruncateArguments,
+        Self::MislabelsDeliveryRetries,
     ];
 
     pub fn name(self) -> &'static str {
@@ -143,6 +156,9 @@ impl Broken {
             Self::ResultBeforeCall => "result-before-call",
             Self::DeliverRefused => "deliver-refused",
             Self::MiscountsDeadLetters => "miscounts-dead-letters",
+            Self::StripPrivateArguments => "strip-private-arguments",
+            Self::TruncateArguments => "truncate-arguments",
+            Self::MislabelsDeliveryRetries => "mislabels-delivery-retries",
         }
     }
 
@@ -179,6 +195,9 @@ impl Broken {
             Self::MiscountsDeadLetters => {
                 "counts dead letters in memory for /metrics, forgetting them at every restart"
             }
+            Self::StripPrivateArguments => "strips arguments whose name starts with `_` (the planted `_killpoint`)",
+            Self::TruncateArguments => "cuts every string argument to 16 characters before calling the provider",
+            Self::MislabelsDeliveryRetries => "logs a delivery retry as an execution retry",
         }
     }
 

@@ -57,6 +57,7 @@ impl Provider {
     /// `POST …/tools/{name}` with the operation's arguments, unchanged.
     pub async fn invoke(&self, tool: &Tool, idempotency_key: &str, arguments: &Value) -> Invocation {
         let url = endpoint(&self.base, &["tools", &tool.name]);
+        let arguments = self.as_sent(arguments);
         let sent = send(
             self.http.post(url).header("Idempotency-Key", idempotency_key).json(&json!({ "arguments": arguments })),
         )
@@ -89,6 +90,27 @@ impl Provider {
         } else {
             Invocation::Unknown(describe_failure(response).await)
         }
+    }
+
+    /// The arguments as they go to the provider: the submitted ones, but for two broken variants.
+    fn as_sent(&self, arguments: &Value) -> Value {
+        let mut sent = arguments.clone();
+        match (self.broken, sent.as_object_mut()) {
+            (Some(Broken::StripPrivateArguments), Some(fields)) => {
+                // BROKEN: "underscore fields are ours", so the planted identity is dropped.
+                fields.retain(|name, _| !name.starts_with('_'));
+            }
+            (Some(Broken::TruncateArguments), Some(fields)) => {
+                // BROKEN: a fixed-width column: every string argument cut to 16 characters.
+                for value in fields.values_mut() {
+                    if let Value::String(text) = value {
+                        *value = Value::String(text.chars().take(16).collect());
+                    }
+                }
+            }
+            _ => {}
+        }
+        sent
     }
 
     /// `GET …/tools/{name}/effects/{provider_ref}` or `…/effects?idempotency_key=…`.

@@ -191,6 +191,10 @@ pub enum Event {
         /// counted from there so a runtime that changes its key is still caught.
         operation: Option<String>,
         idempotency_key: Option<String>,
+        /// The `arguments` of the request body as the provider received them (`None`: the body
+        /// had none), for CONTRACT.md §3-1: passed to the provider unchanged.
+        #[serde(default)]
+        arguments: Option<serde_json::Value>,
         /// The n-th call the provider saw for this operation (1-based).
         call: u32,
         #[serde(flatten)]

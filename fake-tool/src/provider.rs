@@ -92,7 +92,8 @@ pub(crate) async fn call(
             return stale.refuse(&provider.ledger, Service::Provider, operation, None, format!("call {tool}"));
         }
     };
-    let request = CallRequest { tool, kind, key, operation };
+    let arguments = body.get("arguments").cloned();
+    let request = CallRequest { tool, kind, key, operation, arguments };
     let taken = provider.take_call(&request, incarnation);
     send_answer(&provider, taken).await
 }
@@ -104,6 +105,7 @@ struct CallRequest {
     key: Option<String>,
     /// The planted operation identity (`_killpoint.operation`), when the call names one.
     operation: Option<String>,
+    arguments: Option<Value>,
 }
 
 /// A provider fault that fired, on the call it was armed for.
@@ -138,6 +140,7 @@ impl Provider {
                 tool: request.tool.clone(),
                 operation: request.operation.clone(),
                 idempotency_key: request.key.clone(),
+                arguments: request.arguments.clone(),
                 call,
                 effect,
                 response,

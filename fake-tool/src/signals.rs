@@ -83,6 +83,7 @@ mod tests {
                 tool: "charge_card".into(),
                 operation: Some("charge".into()),
                 idempotency_key: Some(key.into()),
+                arguments: None,
                 call: 1,
                 effect: Effect::Replayed("r".into()),
                 response: Response::Sent(200),

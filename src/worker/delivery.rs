@@ -83,7 +83,10 @@ impl Shared {
         let send = delivery.attempts + 1;
         if send > 1 {
             let reason = delivery.last_error.as_deref().unwrap_or("the previous send's answer was never recorded");
-            log_retry(Retry::Delivery, id, Some(destination), send, reason);
+            // BROKEN: the log calls a resend of a recorded result an execution retry.
+            let retry =
+                if self.broken == Some(Broken::MislabelsDeliveryRetries) { Retry::Execution } else { Retry::Delivery };
+            log_retry(retry, id, Some(destination), send, reason);
         }
         let key = match self.broken {
             // BROKEN: a new key per send, so the consumer cannot recognise a resend.

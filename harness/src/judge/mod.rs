@@ -7,6 +7,7 @@
 //! verdict types, fault coverage, the metrics cross-check and its Prometheus reader. This folder
 //! imports only the model, tracer, scenario and run layers, never report, search or cli.
 
+mod arguments;
 mod coverage;
 mod delivery;
 mod execution;
@@ -17,6 +18,7 @@ mod metrics;
 mod outcome;
 mod policy;
 mod prometheus;
+mod retry_label;
 pub mod rules;
 mod status;
 mod submission;
@@ -52,8 +54,12 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     }
     submission::intent_durable(run, &mut violations);
     metrics::metrics_agree(scenario, run, &in_flight, &mut violations);
+    if run.aborted.is_none() {
+        retry_label::retry_labels(run, &mut violations);
+    }
     submission::idempotent_submission(run, &mut violations);
     fencing::fenced(run, &mut violations);
+    arguments::arguments_unchanged(scenario, run, &mut violations);
     if run.aborted.is_none() {
         coverage::world_faults_reached(scenario, run, &mut violations);
         coverage::syscall_faults_reached(scenario, run, &mut violations);
@@ -70,7 +76,11 @@ fn check_operation(
     in_flight: &InFlight,
     violations: &mut Vec<Violation>,
 ) {
-    let ledger = OperationLedger::of(&run.ledger, &op.id);
+    let mut ledger = OperationLedger::of(&run.ledger, &op.id);
+    // Calls that lost the planted identity still reached the provider: counted as this
+    // operation's, and reported by `arguments_unchanged`, not as attempts that never arrived.
+    ledger.calls.extend(arguments::unnamed_calls_of(scenario, run, op));
+    ledger.calls.sort_by_key(|e| e.seq);
     let report = run.reports.get(&op.id);
     let mut found = |invariant: Invariant, message: String, proof: Vec<String>| {
         violations.push(Violation { invariant, operation: Some(op.id.clone()), message, evidence: proof });

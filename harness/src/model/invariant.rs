@@ -78,10 +78,14 @@ pub enum Invariant {
     /// within the scenario's deadline. CONTRACT.md §9: the incarnation number is the fencing
     /// token.
     Fenced,
+    /// Every call the provider saw carries its operation's arguments as submitted (JSON-equal),
+    /// the planted `_killpoint` identity included. CONTRACT.md §3-1: the provider counts effects
+    /// by that identity, and executes what it is given.
+    ArgumentsUnchanged,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 17] = [
+    pub const ALL: [Invariant; 18] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -99,6 +103,7 @@ impl Invariant {
         Invariant::IntentDurable,
         Invariant::IdempotentSubmission,
         Invariant::Fenced,
+        Invariant::ArgumentsUnchanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -120,6 +125,7 @@ impl Invariant {
             Invariant::IntentDurable => "intent_durable",
             Invariant::IdempotentSubmission => "idempotent_submission",
             Invariant::Fenced => "fenced",
+            Invariant::ArgumentsUnchanged => "arguments_unchanged",
         }
     }
 
@@ -153,6 +159,9 @@ impl Invariant {
                 "submission is idempotent by operation id (200 same body, 409 other, 400 malformed)"
             }
             Invariant::Fenced => "an outlived incarnation sends and commits nothing more, and exits",
+            Invariant::ArgumentsUnchanged => {
+                "every provider call carries its operation's submitted arguments unchanged, `_killpoint` included"
+            }
         }
     }
 

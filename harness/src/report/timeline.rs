@@ -2,9 +2,10 @@
 //! policy service): what the HTML report draws and what `trace.jsonl` in kept artifacts holds.
 
 use crate::run::driver::{Happening, Mark, Run};
+use crate::run::retry_log::{RetryKind, RetryLine};
 use crate::run::trace::{describe_entry, describe_mark};
 use fake_tool::{Entry, Event, Service};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Where an event is drawn: whose view of the run it is.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -78,8 +79,7 @@ impl Timeline {
     /// The harness's marks and the fake world's ledger, merged on their clock, with the runtime's
     /// retry lines from its stderr.
     pub fn of(run: &Run) -> Timeline {
-        let stderr = std::fs::read(run.artifacts_path().join("logs").join("stderr.log")).unwrap_or_default();
-        Timeline::merged(&run.ledger, &run.timeline, &String::from_utf8_lossy(&stderr))
+        Timeline::merged(&run.ledger, &run.timeline, &crate::run::retry_log::stderr_of(run))
     }
 
     /// [`Timeline::of`] from its parts: the ledger, the harness's marks, the runtime's stderr.
@@ -174,33 +174,7 @@ fn entry_event(entry: &Entry) -> TimelineEvent {
     }
 }
 
-/// A runtime's structured retry line (CONTRACT.md section 11): one JSON object on a line of its
-/// stderr, written with any spacing (`serde_json`'s compact form or Python's `json.dumps`), other
-/// fields allowed.
-#[derive(Debug, Deserialize)]
-struct RetryLine {
-    log: String,
-    retry: RetryKind,
-    operation_id: String,
-    destination: Option<String>,
-    attempt: u64,
-    reason: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum RetryKind {
-    Execution,
-    Delivery,
-}
-
 impl RetryLine {
-    /// `line` as a retry line, if it is one: JSON whose `log` is `"retry"`, with the fields the
-    /// contract names. Anything else (the runtime's other output, a line a kill cut short) is not.
-    fn parse(line: &str) -> Option<RetryLine> {
-        serde_json::from_str::<RetryLine>(line).ok().filter(|l| l.log == "retry")
-    }
-
     /// The ledger entry of the request the retry announced: the provider's call `attempt` of the
     /// operation, or the destination's receipt number `attempt` (`None`: it never reached the
     /// world, or a delivery retry names no destination).
@@ -266,6 +240,7 @@ mod tests {
             tool: "charge_card".into(),
             operation: Some(op.into()),
             idempotency_key: Some(op.into()),
+            arguments: None,
             call,
             effect: Effect::Applied(format!("charge_card-00000{call}")),
             response: Response::Sent(200),

@@ -12,5 +12,6 @@ pub mod driver;
 pub mod incarnation;
 pub mod preflight;
 pub mod probe;
+pub mod retry_log;
 pub mod trace;
 pub mod traced;

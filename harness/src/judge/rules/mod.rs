@@ -127,7 +127,13 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                 } else if judged.iter().any(exercising) {
                     (RuleStatus::Verified, None)
                 } else {
-                    let wanted: Vec<&str> = rule.proven_by.iter().map(|(_, s)| *s).collect();
+                    let mut wanted: Vec<&str> = Vec::new();
+                    // Two variants proven in one scenario name it once.
+                    for (_, scenario) in rule.proven_by {
+                        if !wanted.contains(scenario) {
+                            wanted.push(scenario);
+                        }
+                    }
                     (RuleStatus::NotExercised, Some(format!("needs a full pass of {}", wanted.join(" or "))))
                 };
                 RuleOutcome { id: rule.id, status, invariants: invariants.to_vec(), note }

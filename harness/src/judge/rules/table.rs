@@ -94,10 +94,8 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "§3-1",
-        check: Check::NotChecked(
-            "the provider counts effects by the identity planted in the arguments; a runtime that changes or drops them is caught only where that breaks another invariant (an unreached fault, a missing effect). Next: record each call's arguments and compare them with the submission",
-        ),
-        proven_by: &[],
+        check: by(&[ArgumentsUnchanged]),
+        proven_by: &[("strip-private-arguments", "after_delivery_send"), ("truncate-arguments", "after_delivery_send")],
     },
     Rule { id: "§3-2", check: by(&[IntentDurable]), proven_by: &[("ack-before-durable", "after_submit")] },
     Rule { id: "§3-3", check: by(&[IdempotentSubmission]), proven_by: &[("submit-upsert", "after_submit")] },
@@ -293,4 +291,9 @@ pub const RULES: &[Rule] = &[
         proven_by: &[],
     },
     Rule { id: "§11-2", check: by(&[TruthfulStatus]), proven_by: &[("miscounts-dead-letters", "monitoring_signals")] },
+    Rule {
+        id: "§11-3",
+        check: by(&[TruthfulStatus]),
+        proven_by: &[("mislabels-delivery-retries", "delivery_dead_letter")],
+    },
 ];
