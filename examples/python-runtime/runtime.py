@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A killpoint runtime in Python 3, standard library only.
 
-It implements `killpoint-contract/4` (CONTRACT.md) and nothing else: it was written from the
+It implements `killpoint-contract/5` (CONTRACT.md) and nothing else: it was written from the
 contract document alone, to show that the document is enough to build a certifiable runtime.
 
 Shape of the program:
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "probe-kit", "python"))
 import killpoint_probe  # noqa: E402
 
-CONTRACT = "killpoint-contract/4"
+CONTRACT = "killpoint-contract/5"
 KINDS = ("idempotent_by_key", "non_idempotent_with_lookup", "non_idempotent_no_lookup",
          "safely_repeatable")
 LOOKUP_KINDS = ("idempotent_by_key", "non_idempotent_with_lookup")
