@@ -65,6 +65,7 @@ impl Story {
             operation: Some(op.to_owned()),
             idempotency_key: Some(op.to_owned()),
             call,
+            arguments: None,
             effect: Effect::Applied(format!("ref-{op}")),
             response: Response::Sent(200),
             result: Some(json!({"charged": op})),

@@ -19,12 +19,16 @@ pub(super) fn settled(scenario: &Scenario, run: &Run, violations: &mut Vec<Viola
             evidence: Vec::new(),
         });
     }
+    let traced = match run.syscall_points.is_empty() {
+        true => String::new(),
+        false => format!(", and {}× under the tracer", crate::run::driver::deadline::TRACED_FACTOR),
+    };
     for (id, last_seen) in &run.unsettled {
         violations.push(Violation {
             invariant: Invariant::Settled,
             operation: Some(id.clone()),
             message: format!(
-                "`{id}` did not settle within {:?} of its submission or the last restart's ready line (extended by that start-up's length); last seen: {last_seen}",
+                "`{id}` did not settle within {:?} of its submission or the last restart's ready line (extended by that start-up's length{traced}); last seen: {last_seen}",
                 scenario.deadline
             ),
             evidence: Vec::new(),

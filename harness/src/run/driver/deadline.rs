@@ -11,6 +11,17 @@
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How many times the scenario's deadline a traced runtime is given. `killpoint-tracer` stops it
+/// at every durable write, sync and exchange with the world until the harness answers, so its
+/// work takes several times as long — the more so on a loaded machine, where the harness answers
+/// late — and a deadline written for the runtime alone would measure the tracer.
+pub const TRACED_FACTOR: u32 = 3;
+
+/// The deadline the scenario's `deadline_seconds` gives a run, traced or not.
+pub fn allowed(scenario_deadline: Duration, traced: bool) -> Duration {
+    if traced { scenario_deadline * TRACED_FACTOR } else { scenario_deadline }
+}
+
 /// The deadline of an operation submitted at `submitted`, running on an incarnation whose ready
 /// line came at `ready` after `start_up` from its spawn, when the scenario allows `allowed`.
 pub(super) fn deadline(submitted: Instant, ready: Instant, start_up: Duration, allowed: Duration) -> Instant {
@@ -41,6 +52,12 @@ mod tests {
         let submitted = Instant::now();
         let ready = submitted + Duration::from_secs(5);
         assert_eq!(deadline(submitted, ready, Duration::ZERO, ALLOWED), ready + ALLOWED);
+    }
+
+    #[test]
+    fn a_traced_run_has_three_times_the_scenario_s_deadline() {
+        assert_eq!(super::allowed(ALLOWED, false), ALLOWED);
+        assert_eq!(super::allowed(ALLOWED, true), ALLOWED * 3);
     }
 
     #[test]

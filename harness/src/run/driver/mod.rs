@@ -19,7 +19,7 @@
 //! verdicts or reports.
 
 mod arming;
-mod deadline;
+pub mod deadline;
 mod faults;
 mod fingerprint;
 mod finish;

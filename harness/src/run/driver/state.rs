@@ -137,7 +137,8 @@ impl Driver<'_> {
     pub(super) fn deadline_of(&self, op: &str) -> tokio::time::Instant {
         let ready = self.incarnation.ready_at;
         let submitted = self.submitted.get(op).copied().unwrap_or(ready);
-        super::deadline::deadline(submitted, ready, self.incarnation.start_up, self.scenario.deadline)
+        let allowed = super::deadline::allowed(self.scenario.deadline, self.traced.is_some());
+        super::deadline::deadline(submitted, ready, self.incarnation.start_up, allowed)
     }
 }
 
