@@ -93,10 +93,14 @@ pub enum Broken {
     /// A delivery retry is logged as an execution retry (`"retry":"execution"`): the log says the
     /// tool ran again when only a result was resent (CONTRACT.md §11, the retry line).
     MislabelsDeliveryRetries,
+    /// A missing `KILLPOINT_DATA_DIR` is created anew at start, as a first start would find it:
+    /// the incarnation starts afresh and forgets every operation it accepted (CONTRACT.md §2-4
+    /// says exit with an error naming the path).
+    RecreateDataDir,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 29] = [
+    pub const ALL: [Broken; 30] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -126,6 +130,7 @@ impl Broken {
         Self::StripPrivateArguments,
         Self::TruncateArguments,
         Self::MislabelsDeliveryRetries,
+        Self::RecreateDataDir,
     ];
 
     pub fn name(self) -> &'static str {
@@ -159,6 +164,7 @@ impl Broken {
             Self::StripPrivateArguments => "strip-private-arguments",
             Self::TruncateArguments => "truncate-arguments",
             Self::MislabelsDeliveryRetries => "mislabels-delivery-retries",
+            Self::RecreateDataDir => "recreate-data-dir",
         }
     }
 
@@ -198,6 +204,7 @@ impl Broken {
             Self::StripPrivateArguments => "strips arguments whose name starts with `_` (the planted `_killpoint`)",
             Self::TruncateArguments => "cuts every string argument to 16 characters before calling the provider",
             Self::MislabelsDeliveryRetries => "logs a delivery retry as an execution retry",
+            Self::RecreateDataDir => "recreates a missing data dir and starts afresh, forgetting what it accepted",
         }
     }
 

@@ -127,6 +127,10 @@ async fn run(broken: Option<Broken>) -> Result<()> {
         );
     }
 
+    if broken == Some(Broken::RecreateDataDir) {
+        // BROKEN: a missing data dir is made anew, and the runtime starts with empty state.
+        std::fs::create_dir_all(&config.data_dir)?;
+    }
     let mut store = Store::open(&config.data_dir, config.incarnation)?;
     if broken == Some(Broken::FencedHangs) {
         crate::fence::HANG.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -87,3 +87,56 @@ fn the_reference_runtime_labels_its_retries_truly() {
         assert!(verdict.passed(), "{scenario}: {:#?}", verdict.violations);
     }
 }
+
+fn python_example() -> Target {
+    Target {
+        program: Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python-runtime/runtime.py"),
+        args: Vec::new(),
+    }
+}
+
+/// Runs `missing_data_dir` against `target` and returns the verdict and what the incarnation
+/// started on the hidden dir did, in the trace's words; the run's directory is removed.
+fn missing_dir_run(target: &Target, options: &RunOptions) -> (Verdict, Vec<String>) {
+    let (verdict, run) = run_scenario(&shipped("missing_data_dir"), target, options).expect("the scenario runs");
+    assert!(run.aborted.is_none(), "the run stopped early: {:?}", run.aborted);
+    let refusals = run
+        .timeline
+        .iter()
+        .filter(|m| matches!(m.happening, killpoint::Happening::MissingDataDir { .. }))
+        .map(killpoint::run::trace::describe_mark)
+        .collect();
+    let _ = std::fs::remove_dir_all(run.keep_artifacts());
+    (verdict, refusals)
+}
+
+#[test]
+fn a_runtime_that_recreates_a_missing_data_dir_is_caught_starting_afresh() {
+    let (verdict, refusals) = missing_dir_run(&reference(&["--broken", "recreate-data-dir"]), &RunOptions::default());
+    assert_eq!(refusals.len(), 1, "one restart on a hidden data dir: {refusals:?}");
+    let forgot = messages(&verdict, "intent_durable");
+    assert!(
+        forgot.iter().any(|m| m.contains("data dir") && m.contains("started afresh") && m.contains("§2-4")),
+        "expected an `intent_durable` violation saying the runtime started afresh on a missing data dir; got {:#?}",
+        verdict.violations
+    );
+}
+
+#[test]
+fn the_reference_and_the_python_runtime_exit_naming_a_missing_data_dir_and_settle_after() {
+    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(python, "python3 is needed to run the Python example runtime");
+    let cases = [
+        ("reference", reference(&[]), RunOptions::default()),
+        ("reference without the probe", reference(&[]), RunOptions { probe: false, ..RunOptions::default() }),
+        ("python", python_example(), RunOptions::default()),
+    ];
+    for (name, target, options) in cases {
+        let (verdict, refusals) = missing_dir_run(&target, &options);
+        assert!(verdict.passed(), "{name}: {:#?}", verdict.violations);
+        assert!(
+            refusals.len() == 1 && refusals[0].contains("exited naming the path"),
+            "{name}: expected one incarnation on the hidden dir, exiting with its path; got {refusals:?}"
+        );
+    }
+}

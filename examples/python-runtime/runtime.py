@@ -146,7 +146,10 @@ class Store:
     """
 
     def __init__(self, data_dir, incarnation):
-        os.makedirs(data_dir, exist_ok=True)
+        # Never made here: the harness makes it before the first start, so a missing or unreadable
+        # one means the state is gone, and starting afresh would forget what was accepted (§2-4).
+        if not os.path.isdir(data_dir) or not os.access(data_dir, os.R_OK | os.W_OK | os.X_OK):
+            sys.exit(f"KILLPOINT_DATA_DIR {data_dir} is missing or unreadable; refusing to start afresh")
         self.incarnation = incarnation
         self.lock = threading.Lock()
         # isolation_level=None: we write BEGIN/COMMIT ourselves, so a transaction is exactly

@@ -72,9 +72,19 @@ CREATE TABLE fence (
 
 impl Store {
     /// Opens (creating if needed) `runtime.sqlite3` in `data_dir` for `incarnation`, and raises the
-    /// fence to it: from this commit on, an older incarnation's writes fail.
+    /// fence to it: from this commit on, an older incarnation's writes fail. The directory itself
+    /// is never created: the harness makes it before the first start, so a missing one means the
+    /// state is gone, and starting afresh would forget every accepted operation (CONTRACT.md §2-4).
     pub fn open(data_dir: &Path, incarnation: u32) -> Result<Store> {
-        std::fs::create_dir_all(data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
+        let metadata = std::fs::metadata(data_dir).with_context(|| {
+            format!("KILLPOINT_DATA_DIR {} is missing or unreadable; refusing to start afresh", data_dir.display())
+        })?;
+        if !metadata.is_dir() {
+            bail!("KILLPOINT_DATA_DIR {} is not a directory; refusing to start afresh", data_dir.display());
+        }
+        std::fs::read_dir(data_dir).with_context(|| {
+            format!("KILLPOINT_DATA_DIR {} is unreadable; refusing to start afresh", data_dir.display())
+        })?;
         let path = data_dir.join("runtime.sqlite3");
         let mut conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
 

@@ -14,8 +14,10 @@ fn marked(mark: &Mark) -> String {
 }
 
 /// `intent_durable`: every `404` for an operation the runtime had accepted, one violation per
-/// operation, with the acceptance and each time it was not known as evidence.
+/// operation, with the acceptance and each time it was not known as evidence; and every restart on
+/// a hidden data dir that did not end in an exit naming it.
 pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
+    missing_data_dir(run, violations);
     let mut reported: BTreeSet<&str> = BTreeSet::new();
     for mark in &run.timeline {
         let Happening::Forgotten { operation, incarnation, .. } = &mark.happening else { continue };
@@ -35,6 +37,58 @@ pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
                 "`{operation}` was accepted, but incarnation {incarnation} answered 404 for it: an accepted intent must be durable before the answer (CONTRACT.md section 3)"
             ),
             evidence: proof.map(marked).collect(),
+        });
+    }
+}
+
+/// A runtime started on a missing data dir (`missing_data_dir`) must exit with an error naming the
+/// path (CONTRACT.md §2-4): one that starts afresh has forgotten everything it accepted.
+fn missing_data_dir(run: &Run, violations: &mut Vec<Violation>) {
+    use crate::run::driver::Refusal;
+    for mark in &run.timeline {
+        let Happening::MissingDataDir { incarnation, path, refusal } = &mark.happening else { continue };
+        let did = match refusal {
+            Refusal::Refused => continue,
+            Refusal::StartedAfresh => {
+                "printed its ready line: it started afresh with empty state, forgetting every operation it had accepted"
+                    .to_owned()
+            }
+            Refusal::Hung => "neither exited nor printed its ready line within the ready deadline".to_owned(),
+            Refusal::Unnamed { last_words } => {
+                format!("exited, but its stderr does not name the path; its last words: {last_words:?}")
+            }
+        };
+        let accepted: Vec<&str> = run
+            .timeline
+            .iter()
+            .filter(|m| m.seq < mark.seq)
+            .filter_map(|m| match &m.happening {
+                Happening::Answered { operation, .. } => Some(operation.as_str()),
+                _ => None,
+            })
+            .collect();
+        violations.push(Violation {
+            invariant: Invariant::IntentDurable,
+            operation: None,
+            message: format!(
+                "incarnation {incarnation} was started with its data dir `{path}` missing (the harness had hidden it) and {did}; expected it to exit with an error naming the path (CONTRACT.md §2-4). Accepted before: {}",
+                if accepted.is_empty() { "nothing".to_owned() } else { accepted.join(", ") }
+            ),
+            evidence: run
+                .timeline
+                .iter()
+                .filter(|m| m.seq <= mark.seq)
+                .filter(|m| {
+                    matches!(
+                        m.happening,
+                        Happening::Answered { .. }
+                            | Happening::Killed { .. }
+                            | Happening::Started { .. }
+                            | Happening::MissingDataDir { .. }
+                    )
+                })
+                .map(marked)
+                .collect(),
         });
     }
 }

@@ -153,6 +153,16 @@ pub fn describe_mark(mark: &Mark) -> String {
         Happening::ZombieOutlived { incarnation, waited } => {
             format!("harness   incarnation {incarnation} (outlived) still running after {waited:.1?}: SIGKILL")
         }
+        Happening::MissingDataDir { incarnation, refusal, .. } => {
+            use crate::run::driver::Refusal;
+            let what = match refusal {
+                Refusal::Refused => "exited naming the path",
+                Refusal::Unnamed { .. } => "exited WITHOUT naming the path",
+                Refusal::Hung => "did NOT exit",
+                Refusal::StartedAfresh => "STARTED AFRESH",
+            };
+            format!("runtime   incarnation {incarnation} on a hidden data dir: {what}; harness puts the dir back")
+        }
     }
 }
 

@@ -45,6 +45,9 @@ pub struct Scenario {
     pub deadline: Duration,
     /// Broken variants of the reference runtime this scenario is built to catch.
     pub catches: Vec<Catch>,
+    /// Before the first restart, the harness hides the data dir: that incarnation must exit with
+    /// an error naming the path (CONTRACT.md §2-4); then the dir is put back and the run goes on.
+    pub missing_data_dir: bool,
 }
 
 /// One logical operation of the workload.

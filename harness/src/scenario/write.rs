@@ -30,6 +30,8 @@ struct File<'a> {
     syscall_faults: &'a [crate::scenario::SyscallFault],
     #[serde(skip_serializing_if = "<[Catch]>::is_empty")]
     catches: &'a [Catch],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    missing_data_dir: bool,
 }
 
 #[derive(Serialize)]
@@ -166,6 +168,7 @@ impl Scenario {
             consumer_faults: self.consumer_faults.iter().map(consumer_fault).collect(),
             syscall_faults: &self.syscall_faults,
             catches: &self.catches,
+            missing_data_dir: self.missing_data_dir,
         };
         // Every field is a string, number, boolean, array or table of them: nothing the TOML
         // serialiser can refuse.

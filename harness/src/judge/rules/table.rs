@@ -57,13 +57,7 @@ pub const RULES: &[Rule] = &[
         ),
         proven_by: &[],
     },
-    Rule {
-        id: "§2-4",
-        check: Check::NotChecked(
-            "the harness never removes the data dir during a run; removing it would be the harness's fault, not the runtime's",
-        ),
-        proven_by: &[],
-    },
+    Rule { id: "§2-4", check: by(&[IntentDurable]), proven_by: &[("recreate-data-dir", "missing_data_dir")] },
     Rule {
         id: "§2-5",
         check: Check::NotChecked(

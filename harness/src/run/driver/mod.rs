@@ -9,7 +9,7 @@
 //!
 //! Its parts: `record` (what a run leaves), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
-//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `workload`
+//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
 //! `tail` (the harness's own requests once the workload settled, restarted through a kill),
 //! `finish` (the record at the end) and `fingerprint` (a crash state, for pruning). None of them
@@ -24,6 +24,7 @@ mod faults;
 mod fingerprint;
 mod finish;
 mod freeze;
+mod missing_dir;
 mod record;
 mod restart;
 mod settle;
@@ -33,7 +34,7 @@ mod tail;
 mod workload;
 
 pub use fingerprint::Fingerprint;
-pub use record::{Happening, Hit, Mark, Run, RunOptions};
+pub use record::{Happening, Hit, Mark, Refusal, Run, RunOptions};
 pub use setup::environment;
 
 use crate::run::artifacts::Artifacts;

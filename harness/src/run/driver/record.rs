@@ -95,6 +95,27 @@ pub enum Happening {
         incarnation: u32,
         waited: Duration,
     },
+    /// The incarnation was started with its data dir (`path`) hidden (`missing_data_dir`), and
+    /// did what `refusal` says; the dir was put back after.
+    MissingDataDir {
+        incarnation: u32,
+        path: String,
+        refusal: Refusal,
+    },
+}
+
+/// What an incarnation started on a missing data dir did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// It exited before its ready line, naming the path on stderr: what the contract asks.
+    Refused,
+    /// It exited before its ready line, but its stderr does not name the path.
+    Unnamed { last_words: String },
+    /// It neither printed its ready line nor exited within the ready deadline.
+    Hung,
+    /// It printed its ready line: it started afresh, with empty state.
+    StartedAfresh,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -33,8 +33,13 @@ impl Driver<'_> {
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
-        self.mark(Happening::Started { incarnation: number + 1 });
-        self.incarnation = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
+        let mut next = number + 1;
+        if self.hides_data_dir() {
+            self.start_on_missing_dir(launch, next).await?;
+            next += 1;
+        }
+        self.mark(Happening::Started { incarnation: next });
+        self.incarnation = start(launch, next, &mut self.traced).await.map_err(|e| e.to_string())?;
         self.client = Client::new(&self.incarnation.api);
         self.restarts.push(killed_at.elapsed());
         Ok(())

@@ -9,7 +9,8 @@ mod services;
 
 use crate::model::boundary::Boundary;
 use crate::scenario::{
-    Action, Catch, ConsumerFault, Operation, RuntimeSettings, Scenario, ScenarioError, SyscallFault, line_col, valid_id,
+    Action, Catch, ConsumerFault, Fault, Operation, RuntimeSettings, Scenario, ScenarioError, SyscallFault, line_col,
+    valid_id,
 };
 use fake_tool::PolicySubject;
 use serde::Deserialize;
@@ -57,6 +58,8 @@ struct File {
     catches: Vec<Spanned<Catch>>,
     #[serde(default, rename = "syscall_fault")]
     syscall_faults: Vec<Spanned<SyscallFault>>,
+    #[serde(default)]
+    missing_data_dir: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +140,7 @@ impl Scenario {
         let syscall_faults = source.syscall_faults(file.syscall_faults, &operations)?;
         let deadline = source.deadline(file.deadline_seconds)?;
         let catches = source.catches(file.catches)?;
+        let missing_data_dir = source.missing_data_dir(file.missing_data_dir, &faults, &syscall_faults)?;
 
         Ok(Scenario {
             name,
@@ -151,6 +155,7 @@ impl Scenario {
             deadline: Duration::from_secs(deadline),
             catches,
             syscall_faults,
+            missing_data_dir,
         })
     }
 
@@ -289,6 +294,25 @@ impl Source<'_> {
             Some(d) => d.into_inner(),
         };
         Ok(deadline)
+    }
+
+    /// `missing_data_dir`: hidden before the first restart, so a scenario that never restarts
+    /// (no kill, at a boundary or a system call) would ask for a check that cannot happen.
+    fn missing_data_dir(
+        &self,
+        setting: Option<Spanned<bool>>,
+        faults: &[Fault],
+        syscall_faults: &[SyscallFault],
+    ) -> Result<bool, ScenarioError> {
+        let Some(setting) = setting else { return Ok(false) };
+        let restarts = faults.iter().any(|f| f.action == Action::Kill) || !syscall_faults.is_empty();
+        if *setting.get_ref() && !restarts {
+            return Err(self.at(
+                Some(setting.span()),
+                "`missing_data_dir = true` hides the data dir before the first restart: expected a `[[fault]]` with `action = \"kill\"` or a `[[syscall_fault]]`, found none".into(),
+            ));
+        }
+        Ok(setting.into_inner())
     }
 
     /// The `[[catches]]` tables: each names invariants that exist, one per broken variant. Whether

@@ -242,6 +242,7 @@ fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<Co
         // A hang bound, not a wait.
         deadline: Duration::from_secs(5),
         catches: Vec::new(),
+        missing_data_dir: false,
     }
 }
 
