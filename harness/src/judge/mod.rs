@@ -8,6 +8,7 @@
 //! imports only the model, tracer, scenario and run layers, never report, search or cli.
 
 mod arguments;
+mod authority;
 mod coverage;
 mod delivery;
 mod execution;

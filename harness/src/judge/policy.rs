@@ -1,12 +1,14 @@
-//! The policy family: nothing a revocation in force forbids, refusals keep their audit trail, and
+//! The policy family: nothing a revocation in force forbids (a use already allowed when it came was
+//! in flight, not forbidden), refusals keep their audit trail, and
 //! every attempt and send follows a fresh `Allowed` answer.
 
+use super::authority::{Use, authorised};
 use super::ledger::{Found, OperationLedger, evidence, revocations};
 use crate::model::invariant::Invariant;
 use crate::run::client::OperationReport;
 use crate::run::driver::{Happening, Run};
 use crate::scenario::Operation;
-use fake_tool::{Entry, Event, PolicyAnswer, Subject};
+use fake_tool::{Entry, Subject};
 
 pub(super) fn policy_respected(
     op: &Operation,
@@ -15,29 +17,27 @@ pub(super) fn policy_respected(
     report: Option<&OperationReport>,
     found: &mut Found,
 ) {
+    let tool = Subject::Tool(op.tool.tool_name().to_owned());
     for (revocation, subject) in revocations(run, op) {
-        let forbidden: Vec<&Entry> = match subject {
-            Subject::Tool(t) if t == op.tool.tool_name() => {
-                ledger.calls.iter().copied().filter(|e| e.seq > revocation.seq).collect()
-            }
-            Subject::Operation(o) if *o == op.id => {
-                ledger.calls.iter().copied().filter(|e| e.seq > revocation.seq).collect()
-            }
-            Subject::Destination(d) => ledger
-                .receipts
-                .iter()
-                .copied()
-                .filter(|e| {
-                    e.seq > revocation.seq
-                        && matches!(&e.event, Event::ConsumerReceipt { destination, .. } if destination == d)
-                })
-                .collect(),
-            Subject::Tool(_) | Subject::Operation(_) => Vec::new(),
+        let (checked, uses) = match subject {
+            Subject::Tool(t) if t == op.tool.tool_name() => (&tool, ledger.calls.clone()),
+            Subject::Operation(o) if *o == op.id => (&tool, ledger.calls.clone()),
+            Subject::Destination(d) => (subject, ledger.receipts_at(d)),
+            Subject::Tool(_) | Subject::Operation(_) => continue,
         };
+        let held = held_at(run, revocation.seq);
+        let forbidden: Vec<&Entry> = authorised(run, op, checked, &uses)
+            .into_iter()
+            .filter(|u| u.entry.seq > revocation.seq && !in_flight_at(u, revocation.seq, held, op, subject))
+            .map(|u| u.entry)
+            .collect();
         if !forbidden.is_empty() {
             found(
                 Invariant::PolicyRespected,
-                format!("`{}`: {subject} was revoked at #{} but was used afterwards", op.id, revocation.seq),
+                format!(
+                    "`{}`: {subject} was revoked at #{} but was used afterwards, not on an answer given before the revocation (CONTRACT.md §8-5)",
+                    op.id, revocation.seq
+                ),
                 evidence(std::iter::once(revocation).chain(forbidden)),
             );
         }
@@ -61,22 +61,9 @@ pub(super) fn policy_respected(
 /// so `policy_respected` alone would not see it.
 pub(super) fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run, found: &mut Found) {
     // A check counts for this operation only if it names it, for the operation's own tenant and
-    // actor: permission asked for someone else permits nothing here.
-    let checks = |subject: &Subject, after: u64, before: u64| -> Vec<&Entry> {
-        run.ledger
-            .iter()
-            .filter(|e| {
-                e.seq > after
-                    && e.seq < before
-                    && matches!(&e.event, Event::PolicyCheck { tenant, actor, operation: Some(o), subject: s, .. }
-                        if *o == op.id && *tenant == op.tenant && *actor == op.actor && s == subject)
-            })
-            .collect()
-    };
-    let allowed = |checks: &[&Entry]| {
-        checks.iter().any(|e| matches!(&e.event, Event::PolicyCheck { answer: PolicyAnswer::Allowed, .. }))
-    };
-
+    // actor: permission asked for someone else permits nothing here. An answer given to an
+    // incarnation that was killed since authorises nothing in the next one (CONTRACT.md §8-3):
+    // `authorised` places each check with the incarnation it was answered to.
     let mut uses: Vec<(Subject, &str, Vec<&Entry>)> =
         vec![(Subject::Tool(op.tool.tool_name().to_owned()), "reached the provider", ledger.calls.clone())];
     for destination in &op.destinations {
@@ -85,25 +72,13 @@ pub(super) fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run
     for (subject, verb, entries) in uses {
         let mut unchecked = Vec::new();
         let mut proof = Vec::new();
-        let mut previous: Option<&Entry> = None;
-        for entry in entries {
-            // An answer given to an incarnation that was killed since authorises nothing in the
-            // next one (CONTRACT.md §8-3): the window starts at the last kill, too.
-            let last_kill = run
-                .timeline
-                .iter()
-                .filter(|m| matches!(m.happening, Happening::Killed { .. }) && m.seq < entry.seq)
-                .map(|m| m.seq)
-                .max()
-                .unwrap_or(0);
-            let window = checks(&subject, previous.map_or(0, |p| p.seq).max(last_kill), entry.seq);
-            if !allowed(&window) {
-                unchecked.push(entry.seq);
-                proof.extend(previous);
-                proof.extend(window);
-                proof.push(entry);
+        for (i, one) in authorised(run, op, &subject, &entries).into_iter().enumerate() {
+            if !one.allowed() {
+                unchecked.push(one.entry.seq);
+                proof.extend(entries[..i].last());
+                proof.extend(one.checks);
+                proof.push(one.entry);
             }
-            previous = Some(entry);
         }
         if unchecked.is_empty() {
             continue;
@@ -125,4 +100,40 @@ pub(super) fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run
             evidence(proof),
         );
     }
+}
+
+/// The work the runtime announced it was held at when the harness made the revocation at
+/// `seq`: (operation, destination) of the probe announcement or world hold the fault fired at,
+/// in the same incarnation.
+fn held_at(run: &Run, seq: u64) -> Option<(&str, Option<&str>)> {
+    for mark in run.timeline.iter().rev().filter(|m| m.seq < seq) {
+        match &mark.happening {
+            Happening::Boundary { message, killed: true } => {
+                return Some((message.operation_id.as_str(), message.destination.as_deref()));
+            }
+            Happening::KillPoint { operation, .. } => return Some((operation.as_str(), None)),
+            Happening::Started { .. } => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether `one`, made after the revocation at `revoked`, was in flight when it came: allowed by
+/// the last answer its incarnation had for it, given before the revocation. Never the work the
+/// runtime was held at: §7-4 says where that stood (at `after_result_write`, none of the
+/// operation's deliveries sent), so nothing of it was in flight.
+fn in_flight_at(
+    one: &Use,
+    revoked: u64,
+    held: Option<(&str, Option<&str>)>,
+    op: &Operation,
+    subject: &Subject,
+) -> bool {
+    let destination = match subject {
+        Subject::Destination(d) => Some(d.as_str()),
+        Subject::Tool(_) | Subject::Operation(_) => None,
+    };
+    let is_held = held.is_some_and(|(o, d)| o == op.id && (d.is_none() || d == destination));
+    !is_held && one.allowed_by().is_some_and(|seq| seq < revoked)
 }
