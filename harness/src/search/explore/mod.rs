@@ -32,6 +32,7 @@ mod exploration;
 mod finding;
 #[cfg(test)]
 mod fixtures;
+mod interleaving;
 mod jobs;
 mod options;
 mod plan;
@@ -42,6 +43,7 @@ mod syscalls;
 pub use case::{Case, Workload};
 pub use exploration::{Exploration, explore};
 pub use finding::{CaseStatus, Finding, run_case};
+pub use interleaving::Interleaving;
 pub use options::{ExploreOptions, Points, shard_of};
 pub use plan::{Plan, plan};
 pub use point::Point;
