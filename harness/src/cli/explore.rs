@@ -245,8 +245,8 @@ fn interleaving(account: &explore::Interleaving) -> String {
     );
     if account.recoveries > 0 {
         line.push_str(&format!(
-            "; depth 2 from one run of each of {} depth-1 case(s): {} point(s) of the killed operation's own recovery, {} of operations beside it (where each was at the kill is the interleaving's: these vary from run to run)",
-            account.recoveries, account.own, account.beside
+            "; depth 2 from one run of each of {} depth-1 case(s): {} point(s) of the killed operation's own recovery, {} of operations beside it, {} pruned for that one run's crash states (where the operations beside it were at the kill, and which points share a crash state, vary from run to run)",
+            account.recoveries, account.own, account.beside, account.pruned_once
         ));
     }
     line

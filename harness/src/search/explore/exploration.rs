@@ -84,13 +84,14 @@ impl Exploration {
     fn recovered(&mut self, recovery: Recovery) -> Vec<Case> {
         self.points.resize(2, 0);
         self.points[1] += recovery.points;
-        self.pruned.extend(recovery.pruned);
-        self.same_state.extend(recovery.same_state);
         if let Some(account) = &mut self.interleaving {
+            account.pruned_once += recovery.pruned.iter().filter(|(_, why)| *why != Pruned::Occupied).count();
             account.recoveries += 1;
             account.own += recovery.own;
             account.beside += recovery.beside;
         }
+        self.pruned.extend(recovery.pruned);
+        self.same_state.extend(recovery.same_state);
         recovery.cases
     }
 }

@@ -33,6 +33,8 @@ pub struct Interleaving {
     /// Depth-2 points of other operations in flight at the kill: where each was when the kill
     /// landed, and so which points its recovery passes, is the interleaving's.
     pub beside: usize,
+    /// Depth-2 points pruned for the crash state of the one run they were seen in.
+    pub pruned_once: usize,
 }
 
 /// The depth-1 points of two record runs of the same workload, agreed: those to run (the first

@@ -16,6 +16,10 @@
 //! ([`Fingerprint`](crate::run::driver::Fingerprint), taken while the runtime is blocked on the
 //! probe). A SIGKILL at either leaves the next incarnation the same disk and the same world.
 //!
+//! With operations in flight together, which points a run passes and which share a crash state
+//! depend on thread timing: [`interleaving`] records the workload twice and says, per depth, which
+//! points are of this kind (the summary's `operations in flight together` line).
+//!
 //! Every failing case is a scenario: [`Case::scenario`] is written out as a ready-to-commit file
 //! that `killpoint run` replays.
 //!
