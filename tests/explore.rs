@@ -62,8 +62,9 @@ fn explored_points(path: &std::path::Path, target: &Target, prefix: &str) -> Vec
         Err(e) => return vec![Trial::test(prefix, move || Err(e.to_string().into()))],
     };
     let workload = Arc::new(Workload::of(&scenario));
-    // Unpruned: the list must name the same cases in every process that lists it.
-    let options = ExploreOptions { prune: false, ..ExploreOptions::default() };
+    // Unpruned: the list must name the same cases in every process that lists it. One record run:
+    // every process lists again.
+    let options = ExploreOptions { prune: false, second_record: false, ..ExploreOptions::default() };
     let plan = match explore::plan(&workload, target, &options) {
         Ok(plan) => plan,
         Err(e) => {

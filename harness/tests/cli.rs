@@ -491,6 +491,64 @@ fn an_exploration_reads_the_same() {
     assert_reads_the_same("explore_after_submit", &stdout);
 }
 
+/// Two operations in flight together, explored at depth 2: which points they pass and which share
+/// a crash state is the interleaving's, so the summary says what was compared and what came from
+/// one run, and its counts add up to the points found.
+#[test]
+fn an_exploration_with_operations_in_flight_together_says_what_depends_on_the_interleaving() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("pair.toml");
+    let op = |id: &str| {
+        format!(
+            "[[operation]]\nid = \"{id}\"\ntool = \"set_status\"\ndestinations = []\nexpect = \"succeeded\"\nwave = 1\n"
+        )
+    };
+    std::fs::write(&workload, format!("description = \"two at once\"\n{}{}", op("a"), op("b"))).unwrap();
+    let mut command = killpoint();
+    command
+        .arg("explore")
+        .arg(&workload)
+        .args(["--depth", "2", "--quiet", "--jobs", "2", "--out"])
+        .arg(dir.path().join("found"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let output = output_within(command, Duration::from_secs(300), "`killpoint explore` of two operations at depth 2");
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let number_after = |line: &str, before: &str| -> usize {
+        let rest = line.split(before).nth(1).unwrap_or_else(|| panic!("no `{before}` in: {line}"));
+        rest.trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let number_before = |line: &str, after: &str| -> usize {
+        let head = line.split(after).next().unwrap_or_default().trim_end();
+        let digits: String = head.chars().rev().take_while(|c| c.is_ascii_digit()).collect();
+        digits
+            .chars()
+            .rev()
+            .collect::<String>()
+            .parse()
+            .unwrap_or_else(|_| panic!("no number before `{after}` in: {line}"))
+    };
+    let found = stdout.lines().find(|l| l.starts_with("crash points found:")).expect("a summary line");
+    let depth2 = number_before(found, " at depth 2");
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("operations in flight together:"))
+        .unwrap_or_else(|| panic!("the summary says nothing of the interleaving:\n{stdout}"));
+    assert!(line.contains("depth 1 from 2 record runs"), "{line}");
+    assert!(line.contains("depth 2 from one run of each of"), "{line}");
+    let own = number_before(line, " point(s) of the killed operation's own recovery");
+    let beside = number_before(line, " of operations beside it");
+    assert_eq!(own + beside, depth2, "the depth-2 points, own and beside, add up to those found:\n{stdout}");
+    // Each depth-1 case is killed at one of the workload's own points: its own recovery follows.
+    assert!(own > 0 && beside > 0, "{stdout}");
+    let pruned = number_after(found, "pruned:");
+    assert!(number_before(line, " pruned for that one run") <= pruned, "{stdout}");
+}
+
 /// A failing `killpoint run`: the summary on stdout, and on stderr the story up to its trace (the
 /// trace's interleaving of harness and runtime lines varies; the trace snapshots pin its content).
 #[test]

@@ -56,6 +56,7 @@ impl BenchCommand {
             prune: true,
             keep_failures: false,
             points: self.explore.points,
+            second_record: true,
         };
         outln!(
             "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",

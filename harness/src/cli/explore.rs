@@ -108,6 +108,7 @@ impl ExploreCommand {
             prune: self.shard.is_none(),
             keep_failures: true,
             points: self.knobs.points,
+            second_record: true,
         }
     }
 
@@ -230,6 +231,25 @@ fn print_pruned(result: &Exploration) {
         let names: Vec<&str> = result.unseen.iter().map(|b| b.as_str()).collect();
         outln!("  not explored without the probe (the fake world cannot see them): {}", names.join(", "));
     }
+    if let Some(account) = &result.interleaving {
+        outln!("  {}", interleaving(account));
+    }
+}
+
+/// The summary's line for operations in flight together: which points depend on how they
+/// interleave, and how many runs covered them.
+fn interleaving(account: &explore::Interleaving) -> String {
+    let mut line = format!(
+        "operations in flight together: depth 1 from {} record runs, {} point(s) seen in only some of them, {} pruned in only some (run)",
+        account.records, account.seen_in_some, account.pruned_in_some
+    );
+    if account.recoveries > 0 {
+        line.push_str(&format!(
+            "; depth 2 from one run of each of {} depth-1 case(s): {} point(s) of the killed operation's own recovery, {} of operations beside it, {} pruned for that one run's crash states (where the operations beside it were at the kill, and which points share a crash state, vary from run to run)",
+            account.recoveries, account.own, account.beside, account.pruned_once
+        ));
+    }
+    line
 }
 
 /// The failing cases written so far, by case name: the file and the command that replays it.

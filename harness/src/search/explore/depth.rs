@@ -16,6 +16,10 @@ use std::collections::BTreeSet;
 pub(super) struct Recovery {
     /// Crash points found in the recovery.
     pub(super) points: usize,
+    /// Of those (boundary points): of the operation the first kill was for, and of the others in
+    /// flight at the kill (see `interleaving`).
+    pub(super) own: usize,
+    pub(super) beside: usize,
     pub(super) pruned: Vec<(Point, Pruned)>,
     pub(super) same_state: Vec<(SyscallFault, SyscallFault)>,
     /// The depth-2 cases: the depth-1 case with one more kill, in the recovery.
@@ -32,6 +36,8 @@ pub(super) fn recovery(finding: &Finding, run: &Run, syscalls: bool, prune: bool
     let in_flight = in_flight_at(&finding.scenario, run, kill_seq);
     let seen = points(&finding.scenario, run, Some((kill_seq, &in_flight)));
     let found = seen.len();
+    let killed = finding.case.kills.first().map(|p| p.operation.as_str());
+    let own = seen.iter().filter(|s| Some(s.point.operation.as_str()) == killed).count();
     let (to_run, pruned) = select(&finding.scenario, seen, prune);
     let cases = to_run
         .into_iter()
@@ -41,7 +47,7 @@ pub(super) fn recovery(finding: &Finding, run: &Run, syscalls: bool, prune: bool
             Case { kills, revoke: finding.case.revoke.clone(), freeze: false, syscalls: Vec::new() }
         })
         .collect();
-    Some(Recovery { points: found, pruned, cases, ..Recovery::default() })
+    Some(Recovery { points: found, own, beside: found - own, pruned, cases, ..Recovery::default() })
 }
 
 /// The recovery's system calls, each a kill added to the case's.

@@ -4,6 +4,7 @@
 use super::case::{Case, Workload};
 use super::depth::{Recovery, recovery};
 use super::finding::{CaseStatus, Finding};
+use super::interleaving::Interleaving;
 use super::jobs::run_all;
 use super::options::{ExploreOptions, Level, Points, level as shard_level};
 use super::plan::{Plan, plan};
@@ -41,6 +42,9 @@ pub struct Exploration {
     pub exact: Vec<(Boundary, usize)>,
     /// See [`Plan::same_state`].
     pub same_state: Vec<(SyscallFault, SyscallFault)>,
+    /// With operations in flight together (boundary points): which points depend on how they
+    /// interleave, and how many runs covered them.
+    pub interleaving: Option<Interleaving>,
 }
 
 impl Exploration {
@@ -52,6 +56,7 @@ impl Exploration {
             pruned: plan.pruned.clone(),
             exact: plan.exact.clone(),
             same_state: plan.same_state.clone(),
+            interleaving: plan.interleaving.clone(),
             ..Exploration::default()
         };
         if !plan.probe {
@@ -79,6 +84,12 @@ impl Exploration {
     fn recovered(&mut self, recovery: Recovery) -> Vec<Case> {
         self.points.resize(2, 0);
         self.points[1] += recovery.points;
+        if let Some(account) = &mut self.interleaving {
+            account.pruned_once += recovery.pruned.iter().filter(|(_, why)| *why != Pruned::Occupied).count();
+            account.recoveries += 1;
+            account.own += recovery.own;
+            account.beside += recovery.beside;
+        }
         self.pruned.extend(recovery.pruned);
         self.same_state.extend(recovery.same_state);
         recovery.cases

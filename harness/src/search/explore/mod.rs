@@ -16,6 +16,10 @@
 //! ([`Fingerprint`](crate::run::driver::Fingerprint), taken while the runtime is blocked on the
 //! probe). A SIGKILL at either leaves the next incarnation the same disk and the same world.
 //!
+//! With operations in flight together, which points a run passes and which share a crash state
+//! depend on thread timing: [`interleaving`] records the workload twice and says, per depth, which
+//! points are of this kind (the summary's `operations in flight together` line).
+//!
 //! Every failing case is a scenario: [`Case::scenario`] is written out as a ready-to-commit file
 //! that `killpoint run` replays.
 //!
@@ -32,6 +36,7 @@ mod exploration;
 mod finding;
 #[cfg(test)]
 mod fixtures;
+mod interleaving;
 mod jobs;
 mod options;
 mod plan;
@@ -42,6 +47,7 @@ mod syscalls;
 pub use case::{Case, Workload};
 pub use exploration::{Exploration, explore};
 pub use finding::{CaseStatus, Finding, run_case};
+pub use interleaving::Interleaving;
 pub use options::{ExploreOptions, Points, shard_of};
 pub use plan::{Plan, plan};
 pub use point::Point;

@@ -39,6 +39,10 @@ pub struct ExploreOptions {
     /// the same cases in every process (nextest lists, then runs each trial in a process of its
     /// own), turn it off.
     pub prune: bool,
+    /// With operations in flight together, record the workload a second time and say which
+    /// depth-1 points the two runs disagree on (see `interleaving`). Trial lists, listed again in
+    /// every process, turn it off: one record run each.
+    pub second_record: bool,
 }
 
 impl Default for ExploreOptions {
@@ -52,6 +56,7 @@ impl Default for ExploreOptions {
             points: Points::Boundaries,
             keep_failures: true,
             prune: true,
+            second_record: true,
         }
     }
 }

@@ -4,6 +4,7 @@
 use super::boundaries::{points, schedules};
 use super::case::{Case, Workload};
 use super::finding::{CaseStatus, case_status};
+use super::interleaving::{Interleaving, agree};
 use super::options::{ExploreOptions, Points};
 use super::point::Point;
 use super::prune::{Pruned, select};
@@ -34,6 +35,8 @@ pub struct Plan {
     /// its occurrences the workload passed, every one a case hit exactly (at a system call, a
     /// held answer or the harness's client).
     pub exact: Vec<(Boundary, usize)>,
+    /// With operations in flight together (boundary points): the two record runs compared.
+    pub interleaving: Option<Interleaving>,
 }
 
 /// The record run and the depth-1 cases of `workload`, without running them: what the trials list.
@@ -45,6 +48,7 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     let story = failed.then(|| crate::report::story::story(&workload.base, &verdict, &run));
     let mut exact = Vec::new();
     let mut same_state = Vec::new();
+    let mut interleaving = None;
     let (points, pruned, cases, probe) = if syscalls {
         let planned = syscalls::plan(workload, &run, options.prune);
         exact = planned.exact;
@@ -53,8 +57,20 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
         (planned.points, Vec::new(), planned.cases, true)
     } else {
         let seen = points(&workload.base, &run, None);
-        let found = seen.len();
-        let (to_run, pruned) = select(&workload.base, seen, options.prune);
+        let (found, to_run, pruned) = if options.second_record && crate::search::replay::concurrent(&workload.base) {
+            // Which points a record run passes, and which share a crash state, is the
+            // interleaving's: a second record run says where it disagrees. Only its points are
+            // used; a failure of the workload with no kill is the first run's to report.
+            let (_, again) = crate::judge::run_scenario(&workload.base, target, &record_options)?;
+            let again = points(&workload.base, &again, None);
+            let (found, to_run, pruned, account) = agree(&workload.base, seen, again, options.prune);
+            interleaving = Some(account);
+            (found, to_run, pruned)
+        } else {
+            let found = seen.len();
+            let (to_run, pruned) = select(&workload.base, seen, options.prune);
+            (found, to_run, pruned)
+        };
         (found, pruned, schedules(&workload.base, &to_run, run.probe), run.probe)
     };
     let (record_artifacts, story) = if failed && options.keep_failures {
@@ -64,5 +80,16 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     } else {
         (None, story)
     };
-    Ok(Plan { record: verdict, record_story: story, record_artifacts, points, pruned, same_state, cases, probe, exact })
+    Ok(Plan {
+        record: verdict,
+        record_story: story,
+        record_artifacts,
+        points,
+        pruned,
+        same_state,
+        cases,
+        probe,
+        exact,
+        interleaving,
+    })
 }
