@@ -21,8 +21,10 @@
 //! step begun and not followed by the next: a run with no kill, or whose kills interrupted
 //! nothing, has none, and its counts are held exact.
 
+use crate::model::boundary::Boundary;
 use crate::run::client::OperationReport;
 use crate::run::driver::{Happening, Mark};
+use crate::run::probe::ProbeMessage;
 use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Subject};
 use std::collections::BTreeMap;
 
@@ -56,7 +58,7 @@ impl InFlight {
     pub(super) fn of(ledger: &[Entry], timeline: &[Mark], reports: &BTreeMap<String, OperationReport>) -> InFlight {
         let owner = owners(ledger, reports);
         let mut found = InFlight::default();
-        for (incarnation, start, end) in ended(timeline) {
+        for (incarnation, start, end, held) in ended(timeline) {
             // The world stamps each request with the incarnation that sent it (§9-1); a request
             // without the header is placed by the clock.
             let theirs = ledger.iter().filter(|e| match e.incarnation {
@@ -67,6 +69,12 @@ impl InFlight {
             let mut deliveries: BTreeMap<(String, String), Last> = BTreeMap::new();
             for entry in theirs {
                 step(entry, &owner, &mut execution, &mut deliveries);
+            }
+            // The operation the probe held when the incarnation died was stopped exactly at its
+            // boundary: at `before_dispatch` nothing of the attempt is written (CONTRACT.md §7),
+            // so its allowed check cut nothing off.
+            if let Some(message) = held.filter(|m| m.boundary == Boundary::BeforeDispatch) {
+                execution.remove(&message.operation_id);
             }
             found.add(execution, deliveries);
         }
@@ -190,19 +198,29 @@ fn owners(ledger: &[Entry], reports: &BTreeMap<String, OperationReport>) -> BTre
     owner
 }
 
-/// Every incarnation that was killed or frozen: its number, the `seq` of its start and of its end.
-fn ended(timeline: &[Mark]) -> Vec<(u32, u64, u64)> {
+/// Every incarnation that was killed or frozen: its number, the `seq` of its start and of its end,
+/// and the probe announcement it was held at when it died, if any.
+fn ended(timeline: &[Mark]) -> Vec<(u32, u64, u64, Option<&ProbeMessage>)> {
     let started = |n: u32| {
         timeline
             .iter()
             .find(|m| matches!(m.happening, Happening::Started { incarnation } if incarnation == n))
             .map_or(0, |m| m.seq)
     };
+    // The announcement a kill fired at is the last `Boundary { killed: true }` before the kill.
+    let held_at = |end: u64| {
+        timeline.iter().take_while(|m| m.seq < end).fold(None, |held, m| match &m.happening {
+            Happening::Boundary { message, killed: true } => Some(message),
+            Happening::Killed { .. } | Happening::Frozen { .. } => None,
+            _ => held,
+        })
+    };
     timeline
         .iter()
-        .filter_map(|m| match m.happening {
-            Happening::Killed { incarnation } | Happening::Frozen { incarnation, .. } => {
-                Some((incarnation, started(incarnation), m.seq))
+        .filter_map(|m| match &m.happening {
+            Happening::Killed { incarnation } => Some((*incarnation, started(*incarnation), m.seq, held_at(m.seq))),
+            Happening::Frozen { incarnation, message } => {
+                Some((*incarnation, started(*incarnation), m.seq, Some(message)))
             }
             _ => None,
         })
