@@ -8,53 +8,20 @@
 //! in an incarnation that was then killed, is a send whose `SENT` may have been committed and
 //! whose request never left.
 
-use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response, Subject};
-use killpoint::run::artifacts::Artifacts;
+use fake_tool::{Effect, Event, PolicyAnswer, Response, Subject};
 use killpoint::run::client::OperationReport;
-use killpoint::run::driver::Mark;
 use killpoint::{Happening, Hit, Invariant, Run, Scenario, check};
 use serde_json::{Value, json};
 use std::path::Path;
 
 /// A run being written: the ledger and the timeline on one clock.
-#[derive(Default)]
-struct Story {
-    seq: u64,
-    ledger: Vec<Entry>,
-    timeline: Vec<Mark>,
-    incarnation: u32,
-}
+mod written_run;
+use written_run::Story;
 
 impl Story {
-    fn new() -> Story {
-        let mut story = Story { incarnation: 1, ..Story::default() };
-        story.mark(Happening::Started { incarnation: 1 });
-        story
-    }
-
-    fn tick(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
-    fn mark(&mut self, happening: Happening) {
-        let seq = self.tick();
-        self.timeline.push(Mark { seq, at_micros: seq * 1000, happening });
-    }
-
-    fn entry(&mut self, event: Event) {
-        let seq = self.tick();
-        self.ledger.push(Entry { seq, at_micros: seq * 1000, incarnation: Some(self.incarnation), event });
-    }
-
     fn submitted(&mut self, op: &str) {
         self.mark(Happening::Submitted { operation: op.to_owned() });
         self.mark(Happening::Answered { operation: op.to_owned(), status: 202 });
-    }
-
-    fn checked(&mut self, op: &str, subject: Subject, answer: PolicyAnswer) {
-        let (tenant, actor, operation) = ("acme".to_owned(), "agent-7".to_owned(), Some(op.to_owned()));
-        self.entry(Event::PolicyCheck { tenant, actor, operation, subject, answer, injected: None });
     }
 
     /// An allowed tool check, then the call the provider applied and answered `200`.
@@ -105,14 +72,7 @@ impl Story {
         });
     }
 
-    fn killed(&mut self) {
-        let incarnation = self.incarnation;
-        self.mark(Happening::Killed { incarnation });
-        self.incarnation += 1;
-        self.mark(Happening::Started { incarnation: incarnation + 1 });
-    }
-
-    fn run(self, reports: Vec<Value>, hits: Vec<Hit>, metrics: Option<String>) -> Run {
+    fn judged(self, reports: Vec<Value>, hits: Vec<Hit>, metrics: Option<String>) -> Run {
         let reports = reports
             .into_iter()
             .map(|r| {
@@ -120,24 +80,7 @@ impl Story {
                 (report.operation_id.clone(), report)
             })
             .collect();
-        Run {
-            ledger: self.ledger,
-            timeline: self.timeline,
-            reports,
-            unsettled: Vec::new(),
-            probe: true,
-            hits,
-            aborted: None,
-            harness_failure: None,
-            incarnations: self.incarnation,
-            restarts: Vec::new(),
-            recoveries: Vec::new(),
-            fingerprints: Vec::new(),
-            syscall_points: Vec::new(),
-            syscall_hits: Vec::new(),
-            metrics: metrics.map(Ok),
-            artifacts: Artifacts::create("kill-slack").expect("a temp dir for the run"),
-        }
+        self.run("kill-slack", reports, hits, metrics)
     }
 }
 
@@ -193,7 +136,7 @@ fn a_send_in_flight_beside_the_killed_one_may_count_one_more() {
     story.sent("charge", "ledger", 202, false);
     story.sent("charge", "mailer", 202, true);
     let reports = vec![report("charge", 1, &[("ledger", "ACKED", 2), ("mailer", "ACKED", 2)])];
-    let run = story.run(reports, vec![Hit::Exact], None);
+    let run = story.judged(reports, vec![Hit::Exact], None);
     let found = violations_of(&run, &scenario(TWO_DESTINATIONS), Invariant::TruthfulStatus);
     assert!(found.is_empty(), "a send in flight at the kill may count once more than received: {found:#?}");
 }
@@ -210,7 +153,7 @@ fn a_send_counted_twice_with_nothing_in_flight_fails() {
     story.sent("charge", "ledger", 202, false);
     story.sent("charge", "mailer", 202, true);
     let reports = vec![report("charge", 1, &[("ledger", "ACKED", 2), ("mailer", "ACKED", 2)])];
-    let run = story.run(reports, vec![Hit::Exact], None);
+    let run = story.judged(reports, vec![Hit::Exact], None);
     let found = violations_of(&run, &scenario(TWO_DESTINATIONS), Invariant::TruthfulStatus);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(found[0].contains("reports 2 send(s) to `mailer` but that consumer received 1"), "{}", found[0]);
@@ -264,7 +207,7 @@ fn reconciling(claimed: u32, lookups_in_flight: bool) -> Vec<String> {
         "killpoint_reconciliations_total{{outcome=\"found\"}} {claimed}\nkillpoint_refusals_total{{reason=\"policy\"}} 0\n"
     );
     let reports = ["a", "b", "c"].map(|op| report(op, 1, &[])).to_vec();
-    let run = story.run(reports, Vec::new(), Some(metrics));
+    let run = story.judged(reports, Vec::new(), Some(metrics));
     violations_of(&run, &scenario(THREE_RECONCILING), Invariant::TruthfulStatus)
 }
 
@@ -313,7 +256,7 @@ fn dead_lettered(fourth_in_flight: bool) -> Vec<String> {
     };
     let mut reports = vec![report("charge", 1, &[("mailer", "DEAD_LETTERED", counted)])];
     reports[0]["deliveries"][0]["last_error"] = json!(format!("send {counted}: 503"));
-    let run = story.run(reports, Vec::new(), None);
+    let run = story.judged(reports, Vec::new(), None);
     let scenario = scenario(DEAD_LETTER);
     let mut found = violations_of(&run, &scenario, Invariant::DeadLetterBound);
     found.extend(violations_of(&run, &scenario, Invariant::TruthfulStatus));

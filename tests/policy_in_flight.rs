@@ -16,58 +16,16 @@
 //! next incarnation, a check stamped after the incarnation's death, a send after a refusal, the
 //! held operation's own delivery.
 
-use fake_tool::{Effect, Entry, Event, PolicyAnswer, Response, Subject};
-use killpoint::run::artifacts::Artifacts;
-use killpoint::run::driver::Mark;
+use fake_tool::{Effect, Event, PolicyAnswer, Response, Subject};
 use killpoint::run::probe::ProbeMessage;
 use killpoint::{Boundary, Happening, Hit, Invariant, Run, Scenario, check};
 use serde_json::json;
 use std::path::Path;
 
-/// A run being written: the ledger and the timeline on one clock.
-struct Story {
-    seq: u64,
-    ledger: Vec<Entry>,
-    timeline: Vec<Mark>,
-    incarnation: u32,
-}
+mod written_run;
+use written_run::Story;
 
 impl Story {
-    fn new() -> Story {
-        let mut story = Story { seq: 0, ledger: Vec::new(), timeline: Vec::new(), incarnation: 1 };
-        story.mark(Happening::Started { incarnation: 1 });
-        story
-    }
-
-    fn tick(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
-    fn mark(&mut self, happening: Happening) {
-        let seq = self.tick();
-        self.timeline.push(Mark { seq, at_micros: seq * 1000, happening });
-    }
-
-    /// An entry the world recorded for a request stamped `incarnation`.
-    fn entry_of(&mut self, incarnation: u32, event: Event) {
-        let seq = self.tick();
-        self.ledger.push(Entry { seq, at_micros: seq * 1000, incarnation: Some(incarnation), event });
-    }
-
-    fn entry(&mut self, event: Event) {
-        self.entry_of(self.incarnation, event);
-    }
-
-    fn check_of(&mut self, incarnation: u32, op: &str, subject: Subject, answer: PolicyAnswer) {
-        let (tenant, actor, operation) = ("acme".to_owned(), "agent-7".to_owned(), Some(op.to_owned()));
-        self.entry_of(incarnation, Event::PolicyCheck { tenant, actor, operation, subject, answer, injected: None });
-    }
-
-    fn checked(&mut self, op: &str, subject: Subject, answer: PolicyAnswer) {
-        self.check_of(self.incarnation, op, subject, answer);
-    }
-
     fn call_of(&mut self, incarnation: u32, op: &str, tool: &str) {
         self.entry_of(
             incarnation,
@@ -115,32 +73,8 @@ impl Story {
         self.mark(Happening::Boundary { message, killed: true });
     }
 
-    fn killed(&mut self) {
-        let incarnation = self.incarnation;
-        self.mark(Happening::Killed { incarnation });
-        self.incarnation += 1;
-        self.mark(Happening::Started { incarnation: incarnation + 1 });
-    }
-
-    fn run(self) -> Run {
-        Run {
-            ledger: self.ledger,
-            timeline: self.timeline,
-            reports: Default::default(),
-            unsettled: Vec::new(),
-            probe: true,
-            hits: vec![Hit::Exact],
-            aborted: None,
-            harness_failure: None,
-            incarnations: self.incarnation,
-            restarts: Vec::new(),
-            recoveries: Vec::new(),
-            fingerprints: Vec::new(),
-            syscall_points: Vec::new(),
-            syscall_hits: Vec::new(),
-            metrics: None,
-            artifacts: Artifacts::create("policy-in-flight").expect("a temp dir for the run"),
-        }
+    fn judged(self) -> Run {
+        self.run("policy-in-flight", Default::default(), vec![Hit::Exact], None)
     }
 }
 
@@ -188,7 +122,7 @@ fn late_call(before: bool, after: bool, call: u32) -> Vec<String> {
         story.check_of(1, "charge", tool(), PolicyAnswer::Allowed);
     }
     story.call_of(call, "charge", "charge_card");
-    violations(&story.run(), Invariant::PolicyChecked)
+    violations(&story.judged(), Invariant::PolicyChecked)
 }
 
 #[test]
@@ -230,7 +164,7 @@ fn held_charge(charge_sends: bool, then: impl FnOnce(&mut Story)) -> Vec<String>
     then(&mut story);
     story.killed();
     story.checked("charge", LEDGER(), PolicyAnswer::Refused);
-    violations(&story.run(), Invariant::PolicyRespected)
+    violations(&story.judged(), Invariant::PolicyRespected)
 }
 
 #[test]
@@ -260,7 +194,7 @@ fn the_next_incarnation_sending_on_an_old_answer_is_still_caught() {
     story.revoked("ledger");
     story.killed();
     story.receipt_of(2, "status", "ledger");
-    let found = violations(&story.run(), Invariant::PolicyRespected);
+    let found = violations(&story.judged(), Invariant::PolicyRespected);
     assert!(found.iter().any(|m| m.contains("`status`")), "incarnation 2 sent on incarnation 1's answer: {found:#?}");
 }
 
