@@ -203,8 +203,15 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
     // is then the receive that completes the provider's answer, exactly (CONTRACT.md section 7).
     // Untraced, the kill lands wherever the runtime is when the answer leaves the provider — after
     // the naive graph has recorded the call's output in some runs, and then nothing is repeated.
-    let options =
-        RunOptions { probe, syscalls: !probe && killpoint::run::traced::permitted().is_ok(), ..RunOptions::default() };
+    // The ready deadline is a hang bound too: the first start in a fresh virtualenv compiles every
+    // module of LangGraph or DBOS from source (CI sets PYTHONDONTWRITEBYTECODE), traced, on a
+    // loaded machine — past the default 10 s in CI's first trials.
+    let options = RunOptions {
+        probe,
+        syscalls: !probe && killpoint::run::traced::permitted().is_ok(),
+        ready_timeout: std::time::Duration::from_secs(60),
+        ..RunOptions::default()
+    };
     let (verdict, run) = run_scenario(&scenario, &target, &options)
         .map_err(|e| format!("scenario `{}` could not run: {e}", scenario.name))?;
     let story = || killpoint::report::story::story(&scenario, &verdict, &run);
