@@ -5,8 +5,11 @@
 //! beside this binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod child;
+use child::{output_within, text};
 
 fn killpoint() -> Command {
     Command::new(env!("CARGO_BIN_EXE_killpoint"))
@@ -22,10 +25,6 @@ fn reference_runtime() -> PathBuf {
     beside
 }
 
-fn text(output: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
-}
-
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -37,29 +36,6 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
-}
-
-/// Runs `command` (in a process group of its own; the stdout and stderr it was given, piped ones
-/// read) to its end within `deadline`; past it, kills the whole group, reaps it and fails, saying
-/// what it waited for.
-fn output_within(mut command: Command, deadline: Duration, what: &str) -> Output {
-    use std::os::unix::process::CommandExt;
-    let child = command.process_group(0).stdin(Stdio::null()).spawn().unwrap();
-    let pgid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || tx.send(child.wait_with_output()));
-    match rx.recv_timeout(deadline) {
-        Ok(output) => {
-            waiter.join().unwrap().ok();
-            output.unwrap()
-        }
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
-            let output = rx.recv().unwrap().unwrap();
-            let (stdout, stderr) = text(&output);
-            panic!("{what} did not finish within {deadline:?} (its group killed):\n{stdout}\n{stderr}");
-        }
-    }
 }
 
 /// A marker unique to this test process and test, exported to everything a test's `killpoint`

@@ -15,6 +15,9 @@ use std::time::Duration;
 /// A whole CLI command here takes a few seconds; this leaves room for a busy machine.
 const DEADLINE: Duration = Duration::from_secs(240);
 
+mod child;
+use child::text;
+
 fn killpoint_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_killpoint"))
 }
@@ -25,33 +28,13 @@ fn reference_runtime() -> PathBuf {
     beside
 }
 
-fn text(output: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
-}
-
 /// Runs `command` in `cwd` (in a process group of its own, `TMPDIR` set to `tmp`, `PATH` without
 /// killpoint's directory) to its end within [`DEADLINE`]; past it, kills the whole group, reaps it
 /// and fails, saying what it waited for.
 fn output_within(mut command: Command, cwd: &Path, tmp: &Path, what: &str) -> Output {
-    use std::os::unix::process::CommandExt;
     command.current_dir(cwd).env("TMPDIR", tmp).env("PATH", "/usr/bin:/bin").env_remove("KILLPOINT");
-    let child = command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    let child = child.unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    let pgid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || tx.send(child.wait_with_output()));
-    match rx.recv_timeout(DEADLINE) {
-        Ok(output) => {
-            waiter.join().unwrap().ok();
-            output.unwrap()
-        }
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
-            let output = rx.recv().unwrap().unwrap();
-            let (stdout, stderr) = text(&output);
-            panic!("{what} did not finish within {DEADLINE:?} (its group killed):\n{stdout}\n{stderr}");
-        }
-    }
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    child::output_within(command, DEADLINE, what)
 }
 
 /// A JSON certificate's one scenario: its name, status and the invariants it violated.
