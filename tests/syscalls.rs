@@ -377,3 +377,38 @@ fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
     let hits: Vec<_> = verdict.coverage.iter().map(|c| c.hit).collect();
     assert!(hits.contains(&killpoint::Hit::NeedsProbe), "{hits:?}");
 }
+
+/// Whether the run froze an incarnation, resumed it, and saw it exit: the zombie was played.
+fn zombie_exited(run: &killpoint::Run) -> bool {
+    let frozen = run.timeline.iter().any(|m| matches!(m.happening, killpoint::Happening::Frozen { .. }));
+    let exited = run.timeline.iter().any(|m| matches!(m.happening, killpoint::Happening::ZombieExited { .. }));
+    frozen && exited
+}
+
+/// Zombies without the probe (CONTRACT.md §9): the tracer holds the runtime at the system call
+/// where it reaches the freeze's boundary, the next incarnation starts on the same data dir, and
+/// the held one is resumed once its operation settled. The reference runtime and the Python one
+/// (another design: a store fence checked per transaction in Python's sqlite3) exit at their fence;
+/// `fenced-hangs` stays up after finding its fence, and is caught black-box.
+#[test]
+fn zombies_are_frozen_at_system_calls_without_the_probe() {
+    // Where tracing and python3 are there (the fixture is not used).
+    let Some(_) = split_step_fixture() else { return };
+    let scenario = scenario("zombie_worker");
+    let python = Target { program: root().join("examples/python-runtime/runtime.py"), args: Vec::new() };
+    for target in [reference(), python] {
+        let (verdict, run) = run_scenario(&scenario, &target, &traced_black_box()).expect("it runs");
+        let story = killpoint::report::story::story(&scenario, &verdict, &run);
+        assert!(verdict.passed(), "{}: {story}", target.program.display());
+        let hits: Vec<_> = verdict.coverage.iter().map(|c| c.hit).collect();
+        assert_eq!(hits, [killpoint::Hit::AtSyscall; 2], "{}: {story}", target.program.display());
+        assert!(zombie_exited(&run), "{}: {story}", target.program.display());
+    }
+    // One hanging zombie proves it, and each waits out its time to exit: `sms`'s freeze alone.
+    let mut one = scenario.clone();
+    one.faults.retain(|f| f.operation == "sms");
+    let (verdict, run) = run_scenario(&one, &broken("fenced-hangs"), &traced_black_box()).expect("it runs");
+    let story = killpoint::report::story::story(&one, &verdict, &run);
+    let outlived = verdict.violations.iter().find(|v| v.invariant == killpoint::Invariant::Fenced);
+    assert!(outlived.is_some_and(|v| v.message.contains("still running")), "{story}");
+}

@@ -219,7 +219,7 @@ fn ended(timeline: &[Mark]) -> Vec<(u32, u64, u64, Option<&ProbeMessage>)> {
         .iter()
         .filter_map(|m| match &m.happening {
             Happening::Killed { incarnation } => Some((*incarnation, started(*incarnation), m.seq, held_at(m.seq))),
-            Happening::Frozen { incarnation, message } => {
+            Happening::Frozen { incarnation, message, .. } => {
                 Some((*incarnation, started(*incarnation), m.seq, Some(message)))
             }
             _ => None,

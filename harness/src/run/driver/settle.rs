@@ -147,7 +147,7 @@ impl<'s, 'a> Settling<'s, 'a> {
         match self.driver.fault_for(&message) {
             Some(i) if scenario.faults[i].action == Action::Freeze => {
                 self.driver.hits[i] = Hit::Exact;
-                self.driver.freeze(message, self.launch).await?;
+                self.driver.freeze(message, None, self.launch).await?;
             }
             Some(i) => {
                 self.driver.hits[i] = Hit::Exact;

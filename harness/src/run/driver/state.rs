@@ -3,6 +3,7 @@
 //! a source that may be absent.
 
 use super::fingerprint::Fingerprint;
+use super::freeze::Zombie;
 use super::record::RunOptions;
 use super::record::{Happening, Hit, Mark};
 use super::setup::{Ground, Tracer};
@@ -48,9 +49,9 @@ pub(super) struct Driver<'a> {
     /// A syscall kill noticed where the driver could not act on it yet (a request failed because
     /// of it): acted on at the next chance.
     pub(super) reached_early: Option<Reached>,
-    /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
-    /// was frozen at; resumed once the operation they were frozen in has settled.
-    pub(super) zombies: Vec<(Incarnation, ProbeMessage)>,
+    /// Frozen incarnations that a newer one has outlived, with the announcement each was frozen
+    /// at; resumed once the operation they were frozen in has settled.
+    pub(super) zombies: Vec<Zombie>,
     /// When each operation's submission was accepted: its settle deadline counts from then (or
     /// from a later ready line).
     pub(super) submitted: HashMap<String, tokio::time::Instant>,
