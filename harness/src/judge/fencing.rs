@@ -56,7 +56,10 @@ fn unmarked_requests(run: &Run, violations: &mut Vec<Violation>) {
 fn outlived_and_resumed(run: &Run, violations: &mut Vec<Violation>) {
     for mark in &run.timeline {
         match &mark.happening {
-            Happening::Resumed { incarnation, message, .. } => {
+            // Frozen at no boundary (a `[[syscall_fault]]` just before a request): its next act,
+            // that request, is one a correct runtime makes; what follows its refusal is judged
+            // by `went_on_after_refusal`.
+            Happening::Resumed { incarnation, message: Some(message), .. } => {
                 let frozen_flow = (Some(message.operation_id.as_str()), message.destination.as_deref());
                 let late: Vec<&Entry> = run
                     .ledger

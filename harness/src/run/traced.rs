@@ -124,6 +124,7 @@ impl SyscallPoint {
             when: self.when,
             incarnation: self.since.is_none().then_some(self.incarnation),
             since: self.since.clone(),
+            action: crate::scenario::SyscallAction::Kill,
         }
     }
 }
@@ -557,7 +558,8 @@ impl Shared {
         match (syscall, boundary) {
             (Some(i), _) => {
                 state.hits[i] = true;
-                Some((reached(Target::Syscall(i), false), false))
+                let freeze = self.faults[i].action == crate::scenario::SyscallAction::Freeze;
+                Some((reached(Target::Syscall(i), false), freeze))
             }
             (None, Some(i)) => {
                 state.boundary_faults[i].1 = true;

@@ -2,6 +2,7 @@
 //! the kill and restart — at a boundary or at a syscall fault's point.
 
 use super::arming::revocations;
+use super::freeze::Frozen;
 use super::record::{Happening, Hit};
 use super::state::Driver;
 use crate::model::boundary::Site;
@@ -53,18 +54,24 @@ impl Driver<'_> {
     /// and run the restart's checks. Or it is held there by a freeze: outlived, as at a probe's.
     pub(super) async fn syscall_restart(&mut self, mut reached: Reached, launch: &Launch<'_>) -> Result<(), String> {
         let incarnation = self.incarnation.number;
-        if let (Target::Boundary(i), Some(held)) = (reached.target, reached.held.take()) {
+        match (reached.target, reached.held.take()) {
             // A freeze: the tracer holds the runtime at the boundary's call, alive.
-            self.hits[i] = Hit::AtSyscall;
-            let fault = &self.scenario.faults[i];
-            // As the probe would have announced it; the tracer counts occurrences, not attempts.
-            let message = ProbeMessage {
-                boundary: fault.at,
-                operation_id: fault.operation.clone(),
-                attempt: fault.occurrence,
-                destination: fault.destination.clone(),
-            };
-            return self.freeze(message, Some(held), launch).await;
+            (Target::Boundary(i), Some(held)) => {
+                self.hits[i] = Hit::AtSyscall;
+                let fault = &self.scenario.faults[i];
+                // As the probe would have announced it; the tracer counts occurrences, not attempts.
+                let message = ProbeMessage {
+                    boundary: fault.at,
+                    operation_id: fault.operation.clone(),
+                    attempt: fault.occurrence,
+                    destination: fault.destination.clone(),
+                };
+                return self.freeze(Frozen::Boundary(message), Some(held), launch).await;
+            }
+            (Target::Syscall(_), Some(held)) => {
+                return self.freeze(Frozen::Syscall(reached.point), Some(held), launch).await;
+            }
+            (_, None) => {}
         }
         if let Target::Boundary(i) = reached.target {
             // The runtime is dead already (the tracer's task killed it): a revocation in force

@@ -14,9 +14,17 @@ use std::time::Instant;
 
 /// A frozen incarnation a newer one outlived: the announcement it was frozen at, and, when the
 /// tracer holds it (not SIGSTOP), the held point to answer.
+/// Where a freeze held its incarnation: at a boundary (the probe's announcement, or as the tracer
+/// reached it), or at a `[[syscall_fault]]`'s point.
+pub(super) enum Frozen {
+    Boundary(ProbeMessage),
+    Syscall(crate::run::traced::SyscallPoint),
+}
+
 pub(super) struct Zombie {
     pub(super) incarnation: Incarnation,
-    pub(super) message: ProbeMessage,
+    /// `None` for a `[[syscall_fault]]` freeze, at no boundary.
+    pub(super) message: Option<ProbeMessage>,
     pub(super) held: Option<Held>,
 }
 
@@ -26,14 +34,23 @@ impl Driver<'_> {
     /// the frozen one kept aside with its unanswered announcement.
     pub(super) async fn freeze(
         &mut self,
-        message: ProbeMessage,
+        frozen: Frozen,
         held: Option<Held>,
         launch: &Launch<'_>,
     ) -> Result<(), String> {
         let frozen_at = Instant::now();
         self.last_kill = Some(frozen_at);
         let number = self.incarnation.number;
-        self.mark(Happening::Frozen { incarnation: number, message: message.clone(), held: held.is_some() });
+        let message = match frozen {
+            Frozen::Boundary(message) => {
+                self.mark(Happening::Frozen { incarnation: number, message: message.clone(), held: held.is_some() });
+                Some(message)
+            }
+            Frozen::Syscall(point) => {
+                self.mark(Happening::SyscallFrozen { incarnation: number, point });
+                None
+            }
+        };
         if held.is_none() {
             self.incarnation.freeze();
         }

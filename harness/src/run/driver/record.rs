@@ -76,12 +76,18 @@ pub enum Happening {
         message: ProbeMessage,
         held: bool,
     },
+    /// A `[[syscall_fault]]` freeze: the tracer holds the incarnation just before a request
+    /// (`point`), not at a boundary; the next incarnation starts while this one still exists.
+    SyscallFrozen {
+        incarnation: u32,
+        point: crate::run::traced::SyscallPoint,
+    },
     /// The frozen incarnation was SIGCONTed and its held announcement answered `resume` (or,
     /// `held`, its held system call). Marked before: anything it does afterwards comes later on
-    /// the clock.
+    /// the clock. `message` is the boundary it was frozen at; `None` for a `SyscallFrozen` one.
     Resumed {
         incarnation: u32,
-        message: ProbeMessage,
+        message: Option<ProbeMessage>,
         held: bool,
     },
     /// A resumed (outlived) incarnation announced a boundary; the harness answered `resume`.

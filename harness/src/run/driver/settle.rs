@@ -3,6 +3,7 @@
 //! on the one poll the contract leaves, reading an operation's state.
 
 use super::fingerprint::Fingerprint;
+use super::freeze::Frozen;
 use super::record::{Happening, Hit};
 use super::state::{Driver, next_probe, next_syscall};
 use crate::model::boundary::Boundary;
@@ -147,7 +148,7 @@ impl<'s, 'a> Settling<'s, 'a> {
         match self.driver.fault_for(&message) {
             Some(i) if scenario.faults[i].action == Action::Freeze => {
                 self.driver.hits[i] = Hit::Exact;
-                self.driver.freeze(message, None, self.launch).await?;
+                self.driver.freeze(Frozen::Boundary(message), None, self.launch).await?;
             }
             Some(i) => {
                 self.driver.hits[i] = Hit::Exact;
