@@ -2,9 +2,9 @@
 //! the kill and restart — at a boundary or at a syscall fault's point.
 
 use super::arming::revocations;
-use super::freeze::Frozen;
 use super::record::{Happening, Hit};
 use super::state::Driver;
+use super::state::Frozen;
 use crate::model::boundary::Site;
 use crate::run::incarnation::Launch;
 use crate::run::probe::ProbeMessage;

@@ -5,29 +5,14 @@
 
 use super::record::Happening;
 use super::restart::start;
-use super::state::{Driver, next_probe};
+use super::state::{Driver, Frozen, Zombie, next_probe};
 use crate::run::client::Client;
 use crate::run::held::Held;
-use crate::run::incarnation::{Incarnation, Launch, describe_status};
-use crate::run::probe::ProbeMessage;
+use crate::run::incarnation::{Launch, describe_status};
 use std::time::Instant;
 
 /// A frozen incarnation a newer one outlived: the announcement it was frozen at, and, when the
 /// tracer holds it (not SIGSTOP), the held point to answer.
-/// Where a freeze held its incarnation: at a boundary (the probe's announcement, or as the tracer
-/// reached it), or at a `[[syscall_fault]]`'s point.
-pub(super) enum Frozen {
-    Boundary(ProbeMessage),
-    Syscall(crate::run::traced::SyscallPoint),
-}
-
-pub(super) struct Zombie {
-    pub(super) incarnation: Incarnation,
-    /// `None` for a `[[syscall_fault]]` freeze, at no boundary.
-    pub(super) message: Option<ProbeMessage>,
-    pub(super) held: Option<Held>,
-}
-
 impl Driver<'_> {
     /// Fires a `freeze` fault: SIGSTOP instead of SIGKILL (or the tracer's `held` point), the
     /// world told that the next incarnation is current before it starts (its fencing token), and

@@ -3,8 +3,8 @@
 //! on the one poll the contract leaves, reading an operation's state.
 
 use super::fingerprint::Fingerprint;
-use super::freeze::Frozen;
 use super::record::{Happening, Hit};
+use super::state::Frozen;
 use super::state::{Driver, next_probe, next_syscall};
 use crate::model::boundary::Boundary;
 use crate::run::client::ReadError;

@@ -3,12 +3,12 @@
 //! a source that may be absent.
 
 use super::fingerprint::Fingerprint;
-use super::freeze::Zombie;
 use super::record::RunOptions;
 use super::record::{Happening, Hit, Mark};
 use super::setup::{Ground, Tracer};
 use crate::model::boundary::Boundary;
 use crate::run::client::{Client, OperationReport, ReadError};
+use crate::run::held::Held;
 use crate::run::incarnation::Incarnation;
 use crate::run::probe::{ProbeConnection, ProbeMessage};
 use crate::run::traced::{Reached, Tracing};
@@ -18,6 +18,20 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Where a freeze held its incarnation: at a boundary (the probe's announcement, or as the tracer
+/// reached it), or at a `[[syscall_fault]]`'s point.
+pub(super) enum Frozen {
+    Boundary(ProbeMessage),
+    Syscall(crate::run::traced::SyscallPoint),
+}
+
+pub(super) struct Zombie {
+    pub(super) incarnation: Incarnation,
+    /// `None` for a `[[syscall_fault]]` freeze, at no boundary.
+    pub(super) message: Option<ProbeMessage>,
+    pub(super) held: Option<Held>,
+}
 
 /// The driver: the state its steps share, from the first incarnation's start to the record.
 pub(super) struct Driver<'a> {
