@@ -74,6 +74,11 @@ pub enum Broken {
     /// An incarnation that finds itself fenced stops the work at hand but does not exit: the
     /// thread that noticed waits for ever, the process stays up (CONTRACT.md §9-3 says exit).
     FencedHangs,
+    /// An answer `409 {"error":"fenced"}` is taken for a conflict that passes, as a generic HTTP
+    /// retry layer takes any 409: the request is sent once more before the incarnation exits
+    /// (CONTRACT.md §9-3 says exit without another request). Its store fence works, so only a
+    /// freeze just before a request, where the world is first to refuse, shows it.
+    IgnoresFence,
     /// The success and its outbox are written before the provider is called (a provisional
     /// result), the real result over it after: a crash between leaves a success nobody performed.
     ResultBeforeCall,
@@ -100,7 +105,7 @@ pub enum Broken {
 }
 
 impl Broken {
-    pub const ALL: [Broken; 30] = [
+    pub const ALL: [Broken; 31] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -124,6 +129,7 @@ impl Broken {
         Self::NoStoreFence,
         Self::NoFenceHeader,
         Self::FencedHangs,
+        Self::IgnoresFence,
         Self::ResultBeforeCall,
         Self::DeliverRefused,
         Self::MiscountsDeadLetters,
@@ -158,6 +164,7 @@ impl Broken {
             Self::NoStoreFence => "no-store-fence",
             Self::NoFenceHeader => "no-fence-header",
             Self::FencedHangs => "fenced-hangs",
+            Self::IgnoresFence => "ignores-fence",
             Self::ResultBeforeCall => "result-before-call",
             Self::DeliverRefused => "deliver-refused",
             Self::MiscountsDeadLetters => "miscounts-dead-letters",
@@ -196,6 +203,7 @@ impl Broken {
             Self::NoStoreFence => "never checks the store's fence: an outlived incarnation's writes land",
             Self::NoFenceHeader => "sends no Killpoint-Incarnation header, so the world cannot fence it",
             Self::FencedHangs => "stops working when fenced, but never exits",
+            Self::IgnoresFence => "sends a request again after the world answered it 409 fenced",
             Self::ResultBeforeCall => "writes the success before calling the provider",
             Self::DeliverRefused => "delivers to a destination the policy refused",
             Self::MiscountsDeadLetters => {

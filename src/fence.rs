@@ -28,3 +28,6 @@ pub fn exit(why: &str) -> ! {
 
 /// Set only by the deliberately broken `fenced-hangs` variant.
 pub static HANG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set only by the deliberately broken `ignores-fence` variant.
+pub static RESEND: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -135,6 +135,9 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     if broken == Some(Broken::FencedHangs) {
         crate::fence::HANG.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+    if broken == Some(Broken::IgnoresFence) {
+        crate::fence::RESEND.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     if broken == Some(Broken::NoStoreFence) {
         // BROKEN: the fence is raised but never checked: an outlived incarnation's writes land.
         store = store.unfenced();

@@ -56,13 +56,20 @@ fn unmarked_requests(run: &Run, violations: &mut Vec<Violation>) {
 fn outlived_and_resumed(run: &Run, violations: &mut Vec<Violation>) {
     for mark in &run.timeline {
         match &mark.happening {
-            Happening::Resumed { incarnation, message } => {
+            // Frozen at no boundary (a `[[syscall_fault]]` just before a request): its next act,
+            // that request, is one a correct runtime makes; what follows its refusal is judged
+            // by `went_on_after_refusal`.
+            Happening::Resumed { incarnation, message: Some(message), .. } => {
                 let frozen_flow = (Some(message.operation_id.as_str()), message.destination.as_deref());
                 let late: Vec<&Entry> = run
                     .ledger
                     .iter()
                     .filter(|e| e.seq > mark.seq && e.incarnation == Some(*incarnation))
-                    .filter(|e| flow(e).is_some_and(|f| f.0 == frozen_flow.0 && (f.1 == frozen_flow.1 || message.destination.is_none())))
+                    .filter(|e| {
+                        flow(e).is_some_and(|f| {
+                            f.0 == frozen_flow.0 && (f.1 == frozen_flow.1 || message.destination.is_none())
+                        })
+                    })
                     .collect();
                 if !late.is_empty() {
                     violations.push(Violation {
@@ -79,17 +86,34 @@ fn outlived_and_resumed(run: &Run, violations: &mut Vec<Violation>) {
                     });
                 }
             }
-            Happening::ZombieOutlived { incarnation, waited } => violations.push(Violation {
-                invariant: Invariant::Fenced,
-                operation: None,
-                message: format!(
-                    "incarnation {incarnation}, outlived by a newer one and then resumed, was still running {:.1} s later; a fenced incarnation must exit at once (the harness SIGKILLed it)",
-                    waited.as_secs_f64()
-                ),
-                evidence: Vec::new(),
-            }),
+            Happening::ZombieOutlived { incarnation, waited } => {
+                violations.push(still_running(run, *incarnation, *waited))
+            }
             _ => {}
         }
+    }
+}
+
+/// A resumed incarnation still running when its time to exit (the scenario's deadline) was up;
+/// the world's `409 fenced` answers to it, if it had any, are what it should have exited on.
+fn still_running(run: &Run, incarnation: u32, waited: std::time::Duration) -> Violation {
+    let refusals: Vec<&Entry> = run
+        .ledger
+        .iter()
+        .filter(|e| matches!(e.event, Event::Fenced { .. }) && e.incarnation == Some(incarnation))
+        .collect();
+    let answered = match refusals.first() {
+        Some(first) => format!(" and answered `409 fenced` at #{}", first.seq),
+        None => String::new(),
+    };
+    Violation {
+        invariant: Invariant::Fenced,
+        operation: None,
+        message: format!(
+            "incarnation {incarnation}, outlived by a newer one, resumed{answered}, was still running {:.1} s later (the scenario's `deadline_seconds`, the time a resumed incarnation has to meet its fence and exit); a fenced incarnation must exit at once (the harness SIGKILLed it)",
+            waited.as_secs_f64()
+        ),
+        evidence: evidence(refusals.into_iter().take(3)),
     }
 }
 

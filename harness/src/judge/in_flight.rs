@@ -211,7 +211,7 @@ fn ended(timeline: &[Mark]) -> Vec<(u32, u64, u64, Option<&ProbeMessage>)> {
     let held_at = |end: u64| {
         timeline.iter().take_while(|m| m.seq < end).fold(None, |held, m| match &m.happening {
             Happening::Boundary { message, killed: true } => Some(message),
-            Happening::Killed { .. } | Happening::Frozen { .. } => None,
+            Happening::Killed { .. } | Happening::Frozen { .. } | Happening::SyscallFrozen { .. } => None,
             _ => held,
         })
     };
@@ -219,9 +219,10 @@ fn ended(timeline: &[Mark]) -> Vec<(u32, u64, u64, Option<&ProbeMessage>)> {
         .iter()
         .filter_map(|m| match &m.happening {
             Happening::Killed { incarnation } => Some((*incarnation, started(*incarnation), m.seq, held_at(m.seq))),
-            Happening::Frozen { incarnation, message } => {
+            Happening::Frozen { incarnation, message, .. } => {
                 Some((*incarnation, started(*incarnation), m.seq, Some(message)))
             }
+            Happening::SyscallFrozen { incarnation, .. } => Some((*incarnation, started(*incarnation), m.seq, None)),
             _ => None,
         })
         .collect()

@@ -139,6 +139,7 @@ fn mark_event(mark: &Mark) -> TimelineEvent {
         Happening::Killed { .. }
         | Happening::SyscallKill { .. }
         | Happening::Frozen { .. }
+        | Happening::SyscallFrozen { .. }
         | Happening::ZombieOutlived { .. } => Kind::Kill,
         Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
         _ => Kind::Plain,

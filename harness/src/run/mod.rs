@@ -1,6 +1,6 @@
 //! Running one scenario against a runtime: [`driver`] plays the workload and its faults,
 //! [`incarnation`] is one life of the runtime process, [`client`] its HTTP API, [`probe`] the
-//! harness end of the boundary probe, [`traced`] the harness end of the tracer, [`preflight`] the
+//! harness end of the boundary probe, [`traced`] the harness end of the tracer (and [`held`], an incarnation it holds frozen), [`preflight`] the
 //! checks before a first start, [`artifacts`] the directory a run lives in, and [`trace`] the
 //! merged timeline of what happened.
 //!
@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod client;
 pub mod driver;
+pub mod held;
 pub mod incarnation;
 pub mod preflight;
 pub mod probe;

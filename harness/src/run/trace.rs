@@ -138,11 +138,23 @@ pub fn describe_mark(mark: &Mark) -> String {
         Happening::Exited { incarnation, status } => {
             format!("runtime   incarnation {incarnation} exited on its own ({status})")
         }
-        Happening::Frozen { incarnation, message } => {
+        Happening::Frozen { incarnation, message, held: false } => {
             format!("runtime   {}: FREEZE (SIGSTOP incarnation {incarnation})", announcement(message))
         }
-        Happening::Resumed { incarnation, message } => {
+        Happening::Frozen { incarnation, message, held: true } => {
+            format!("runtime   {}: FREEZE (held at its system call, incarnation {incarnation})", announcement(message))
+        }
+        Happening::SyscallFrozen { incarnation, point } => {
+            format!("runtime   {}: FREEZE (held at its system call, incarnation {incarnation})", point.what)
+        }
+        Happening::Resumed { incarnation, message: Some(message), held: false } => {
             format!("harness   SIGCONT incarnation {incarnation}, answer {}: resume", announcement(message))
+        }
+        Happening::Resumed { incarnation, message: Some(message), held: true } => {
+            format!("harness   incarnation {incarnation}, answer its system call at {}: resume", announcement(message))
+        }
+        Happening::Resumed { incarnation, message: None, .. } => {
+            format!("harness   incarnation {incarnation}, answer its held system call: resume")
         }
         Happening::ZombieAnnounced { incarnation, message } => {
             format!("runtime   incarnation {incarnation} (outlived) {}: resume", announcement(message))

@@ -11,6 +11,7 @@
 //! its store) is resumed at once and never addressed, so a kill can never leave an incarnation that
 //! never got ready.
 
+use super::held::{self, Held};
 use crate::model::boundary::Boundary;
 use crate::scenario::{Anchor, SyscallFault};
 use crate::tracer::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
@@ -123,6 +124,7 @@ impl SyscallPoint {
             when: self.when,
             incarnation: self.since.is_none().then_some(self.incarnation),
             since: self.since.clone(),
+            action: crate::scenario::SyscallAction::Kill,
         }
     }
 }
@@ -144,14 +146,18 @@ pub struct Reached {
     /// For a boundary: the tracer took the first sync after the answer for the commit, and cannot
     /// tell it from a sync just before it (a journal's, another writer's): see [`Due::NextSync`].
     pub inferred: bool,
+    /// A freeze: the incarnation is held at the point, alive, until this is resumed. `None` for
+    /// a kill: the incarnation is dead already.
+    pub held: Option<Held>,
 }
 
-/// A `[[fault]]` the tracer fires: a kill at a boundary reached at a system call.
+/// A `[[fault]]` the tracer fires at a boundary reached at a system call: a kill, or a freeze.
 #[derive(Debug, Clone)]
 pub struct BoundaryFault {
     /// Its index in the scenario's faults.
     pub index: usize,
     pub at: Anchor,
+    pub freeze: bool,
 }
 
 /// What the fake world's exchanges have told so far, for the boundaries they mark (CONTRACT.md
@@ -445,15 +451,21 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         // Counted from the start: what the incarnation did before its ready line is on disk too.
         let crash_state = state.passing(&point);
         if ready.load(Ordering::SeqCst)
-            && let Some((target, point, inferred)) = shared.passed(incarnation, &point, crash_state, &mut counts)
+            && let Some((mut reached, freeze)) = shared.passed(incarnation, &point, crash_state, &mut counts)
         {
+            if freeze {
+                // Held, not killed: answered when the driver resumes it, after its replacement ran.
+                reached.held = Some(held::hold(lines, write));
+                let _ = shared.reached.send(reached);
+                return;
+            }
             // Never answered: killed right here, while the call is held. At once, not when the
             // driver next looks: the stopped thread may hold a lock the runtime's API needs, and
             // the harness's requests would wait on it.
             if let Some(group) = group {
                 let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
             }
-            let _ = shared.reached.send(Reached { target, point, inferred });
+            let _ = shared.reached.send(reached);
             return;
         }
         if write.write_all(b"{\"action\":\"resume\"}\n").await.is_err() {
@@ -505,14 +517,14 @@ impl Counting {
 
 impl Shared {
     /// Records a point the incarnation passed after its ready line, and says which fault it is
-    /// the crash point of, if any (that fault is hit).
+    /// the crash point of, if any (that fault is hit), and whether that fault freezes.
     fn passed(
         &self,
         incarnation: u32,
         point: &Point,
         crash_state: CrashState,
         counts: &mut Counting,
-    ) -> Option<(Target, SyscallPoint, bool)> {
+    ) -> Option<(Reached, bool)> {
         let Counted { from_ready: from_ready_count, anchor, occurrence } = counts.count(point);
         let mut state = self.lock();
         let boundaries = state.boundaries.observe(point);
@@ -542,15 +554,18 @@ impl Shared {
         if let Some(last) = boundaries.last() {
             counts.since = Some((last.clone(), HashMap::new()));
         }
+        let reached = |target, inferred| Reached { target, point: seen_point, inferred, held: None };
         match (syscall, boundary) {
             (Some(i), _) => {
                 state.hits[i] = true;
-                Some((Target::Syscall(i), seen_point, false))
+                let freeze = self.faults[i].action == crate::scenario::SyscallAction::Freeze;
+                Some((reached(Target::Syscall(i), false), freeze))
             }
             (None, Some(i)) => {
                 state.boundary_faults[i].1 = true;
-                let inferred = state.boundaries.inferred.contains(&state.boundary_faults[i].0.at);
-                Some((Target::Boundary(state.boundary_faults[i].0.index), seen_point, inferred))
+                let (fault, _) = &state.boundary_faults[i];
+                let inferred = state.boundaries.inferred.contains(&fault.at);
+                Some((reached(Target::Boundary(fault.index), inferred), fault.freeze))
             }
             (None, None) => None,
         }

@@ -258,6 +258,28 @@ pub struct SyscallFault {
     pub incarnation: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Anchor>,
+    /// A kill (the default) or a freeze: held at the call, outlived, resumed (CONTRACT.md §9).
+    #[serde(default, skip_serializing_if = "SyscallAction::is_kill")]
+    pub action: SyscallAction,
+}
+
+/// What a `[[syscall_fault]]` does at its point. A freeze holds the call unanswered, starts the
+/// next incarnation on the same data dir, and answers it once the workload settled: only before a
+/// request (`kind = "request"`, `when = "before"`), where the resumed incarnation's next act is the
+/// request itself, which the world refuses `409 fenced`, and where a runtime holds no lock of its
+/// store that the next incarnation would wait on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyscallAction {
+    #[default]
+    Kill,
+    Freeze,
+}
+
+impl SyscallAction {
+    fn is_kill(&self) -> bool {
+        *self == SyscallAction::Kill
+    }
 }
 
 impl SyscallFault {
@@ -272,7 +294,8 @@ impl SyscallFault {
             Some(anchor) => format!("after {anchor}"),
             None => format!("of incarnation {}", self.incarnation()),
         };
-        format!("{} {} #{} {from}", self.kind.name(), self.when.name(), self.occurrence)
+        let freeze = if self.action == SyscallAction::Freeze { " (freeze)" } else { "" };
+        format!("{} {} #{} {from}{freeze}", self.kind.name(), self.when.name(), self.occurrence)
     }
 }
 

@@ -273,9 +273,12 @@ pub const RULES: &[Rule] = &[
         check: by(&[Fenced]),
         proven_by: &[("no-store-fence", "zombie_worker")],
     },
-    // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), but no
-    // broken variant reaches it yet: the reference's store fence stops a resumed incarnation
-    // before the world can refuse it.
+    // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), with the
+    // probe and black-box under the tracer alike (`zombie_worker` freezes where the tracer reaches
+    // its boundaries). `ignores-fence` (a request sent again after its `409 fenced`) needs a freeze
+    // just before a request, a `[[syscall_fault]]`, which no standard scenario has (it would need
+    // tracing everywhere): tests/syscalls.rs `a_zombie_frozen_before_a_request_exits_on_its_409`
+    // proves it, with the reference and the Python runtime passing.
     Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[("fenced-hangs", "zombie_worker")] },
     Rule {
         id: "§11-1",

@@ -16,7 +16,7 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
     if let Some(traced) = traced.filter(|_| tracer_reaches) {
         let at_syscalls = scenario.faults.iter().enumerate().filter(|(_, f)| by_tracer(f)).map(|(index, f)| {
             let at = Anchor { boundary: f.at, operation: f.operation.clone(), occurrence: f.occurrence };
-            BoundaryFault { index, at }
+            BoundaryFault { index, at, freeze: f.action == Action::Freeze }
         });
         traced.arm_boundaries(at_syscalls.collect());
     }
@@ -30,11 +30,11 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
         .collect()
 }
 
-/// Whether, without the probe, `killpoint-tracer` fires this fault: a kill at a boundary it
-/// reaches exactly at a system call, not narrowed to an attempt (the tracer counts occurrences,
-/// not the runtime's attempt numbers).
+/// Whether, without the probe, `killpoint-tracer` fires this fault: a kill or a freeze at a
+/// boundary it reaches exactly at a system call (holding the call is freezing the runtime there),
+/// not narrowed to an attempt (the tracer counts occurrences, not the runtime's attempt numbers).
 fn by_tracer(fault: &Fault) -> bool {
-    fault.at.at_syscall() && fault.action == Action::Kill && fault.attempt.is_none()
+    fault.at.at_syscall() && matches!(fault.action, Action::Kill | Action::Freeze) && fault.attempt.is_none()
 }
 
 /// Whether a fault can be reached at all with or without the probe (CONTRACT.md section 7).
@@ -50,7 +50,8 @@ fn reachable(scenario: &Scenario, fault: &Fault, probe: bool) -> bool {
     {
         return false;
     }
-    // Only the probe holds a runtime still at the boundary to freeze it there.
+    // Only the probe holds a runtime still at the boundary to freeze it there (or the tracer,
+    // which `by_tracer` says).
     if fault.action == Action::Freeze {
         return probe;
     }

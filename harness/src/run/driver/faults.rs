@@ -4,6 +4,7 @@
 use super::arming::revocations;
 use super::record::{Happening, Hit};
 use super::state::Driver;
+use super::state::Frozen;
 use crate::model::boundary::Site;
 use crate::run::incarnation::Launch;
 use crate::run::probe::ProbeMessage;
@@ -50,9 +51,28 @@ impl Driver<'_> {
     }
 
     /// The runtime was killed at a syscall fault's point: mark it, restart on the same data dir,
-    /// and run the restart's checks.
-    pub(super) async fn syscall_restart(&mut self, reached: Reached, launch: &Launch<'_>) -> Result<(), String> {
+    /// and run the restart's checks. Or it is held there by a freeze: outlived, as at a probe's.
+    pub(super) async fn syscall_restart(&mut self, mut reached: Reached, launch: &Launch<'_>) -> Result<(), String> {
         let incarnation = self.incarnation.number;
+        match (reached.target, reached.held.take()) {
+            // A freeze: the tracer holds the runtime at the boundary's call, alive.
+            (Target::Boundary(i), Some(held)) => {
+                self.hits[i] = Hit::AtSyscall;
+                let fault = &self.scenario.faults[i];
+                // As the probe would have announced it; the tracer counts occurrences, not attempts.
+                let message = ProbeMessage {
+                    boundary: fault.at,
+                    operation_id: fault.operation.clone(),
+                    attempt: fault.occurrence,
+                    destination: fault.destination.clone(),
+                };
+                return self.freeze(Frozen::Boundary(message), Some(held), launch).await;
+            }
+            (Target::Syscall(_), Some(held)) => {
+                return self.freeze(Frozen::Syscall(reached.point), Some(held), launch).await;
+            }
+            (_, None) => {}
+        }
         if let Target::Boundary(i) = reached.target {
             // The runtime is dead already (the tracer's task killed it): a revocation in force
             // before the restart is one in force at the kill.

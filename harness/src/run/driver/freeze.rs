@@ -1,31 +1,50 @@
-//! The `freeze` fault: an incarnation SIGSTOPped at its announcement instead of killed, outlived
-//! by the next one on the same data dir, then resumed once its operation has settled — and
-//! watched until it exits, as a fenced incarnation must.
+//! The `freeze` fault: an incarnation frozen at its boundary instead of killed — SIGSTOPped at its
+//! probe announcement, or held by the tracer at the boundary's system call (`run::held`) —
+//! outlived by the next one on the same data dir, then resumed once its operation has settled,
+//! and watched until it exits, as a fenced incarnation must.
 
 use super::record::Happening;
 use super::restart::start;
-use super::state::{Driver, next_probe};
+use super::state::{Driver, Frozen, Zombie, next_probe};
 use crate::run::client::Client;
+use crate::run::held::Held;
 use crate::run::incarnation::{Launch, describe_status};
-use crate::run::probe::ProbeMessage;
 use std::time::Instant;
 
+/// A frozen incarnation a newer one outlived: the announcement it was frozen at, and, when the
+/// tracer holds it (not SIGSTOP), the held point to answer.
 impl Driver<'_> {
-    /// Fires a `freeze` fault: SIGSTOP instead of SIGKILL, the world told that the next
-    /// incarnation is current before it starts (its fencing token), and the frozen one kept
-    /// aside with its unanswered announcement.
-    pub(super) async fn freeze(&mut self, message: ProbeMessage, launch: &Launch<'_>) -> Result<(), String> {
+    /// Fires a `freeze` fault: SIGSTOP instead of SIGKILL (or the tracer's `held` point), the
+    /// world told that the next incarnation is current before it starts (its fencing token), and
+    /// the frozen one kept aside with its unanswered announcement.
+    pub(super) async fn freeze(
+        &mut self,
+        frozen: Frozen,
+        held: Option<Held>,
+        launch: &Launch<'_>,
+    ) -> Result<(), String> {
         let frozen_at = Instant::now();
         self.last_kill = Some(frozen_at);
         let number = self.incarnation.number;
-        self.mark(Happening::Frozen { incarnation: number, message: message.clone() });
-        self.incarnation.freeze();
+        let message = match frozen {
+            Frozen::Boundary(message) => {
+                self.mark(Happening::Frozen { incarnation: number, message: message.clone(), held: held.is_some() });
+                Some(message)
+            }
+            Frozen::Syscall(point) => {
+                self.mark(Happening::SyscallFrozen { incarnation: number, point });
+                None
+            }
+        };
+        if held.is_none() {
+            self.incarnation.freeze();
+        }
         self.world.fence(number + 1);
         self.mark(Happening::Started { incarnation: number + 1 });
         // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
         let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
         let frozen = std::mem::replace(&mut self.incarnation, next);
-        self.zombies.push((frozen, message));
+        self.zombies.push(Zombie { incarnation: frozen, message, held });
         self.client = Client::new(&self.incarnation.api);
         self.restarts.push(frozen_at.elapsed());
         self.after_restart().await;
@@ -33,16 +52,20 @@ impl Driver<'_> {
     }
 
     /// Resumes every frozen incarnation, one at a time: SIGCONT, `resume` to the announcement it
-    /// was frozen at (and to any it makes after), then waits for it to exit — the event a fenced
+    /// was frozen at (and to any it makes after; the tracer's held point, for a traced one), then waits for it to exit — the event a fenced
     /// incarnation owes — until the scenario's deadline, when it is recorded as outliving its
     /// fence and SIGKILLed. Reaped either way.
     pub(super) async fn resume_zombies(&mut self) {
-        for (mut zombie, message) in std::mem::take(&mut self.zombies) {
+        for Zombie { incarnation: mut zombie, message, held } in std::mem::take(&mut self.zombies) {
             let number = zombie.number;
             let started = tokio::time::Instant::now();
             let deadline = started + self.scenario.deadline;
-            self.mark(Happening::Resumed { incarnation: number, message });
-            zombie.thaw();
+            self.mark(Happening::Resumed { incarnation: number, message, held: held.is_some() });
+            match held {
+                // The tracer answers the held point, then every later one.
+                Some(held) => held.resume(),
+                None => zombie.thaw(),
+            }
             let mut answer = zombie.probe.is_some();
             loop {
                 // One answer per announcement: the one it was frozen at, then each it makes.
@@ -82,7 +105,7 @@ impl Driver<'_> {
 
     /// A run that stopped early may still hold frozen incarnations: none is left behind.
     pub(super) async fn kill_zombies(&mut self) {
-        for (mut zombie, _) in std::mem::take(&mut self.zombies) {
+        for Zombie { incarnation: mut zombie, .. } in std::mem::take(&mut self.zombies) {
             zombie.kill().await;
         }
     }

@@ -68,17 +68,27 @@ pub enum Happening {
         incarnation: u32,
         status: String,
     },
-    /// A `freeze` fault: the runtime announced `message` and was SIGSTOPped instead of answered;
-    /// the next incarnation starts on the same data dir while this one still exists.
+    /// A `freeze` fault: the runtime announced `message` and was SIGSTOPped instead of answered
+    /// — or, `held`, the tracer reached the boundary at a system call and holds it there; the
+    /// next incarnation starts on the same data dir while this one still exists.
     Frozen {
         incarnation: u32,
         message: ProbeMessage,
+        held: bool,
     },
-    /// The frozen incarnation was SIGCONTed and its held announcement answered `resume`. Marked
-    /// before the signal: anything it does afterwards comes later on the clock.
+    /// A `[[syscall_fault]]` freeze: the tracer holds the incarnation just before a request
+    /// (`point`), not at a boundary; the next incarnation starts while this one still exists.
+    SyscallFrozen {
+        incarnation: u32,
+        point: crate::run::traced::SyscallPoint,
+    },
+    /// The frozen incarnation was SIGCONTed and its held announcement answered `resume` (or,
+    /// `held`, its held system call). Marked before: anything it does afterwards comes later on
+    /// the clock. `message` is the boundary it was frozen at; `None` for a `SyscallFrozen` one.
     Resumed {
         incarnation: u32,
-        message: ProbeMessage,
+        message: Option<ProbeMessage>,
+        held: bool,
     },
     /// A resumed (outlived) incarnation announced a boundary; the harness answered `resume`.
     ZombieAnnounced {

@@ -4,6 +4,7 @@
 
 use super::fingerprint::Fingerprint;
 use super::record::{Happening, Hit};
+use super::state::Frozen;
 use super::state::{Driver, next_probe, next_syscall};
 use crate::model::boundary::Boundary;
 use crate::run::client::ReadError;
@@ -147,7 +148,7 @@ impl<'s, 'a> Settling<'s, 'a> {
         match self.driver.fault_for(&message) {
             Some(i) if scenario.faults[i].action == Action::Freeze => {
                 self.driver.hits[i] = Hit::Exact;
-                self.driver.freeze(message, self.launch).await?;
+                self.driver.freeze(Frozen::Boundary(message), None, self.launch).await?;
             }
             Some(i) => {
                 self.driver.hits[i] = Hit::Exact;

@@ -8,6 +8,7 @@ use super::record::{Happening, Hit, Mark};
 use super::setup::{Ground, Tracer};
 use crate::model::boundary::Boundary;
 use crate::run::client::{Client, OperationReport, ReadError};
+use crate::run::held::Held;
 use crate::run::incarnation::Incarnation;
 use crate::run::probe::{ProbeConnection, ProbeMessage};
 use crate::run::traced::{Reached, Tracing};
@@ -17,6 +18,20 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Where a freeze held its incarnation: at a boundary (the probe's announcement, or as the tracer
+/// reached it), or at a `[[syscall_fault]]`'s point.
+pub(super) enum Frozen {
+    Boundary(ProbeMessage),
+    Syscall(crate::run::traced::SyscallPoint),
+}
+
+pub(super) struct Zombie {
+    pub(super) incarnation: Incarnation,
+    /// `None` for a `[[syscall_fault]]` freeze, at no boundary.
+    pub(super) message: Option<ProbeMessage>,
+    pub(super) held: Option<Held>,
+}
 
 /// The driver: the state its steps share, from the first incarnation's start to the record.
 pub(super) struct Driver<'a> {
@@ -48,9 +63,9 @@ pub(super) struct Driver<'a> {
     /// A syscall kill noticed where the driver could not act on it yet (a request failed because
     /// of it): acted on at the next chance.
     pub(super) reached_early: Option<Reached>,
-    /// Frozen (SIGSTOPped) incarnations that a newer one has outlived, with the announcement each
-    /// was frozen at; resumed once the operation they were frozen in has settled.
-    pub(super) zombies: Vec<(Incarnation, ProbeMessage)>,
+    /// Frozen incarnations that a newer one has outlived, with the announcement each was frozen
+    /// at; resumed once the operation they were frozen in has settled.
+    pub(super) zombies: Vec<Zombie>,
     /// When each operation's submission was accepted: its settle deadline counts from then (or
     /// from a later ready line).
     pub(super) submitted: HashMap<String, tokio::time::Instant>,

@@ -272,6 +272,17 @@ impl Source<'_> {
                         .into(),
                 ));
             }
+            let before_request = f.kind == crate::tracer::PointKind::Request && f.when == crate::tracer::When::Before;
+            if f.action == crate::scenario::SyscallAction::Freeze && !before_request {
+                return Err(self.at(
+                    Some(span),
+                    format!(
+                        "`action = \"freeze\"` holds a runtime just before a request (`kind = \"request\"`, `when = \"before\"`), where it holds no lock a replacement would wait on and its next act is the request the world refuses; found `{}` `{}`",
+                        f.kind.name(),
+                        f.when.name()
+                    ),
+                ));
+            }
             if syscall_faults.contains(&f) {
                 return Err(self.at(Some(span), "the same [[syscall_fault]] twice".into()));
             }
