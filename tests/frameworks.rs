@@ -1,5 +1,6 @@
 //! `cargo test --test frameworks`: the framework examples certified (`examples/langgraph/`,
-//! `examples/dbos/`), with and without the probe.
+//! `examples/dbos/`, `examples/pydantic_ai/`), with and without the probe, and the Python kit
+//! (its own tests, and installed from scratch: `frameworks::installed_kit`).
 //!
 //! - `frameworks::<framework>::corrected::<scenario>`: the corrected version passes.
 //! - `frameworks::<framework>::naive::<scenario>`: the naive version fails, on `at_most_once`, for
@@ -16,7 +17,8 @@
 //! second, several incarnations a scenario), so the trials run a subset of the scenarios: one per
 //! boundary, where a step-replaying engine goes wrong or right (`NAIVE`, `CORRECTED`), and as a
 //! black box only where the harness can kill without the probe (`BLACK_BOX`). The other
-//! scenarios exercise the contract shell (examples/python-runtime), certified by `python::`.
+//! scenarios exercise the kit's contract shell (`killpoint_shell`, which every example is built on),
+//! certified by `python::` (examples/python-runtime).
 
 #[path = "frameworks/installed.rs"]
 mod installed;
@@ -27,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-const FRAMEWORKS: [&str; 2] = ["langgraph", "dbos"];
+const FRAMEWORKS: [&str; 3] = ["langgraph", "dbos", "pydantic_ai"];
 
 /// Where the naive versions must fail: a kill after the provider applied the call, and after its
 /// answer arrived, both before the engine recorded the step's output.
