@@ -1,5 +1,6 @@
 //! `cargo test --test frameworks`: the framework examples certified (`examples/langgraph/`,
-//! `examples/dbos/`), with and without the probe.
+//! `examples/dbos/`, `examples/pydantic_ai/`), with and without the probe, and the Python kit
+//! (its own tests, and installed from scratch: `frameworks::installed_kit`).
 //!
 //! - `frameworks::<framework>::corrected::<scenario>`: the corrected version passes.
 //! - `frameworks::<framework>::naive::<scenario>`: the naive version fails, on `at_most_once`, for
@@ -16,7 +17,11 @@
 //! second, several incarnations a scenario), so the trials run a subset of the scenarios: one per
 //! boundary, where a step-replaying engine goes wrong or right (`NAIVE`, `CORRECTED`), and as a
 //! black box only where the harness can kill without the probe (`BLACK_BOX`). The other
-//! scenarios exercise the contract shell (examples/python-runtime), certified by `python::`.
+//! scenarios exercise the kit's contract shell (`killpoint_shell`, which every example is built on),
+//! certified by `python::` (examples/python-runtime).
+
+#[path = "frameworks/installed.rs"]
+mod installed;
 
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -24,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-const FRAMEWORKS: [&str; 2] = ["langgraph", "dbos"];
+const FRAMEWORKS: [&str; 3] = ["langgraph", "dbos", "pydantic_ai"];
 
 /// Where the naive versions must fail: a kill after the provider applied the call, and after its
 /// answer arrived, both before the engine recorded the step's output.
@@ -137,6 +142,11 @@ fn main() -> ExitCode {
     }
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
+    let repository = root.clone();
+    trials.push(
+        Trial::test("frameworks::installed_kit", move || installed::installed_kit(&repository))
+            .with_ignored_flag(!python_present),
+    );
     if !python_present {
         eprintln!("python3 not found: the frameworks:: trials (LangGraph and DBOS examples) are ignored, not passed");
     }
@@ -258,19 +268,19 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
     }
 }
 
-/// The Python kit's own tests (`probe-kit/python/test_killpoint_probe.py`), on the plain python3
-/// it is written for: the standard library only.
+/// The Python kit's own tests (`probe-kit/python/test_killpoint_probe.py` and
+/// `test_killpoint_shell.py`), on the plain python3 it is written for: the standard library only.
+/// Each module in a process of its own: the probe is connected once for a process's whole life.
 fn python_kit(dir: &Path) -> Result<(), Failed> {
-    let output = std::process::Command::new("python3")
-        .args(["-m", "unittest", "test_killpoint_probe"])
-        .current_dir(dir)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .map_err(|e| format!("running python3 -m unittest in {}: {e}", dir.display()))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!("the Python kit's tests failed in {}:\n{}", dir.display(), String::from_utf8_lossy(&output.stderr))
-            .into())
+    for module in ["test_killpoint_probe", "test_killpoint_shell"] {
+        installed::within(
+            std::time::Duration::from_secs(120),
+            std::process::Command::new("python3")
+                .args(["-m", "unittest", module])
+                .current_dir(dir)
+                .env("PYTHONDONTWRITEBYTECODE", "1"),
+            &format!("python3 -m unittest {module} in {}", dir.display()),
+        )?;
     }
+    Ok(())
 }

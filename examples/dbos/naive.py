@@ -20,12 +20,11 @@ import os
 import sys
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "frameworks"))
-import shell  # noqa: E402
-from shell import audit, killpoint_probe, runtime  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "probe-kit", "python"))
+import killpoint_probe  # noqa: E402
+import killpoint_shell as ks  # noqa: E402
 from dbos import DBOS, SetWorkflowID  # noqa: E402
 
-WORKER = None
 
 
 class ProviderError(Exception):
@@ -34,10 +33,10 @@ class ProviderError(Exception):
 
 @DBOS.step()
 def authorize(op_id):
-    op = WORKER.store.operation(op_id)
-    verdict = runtime.check_policy(WORKER.cfg, op, tool=op["tool_name"])
+    op = ks.running().store.operation(op_id)
+    verdict = ks.running().check_policy(op, tool=op["tool_name"])
     if verdict is not True:
-        WORKER.fail(op, f"policy: {verdict}", "policy_refused")
+        ks.running().fail(op, f"policy: {verdict}", "policy_refused")
         killpoint_probe.boundary("after_policy_revocation", op_id, op["attempts"] + 1)
         return False
     return True
@@ -45,20 +44,20 @@ def authorize(op_id):
 
 @DBOS.step(retries_allowed=True, max_attempts=3, interval_seconds=0.05)
 def call_tool(op_id):
-    op = WORKER.store.operation(op_id)
+    op = ks.running().store.operation(op_id)
     n = op["attempts"] + 1
     killpoint_probe.boundary("before_dispatch", op_id, n)
-    with WORKER.store.tx() as db:
+    with ks.running().store.tx() as db:
         db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ? WHERE id = ?",
                    (n, op_id))
-        audit(db, op_id, "dispatched", f"attempt {n}")
-    status, body = runtime.http(
-        "POST", f"{WORKER.cfg.provider}/tools/{runtime.quote(op['tool_name'])}",
+        ks.running().audit(db, op_id, "dispatched", f"attempt {n}")
+    status, body = ks.http(
+        "POST", f"{ks.running().env.provider_url}/tools/{ks.quote(op['tool_name'])}",
         {"arguments": json.loads(op["arguments"])}, key=str(uuid.uuid4()))
     if 400 <= status < 500:
-        WORKER.fail(op, f"provider: {body}", "failed")
+        ks.running().fail(op, f"provider: {body}", "failed")
         return {"effect": None, "attempt": n}
-    if not (200 <= status < 300 and runtime.valid_effect(body)):
+    if not (200 <= status < 300 and ks.valid_effect(body)):
         raise ProviderError(f"provider answered {status}")  # DBOS retries the step
     killpoint_probe.boundary("after_provider_success", op_id, n)
     return {"effect": body, "attempt": n}
@@ -66,7 +65,7 @@ def call_tool(op_id):
 
 @DBOS.step()
 def record(op_id, effect, attempt):
-    shell.record(WORKER, op_id, effect, attempt, f"attempt {attempt}")
+    ks.running().record(op_id, effect, attempt, f"attempt {attempt}")
 
 
 @DBOS.workflow()
@@ -79,24 +78,20 @@ def operation(op_id):
 
 
 def main():
-    def after_ready(worker):
-        global WORKER
-        WORKER = worker
+    def start():
         DBOS(config={"name": "killpoint-dbos",
-                     "system_database_url": f"sqlite:///{os.path.join(worker.cfg.data_dir, 'dbos.sqlite')}",
+                     "system_database_url": f"sqlite:///{os.path.join(ks.running().env.data_dir, 'dbos.sqlite')}",
                      "log_level": "WARNING"})
         DBOS.launch()  # recovers the workflows a crash interrupted, in the background
 
-        def execute(op_id):
-            with SetWorkflowID(op_id):
-                try:
-                    DBOS.start_workflow(operation, op_id).get_result()
-                except Exception as error:
-                    runtime.log(f"{op_id}: {error!r}")
+    def run(op_id):
+        with SetWorkflowID(op_id):
+            try:
+                DBOS.start_workflow(operation, op_id).get_result()
+            except Exception as error:
+                ks.log(f"{op_id}: {error!r}")
 
-        shell.FrameworkWorker.execute = staticmethod(execute)
-
-    runtime.main(worker_class=shell.FrameworkWorker, after_ready=after_ready)
+    ks.serve(run=run, start=start)
 
 
 if __name__ == "__main__":

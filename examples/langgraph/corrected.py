@@ -3,85 +3,63 @@
 
 One thread per operation (`thread_id` = the operation id), checkpointed in SQLite under
 KILLPOINT_DATA_DIR with durability "sync": a node's output is on disk before the next node runs.
-After a crash the worker resumes each unsettled thread from its last checkpoint, which re-runs the
-node that was interrupted. The nodes are examples/frameworks/shell.py's corrected steps:
+After a crash the runtime resumes each unsettled thread from its last checkpoint, which re-runs
+the node that was interrupted. Everything else is the Python kit's contract shell
+(probe-kit/python, `killpoint_shell`):
 
-    dispatch --dispatched--> call --success--> record --> END
-       ^  |--found-----------------------------^
-       |  '--later--> wait          call --unknown--> wait
-       '------------------ wait <---'
+    START --> round --settled--> END
+               ^  '--pause--> wait
+               '---------------'
 
-  * the key is the operation id (shell: `idempotency_key`), the same in every replay;
-  * `call`, replayed after a crash, sends nothing: `dispatch` looks the effect up first;
-  * `dispatch` checks the policy in the node that records DISPATCHED.
+  * `round` is one round of `ks.execute`, which starts from the operation's durable state: a
+    re-run round whose request may be out looks the effect up first, with the same key (the
+    operation id), and checks the policy just before each new attempt;
+  * `wait` sleeps the pause the round asked for; a crash in it re-runs it, harmlessly.
 """
 
 import os
 import sqlite3
 import sys
 import time
-from typing import Any, TypedDict
+from typing import Optional, TypedDict
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "frameworks"))
-import shell  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "probe-kit", "python"))
+import killpoint_shell as ks  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 
 
 class State(TypedDict, total=False):
     op_id: str
-    outcome: str
-    attempt: int
-    effect: Any
+    pause: Optional[float]
 
 
-def build(steps, checkpointer):
-    def dispatch(state):
-        return steps.dispatch(state["op_id"])
-
-    def call(state):
-        return steps.call(state["op_id"], state["attempt"])
-
-    def record(state):
-        how = "found by lookup" if state["outcome"] == shell.FOUND else f"attempt {state['attempt']}"
-        return steps.record(state["op_id"], state["effect"], state["attempt"], how)
-
-    def wait(state):
-        time.sleep(shell.pause_before(state["outcome"], state.get("attempt", 0)))
-        return {}
-
+def build(checkpointer):
     graph = StateGraph(State)
-    graph.add_node("dispatch", dispatch)
-    graph.add_node("call", call)
-    graph.add_node("record", record)
-    graph.add_node("wait", wait)
-    graph.add_edge(START, "dispatch")
-    graph.add_conditional_edges("dispatch", lambda s: {
-        shell.SETTLED: END, shell.LATER: "wait", shell.FOUND: "record",
-        shell.DISPATCHED: "call"}[s["outcome"]])
-    graph.add_conditional_edges("call", lambda s: {
-        shell.SETTLED: END, shell.UNKNOWN: "wait", shell.SUCCESS: "record"}[s["outcome"]])
-    graph.add_edge("record", END)
-    graph.add_edge("wait", "dispatch")
+    graph.add_node("round", lambda state: {"pause": ks.execute(state["op_id"])})
+    graph.add_node("wait", lambda state: time.sleep(state["pause"]) or {})
+    graph.add_edge(START, "round")
+    graph.add_conditional_edges("round", lambda state: END if state["pause"] is None else "wait")
+    graph.add_edge("wait", "round")
     return graph.compile(checkpointer=checkpointer)
 
 
 def main():
-    def after_ready(worker):
-        data_dir = os.environ["KILLPOINT_DATA_DIR"]
-        connection = sqlite3.connect(os.path.join(data_dir, "langgraph.sqlite3"),
+    graph = None
+
+    def start():  # the data dir is checked by the shell before this
+        nonlocal graph
+        connection = sqlite3.connect(os.path.join(ks.running().env.data_dir, "langgraph.sqlite3"),
                                      check_same_thread=False)
-        graph = build(shell.Steps(worker), SqliteSaver(connection))
+        graph = build(SqliteSaver(connection))
 
-        def execute(op_id):
-            config = {"configurable": {"thread_id": op_id}, "recursion_limit": 1000}
-            # A thread with a pending node was interrupted: resume it (the node runs again).
-            pending = graph.get_state(config).next
-            graph.invoke(None if pending else {"op_id": op_id}, config, durability="sync")
+    def run(op_id):
+        config = {"configurable": {"thread_id": op_id}, "recursion_limit": 1000}
+        # A thread with a pending node was interrupted: resume it (the node runs again).
+        pending = graph.get_state(config).next
+        graph.invoke(None if pending else {"op_id": op_id}, config, durability="sync")
 
-        shell.FrameworkWorker.execute = staticmethod(execute)
-
-    shell.runtime.main(worker_class=shell.FrameworkWorker, after_ready=after_ready)
+    ks.serve(run=run, start=start)
 
 
 if __name__ == "__main__":

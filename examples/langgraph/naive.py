@@ -21,9 +21,9 @@ import sys
 import uuid
 from typing import Any, TypedDict
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "frameworks"))
-import shell  # noqa: E402
-from shell import audit, killpoint_probe, runtime  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "probe-kit", "python"))
+import killpoint_probe  # noqa: E402
+import killpoint_shell as ks  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import RetryPolicy  # noqa: E402
@@ -40,39 +40,38 @@ class ProviderError(Exception):
     pass
 
 
-def build(worker, checkpointer):
+def build(shell, checkpointer):
     def authorize(state):
-        op = worker.store.operation(state["op_id"])
-        verdict = runtime.check_policy(worker.cfg, op, tool=op["tool_name"])
+        op = shell.store.operation(state["op_id"])
+        verdict = shell.check_policy(op, tool=op["tool_name"])
         if verdict is not True:
-            worker.fail(op, f"policy: {verdict}", "policy_refused")
+            shell.fail(op, f"policy: {verdict}", "policy_refused")
             killpoint_probe.boundary("after_policy_revocation", op["id"], op["attempts"] + 1)
             return {"allowed": False}
         return {"allowed": True}
 
     def call_tool(state):
-        op = worker.store.operation(state["op_id"])
+        op = shell.store.operation(state["op_id"])
         n = op["attempts"] + 1
         killpoint_probe.boundary("before_dispatch", op["id"], n)
-        with worker.store.tx() as db:
+        with shell.store.tx() as db:
             db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ? WHERE id = ?",
                        (n, op["id"]))
-            audit(db, op["id"], "dispatched", f"attempt {n}")
-        status, body = runtime.http(
-            "POST", f"{worker.cfg.provider}/tools/{runtime.quote(op['tool_name'])}",
+            shell.audit(db, op["id"], "dispatched", f"attempt {n}")
+        status, body = ks.http(
+            "POST", f"{shell.env.provider_url}/tools/{ks.quote(op['tool_name'])}",
             {"arguments": json.loads(op["arguments"])}, key=str(uuid.uuid4()))
         if 400 <= status < 500:
-            worker.fail(op, f"provider: {body}", "failed")
+            shell.fail(op, f"provider: {body}", "failed")
             return {"effect": None, "attempt": n}
-        if not (200 <= status < 300 and runtime.valid_effect(body)):
+        if not (200 <= status < 300 and ks.valid_effect(body)):
             raise ProviderError(f"provider answered {status}")  # the RetryPolicy retries
         killpoint_probe.boundary("after_provider_success", op["id"], n)
         return {"effect": body, "attempt": n}
 
     def record(state):
         if state.get("effect") is not None:
-            shell.record(worker, state["op_id"], state["effect"], state["attempt"],
-                         f"attempt {state['attempt']}")
+            shell.record(state["op_id"], state["effect"], state["attempt"], f"attempt {state['attempt']}")
         return {}
 
     graph = StateGraph(State)
@@ -88,23 +87,23 @@ def build(worker, checkpointer):
 
 
 def main():
-    def after_ready(worker):
-        connection = sqlite3.connect(
-            os.path.join(os.environ["KILLPOINT_DATA_DIR"], "langgraph.sqlite3"),
-            check_same_thread=False)
-        graph = build(worker, SqliteSaver(connection))
+    graph = None
 
-        def execute(op_id):
-            config = {"configurable": {"thread_id": op_id}}
-            pending = graph.get_state(config).next
-            try:
-                graph.invoke(None if pending else {"op_id": op_id}, config)
-            except ProviderError as error:
-                runtime.log(f"{op_id}: {error}, retries exhausted")
+    def start():
+        nonlocal graph
+        connection = sqlite3.connect(os.path.join(os.environ["KILLPOINT_DATA_DIR"], "langgraph.sqlite3"),
+                                     check_same_thread=False)
+        graph = build(ks.running(), SqliteSaver(connection))
 
-        shell.FrameworkWorker.execute = staticmethod(execute)
+    def run(op_id):
+        config = {"configurable": {"thread_id": op_id}}
+        pending = graph.get_state(config).next
+        try:
+            graph.invoke(None if pending else {"op_id": op_id}, config)
+        except ProviderError as error:
+            ks.log(f"{op_id}: {error}, retries exhausted")
 
-    runtime.main(worker_class=shell.FrameworkWorker, after_ready=after_ready)
+    ks.serve(run=run, start=start)
 
 
 if __name__ == "__main__":
