@@ -13,12 +13,17 @@
 //! a virtualenv that could not be made (no network to the Python registry) is a failure of every
 //! trial that needs it, saying how to make it by hand.
 //!
-//! Each run starts a Python interpreter that imports its framework once per incarnation (about a
-//! second, several incarnations a scenario), so the trials run a subset of the scenarios: one per
-//! boundary, where a step-replaying engine goes wrong or right (`NAIVE`, `CORRECTED`), and as a
-//! black box only where the harness can kill without the probe (`BLACK_BOX`). The other
-//! scenarios exercise the kit's contract shell (`killpoint_shell`, which every example is built on),
-//! certified by `python::` (examples/python-runtime).
+//! Each run starts a Python interpreter that imports its framework once per incarnation (one to
+//! several seconds, several incarnations a scenario), so the trials run a subset of the scenarios:
+//! where the framework's engine, not the kit, decides the outcome. The naive versions at the two
+//! boundaries where a step-replaying engine repeats the call (`NAIVE`); the corrected versions where
+//! the engine's records meet the kill: before and after the provider's answer, and where the engine
+//! records the step's output (`CORRECTED`), and DBOS, whose SQLite journal syncs before the runtime
+//! commits, at every boundary, traced (`DBOS_CORRECTED`). Pydantic AI's agent loop runs on the same
+//! DBOS engine, so it runs the boundaries where the agent loop differs: the tool call's answer and
+//! its record (`AGENT_LOOP`). The other scenarios exercise only the kit's contract shell
+//! (`killpoint_shell`, which every example is built on), certified in every mode by `python::`
+//! (examples/python-runtime).
 
 #[path = "frameworks/installed.rs"]
 mod installed;
@@ -57,8 +62,12 @@ fn black_box(framework: &str, version: Version, name: &str) -> bool {
 /// and the replay then asks the policy again.
 const NAIVE_VIOLATES: [Invariant; 3] = [Invariant::AtMostOnce, Invariant::StableProviderKey, Invariant::NoBlindRetry];
 
-/// Every boundary the runtime announces, and the one the provider reaches from outside.
-const CORRECTED: [&str; 6] = [
+/// Where a step-replaying engine's records meet the kill: the call, its answer, its record.
+const CORRECTED: [&str; 3] = ["after_dispatch", "after_provider_success", "after_result_write"];
+
+/// Every boundary the runtime announces, and the one the provider reaches from outside: DBOS runs
+/// them all, with the probe and traced (issue 17's engine with a journal of its own).
+const DBOS_CORRECTED: [&str; 6] = [
     "before_dispatch",
     "after_dispatch",
     "after_provider_success",
@@ -66,6 +75,20 @@ const CORRECTED: [&str; 6] = [
     "after_delivery_send",
     "after_policy_revocation",
 ];
+
+/// The agent loop on DBOS: where it differs from the DBOS example, the tool call's answer and the
+/// record of its output.
+const AGENT_LOOP: [&str; 2] = ["after_provider_success", "after_result_write"];
+
+/// The scenarios `framework`'s `version` runs.
+fn scenarios(framework: &str, version: Version) -> &'static [&'static str] {
+    match (framework, version) {
+        (_, Version::Naive) => &NAIVE,
+        ("dbos", Version::Corrected) => &DBOS_CORRECTED,
+        ("pydantic_ai", Version::Corrected) => &AGENT_LOOP,
+        (_, Version::Corrected) => &CORRECTED,
+    }
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Version {
@@ -110,8 +133,7 @@ fn main() -> ExitCode {
     let mut trials = Vec::new();
     for framework in FRAMEWORKS {
         for version in [Version::Naive, Version::Corrected] {
-            let names: &[&str] = if version == Version::Naive { &NAIVE } else { &CORRECTED };
-            for name in names {
+            for name in scenarios(framework, version) {
                 for probe in [true, false] {
                     if !probe && !black_box(framework, version, name) {
                         continue;
