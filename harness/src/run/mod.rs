@@ -1,7 +1,7 @@
 //! Running one scenario against a runtime: [`driver`] plays the workload and its faults,
 //! [`incarnation`] is one life of the runtime process, [`client`] its HTTP API, [`probe`] the
 //! harness end of the boundary probe, [`traced`] the harness end of the tracer, [`preflight`] the
-//! checks before a first start, [`artifacts`] the directory a run lives in, and [`trace`] the
+//! checks before a first start, [`power_loss`] what a machine crash leaves of the data dir, [`artifacts`] the directory a run lives in, and [`trace`] the
 //! merged timeline of what happened.
 //!
 //! Imports `model`, `tracer` and `scenario` only: a run knows nothing of verdicts or reports.
@@ -10,6 +10,7 @@ pub mod artifacts;
 pub mod client;
 pub mod driver;
 pub mod incarnation;
+pub mod power_loss;
 pub mod preflight;
 pub mod probe;
 pub mod retry_log;
