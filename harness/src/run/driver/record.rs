@@ -4,6 +4,7 @@
 use super::fingerprint::Fingerprint;
 use crate::run::artifacts::Artifacts;
 use crate::run::client::{Answer, OperationReport, Resubmission};
+use crate::run::power_loss::Crash;
 use crate::run::probe::ProbeMessage;
 use fake_tool::Entry;
 use serde::Serialize;
@@ -170,6 +171,9 @@ pub struct RunOptions {
     /// At every probe announcement (the runtime blocked there), take a [`Fingerprint`] of the
     /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
     pub fingerprints: bool,
+    /// What a kill takes down: the process (the page cache survives) or the machine (only what
+    /// was synced survives: every incarnation runs under the tracer, which sees the syncs).
+    pub crash: Crash,
 }
 
 impl Default for RunOptions {
@@ -181,6 +185,7 @@ impl Default for RunOptions {
             fingerprints: false,
             malformed_submissions: true,
             syscalls: false,
+            crash: Crash::Process,
         }
     }
 }

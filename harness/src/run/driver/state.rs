@@ -85,7 +85,10 @@ impl<'a> Driver<'a> {
             recoveries: Vec::new(),
             accepted: Vec::new(),
             forgotten: BTreeSet::new(),
-            fingerprint_data: options.fingerprints.then(|| ground.data.clone()),
+            // A fingerprint hashes what a process kill leaves; a power loss leaves what was synced,
+            // which it does not see: machine crashes are not pruned by it.
+            fingerprint_data: (options.fingerprints && options.crash == crate::run::power_loss::Crash::Process)
+                .then(|| ground.data.clone()),
             fingerprints: Vec::new(),
             malformed_submissions: options.malformed_submissions,
             traced: tracer.tracing,
