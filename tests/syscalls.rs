@@ -380,7 +380,7 @@ fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
 
 /// A machine crash (`--crash machine`, issue 18): the data dir keeps only what was synced.
 fn machine_crash() -> RunOptions {
-    RunOptions { crash: killpoint::run::power_loss::Crash::Machine, ..traced_black_box() }
+    RunOptions { crash: killpoint::model::crash::Crash::Machine, ..traced_black_box() }
 }
 
 /// A runtime whose store never syncs (`--broken no-sync`, SQLite `synchronous=OFF`) survives

@@ -138,11 +138,11 @@ enum CrashArg {
     Machine,
 }
 
-impl From<CrashArg> for killpoint::run::power_loss::Crash {
+impl From<CrashArg> for killpoint::model::crash::Crash {
     fn from(c: CrashArg) -> Self {
         match c {
-            CrashArg::Process => killpoint::run::power_loss::Crash::Process,
-            CrashArg::Machine => killpoint::run::power_loss::Crash::Machine,
+            CrashArg::Process => killpoint::model::crash::Crash::Process,
+            CrashArg::Machine => killpoint::model::crash::Crash::Machine,
         }
     }
 }

@@ -11,7 +11,7 @@ pub struct Runtime {
     /// `--no-probe`: certify as a black box, no KILLPOINT_PROBE_SOCKET.
     pub no_probe: bool,
     /// `--crash`: what a kill takes down, the process or the machine.
-    pub crash: crate::run::power_loss::Crash,
+    pub crash: crate::model::crash::Crash,
     /// Arguments for the runtime, after `--`.
     pub runtime_args: Vec<String>,
 }

@@ -2,9 +2,9 @@
 //! options, where the crash points are, and the scenarios chosen.
 
 use super::{Output, Runtime, Selection, Usage};
+use crate::model::crash::Crash;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
-use crate::run::power_loss::Crash;
 use crate::scenario::Scenario;
 use crate::scenario::standard::ScenarioSet;
 use crate::search::explore::Points;

@@ -37,9 +37,10 @@ pub use fingerprint::Fingerprint;
 pub use record::{Happening, Hit, Mark, Refusal, Run, RunOptions};
 pub use setup::environment;
 
+use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
 use crate::run::incarnation::{Launch, Target};
-use crate::run::power_loss::{Crash, PowerLoss};
+use crate::run::power_loss::PowerLoss;
 use crate::scenario::Scenario;
 use setup::{Ground, Tracer};
 use state::Driver;
@@ -89,7 +90,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         Ok(i) => i,
         Err(e) => {
             ground.world.shutdown().await;
-            return Ok(finish::unstarted(scenario, timeline, e.to_string(), artifacts));
+            return Ok(finish::unstarted(scenario, options.crash, timeline, e.to_string(), artifacts));
         }
     };
     let probe = first.probe.is_some();

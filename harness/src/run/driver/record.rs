@@ -2,9 +2,9 @@
 //! [`Mark`]s), how each fault was reached ([`Hit`]), and the [`Run`] the checker is handed.
 
 use super::fingerprint::Fingerprint;
+use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
 use crate::run::client::{Answer, OperationReport, Resubmission};
-use crate::run::power_loss::Crash;
 use crate::run::probe::ProbeMessage;
 use fake_tool::Entry;
 use serde::Serialize;
@@ -201,6 +201,8 @@ pub struct Run {
     pub unsettled: Vec<(String, String)>,
     /// Whether the runtime implemented the probe (declared it and connected).
     pub probe: bool,
+    /// What each kill took down: the process, or the machine (only what was synced survived).
+    pub crash: Crash,
     /// How each fault of the scenario was reached, by index into `scenario.faults`.
     pub hits: Vec<Hit>,
     /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).

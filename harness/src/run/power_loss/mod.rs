@@ -25,30 +25,8 @@ mod restore;
 mod shadow;
 
 use crate::tracer::Point;
-use serde::Serialize;
 use shadow::Shadow;
 use std::path::Path;
-
-/// What a crash point's kill takes down, and so what the data dir keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Crash {
-    /// SIGKILL of the runtime's process group: the page cache survives, every completed write is
-    /// there after the restart.
-    #[default]
-    Process,
-    /// A power loss at the kill: only what was synced survives ([`PowerLoss`]).
-    Machine,
-}
-
-impl Crash {
-    pub fn name(self) -> &'static str {
-        match self {
-            Crash::Process => "process",
-            Crash::Machine => "machine",
-        }
-    }
-}
 
 /// The durable state of one data dir as a run goes on, and the data dir a power loss would leave.
 #[derive(Debug)]
