@@ -231,3 +231,41 @@ pub fn table(items: &[Item]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passed(name: &str, crash: Crash) -> ScenarioEntry {
+        ScenarioEntry {
+            name: name.into(),
+            file: format!("scenarios/{name}.toml"),
+            sha256: None,
+            status: ScenarioStatus::Pass,
+            crash: Some(crash),
+            error: None,
+            duration_ms: 0,
+            violations: Vec::new(),
+            faults: Vec::new(),
+            artifacts: None,
+            story: None,
+        }
+    }
+
+    fn durability(entries: &[ScenarioEntry]) -> Item {
+        answer(entries, &[], &[]).into_iter().find(|i| i.question.contains("durable")).expect("the question")
+    }
+
+    /// A process kill keeps the page cache: surviving it says nothing about what was on disk.
+    #[test]
+    fn durability_is_shown_only_by_a_machine_crash() {
+        let process = durability(&[passed("after_submit", Crash::Process)]);
+        assert_eq!(process.answer, Answer::NotShown, "{:?}", process.evidence);
+        assert!(process.evidence[0].contains("--crash machine"), "{:?}", process.evidence);
+        let machine = durability(&[passed("after_submit", Crash::Machine)]);
+        assert_eq!(machine.answer, Answer::Yes, "{:?}", machine.evidence);
+        // Other questions do not need one.
+        let keys = answer(&[passed("after_dispatch", Crash::Process)], &[], &[]);
+        assert_eq!(keys.iter().find(|i| i.question.contains("stable idempotency key")).unwrap().answer, Answer::Yes);
+    }
+}

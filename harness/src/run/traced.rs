@@ -362,7 +362,7 @@ struct Shared {
     faults: Vec<SyscallFault>,
     state: Mutex<State>,
     /// In machine-crash mode: what a power loss would leave, kept from every point.
-    power_loss: Option<Mutex<PowerLoss>>,
+    power_loss: Option<PowerLoss>,
     reached: UnboundedSender<Reached>,
 }
 
@@ -397,7 +397,6 @@ impl Tracing {
             seen: Vec::new(),
             boundaries: Boundaries::default(),
         };
-        let power_loss = power_loss.map(Mutex::new);
         let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached });
         Ok((Tracing { listener, shared, task: None }, receiver))
     }
@@ -438,22 +437,13 @@ impl Tracing {
     /// In machine-crash mode, after the kill and before the restart: the data dir becomes what a
     /// power loss would leave (`None`: process-crash mode, it stays as the kill left it).
     pub fn lose_power(&self) -> Option<std::io::Result<()>> {
-        let model = self.shared.power_loss.as_ref()?;
-        Some(model.lock().unwrap_or_else(|p| p.into_inner()).restore())
+        self.shared.power_loss.as_ref().map(PowerLoss::restore)
     }
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The power-loss model sees every point while the runtime is held at it (a sync's copy is
-    /// taken before the call's thread runs on).
-    fn record_durability(&self, point: &Point) {
-        if let Some(model) = &self.power_loss {
-            model.lock().unwrap_or_else(|p| p.into_inner()).record(point);
-        }
     }
 }
 
@@ -478,7 +468,8 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(point) = serde_json::from_str::<Point>(&line) else { return };
-        shared.record_durability(&point);
+        // Seen while the runtime is held here: a sync's copy is taken before its thread runs on.
+        shared.power_loss.iter().for_each(|model| model.record(&point));
         // Counted from the start: what the incarnation did before its ready line is on disk too.
         let crash_state = state.passing(&point, shared.power_loss.is_some());
         if ready.load(Ordering::SeqCst)

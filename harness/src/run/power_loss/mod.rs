@@ -27,35 +27,42 @@ mod shadow;
 use crate::tracer::Point;
 use shadow::Shadow;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// The durable state of one data dir as a run goes on, and the data dir a power loss would leave.
+/// Shared by every incarnation's tracer task and the driver: it locks itself.
 #[derive(Debug)]
 pub struct PowerLoss {
-    shadow: Shadow,
+    shadow: Mutex<Shadow>,
 }
 
 impl PowerLoss {
     /// Everything in `data_dir` now is taken as durable (a fresh dir, or one after a restore).
     pub fn new(data_dir: &Path) -> std::io::Result<PowerLoss> {
-        Ok(PowerLoss { shadow: Shadow::scan(data_dir)? })
+        Ok(PowerLoss { shadow: Mutex::new(Shadow::scan(data_dir)?) })
     }
 
     /// One crash point the runtime passed (any incarnation, before its ready line too), while it
     /// is held there: a sync's `after` point copies what it made durable.
-    pub fn record(&mut self, point: &Point) {
-        self.shadow.record(point);
+    pub fn record(&self, point: &Point) {
+        self.lock().record(point);
     }
 
     /// After the kill, before the restart: the data dir becomes what a power loss at the kill
     /// would leave, and that is the new baseline. `Err` names what could not be read or written.
-    pub fn restore(&mut self) -> std::io::Result<()> {
-        if let Some(trouble) = self.shadow.trouble.take() {
+    pub fn restore(&self) -> std::io::Result<()> {
+        let mut shadow = self.lock();
+        if let Some(trouble) = shadow.trouble.take() {
             return Err(std::io::Error::other(format!("the power-loss model lost track: {trouble}")));
         }
-        let root = self.shadow.root().to_path_buf();
-        restore::rebuild(&root, &self.shadow.durable_tree())?;
-        self.shadow = Shadow::scan(&root)?;
+        let root = shadow.root().to_path_buf();
+        restore::rebuild(&root, &shadow.durable_tree())?;
+        *shadow = Shadow::scan(&root)?;
         Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shadow> {
+        self.shadow.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
