@@ -80,8 +80,14 @@ impl Shadow {
             }
             (PointKind::Sync, When::After) if done => self.sync_path(point.path.as_deref()),
             (PointKind::Durable, When::After) if done && point.synced => self.sync_path(point.path.as_deref()),
-            (PointKind::Unlink, When::Before) => Ok(self.doom(point.tid, point.path.as_deref())),
-            (PointKind::Rename, When::Before) => Ok(self.doom(point.tid, point.to.as_deref())),
+            (PointKind::Unlink, When::Before) => {
+                self.doom(point.tid, point.path.as_deref());
+                Ok(())
+            }
+            (PointKind::Rename, When::Before) => {
+                self.doom(point.tid, point.to.as_deref());
+                Ok(())
+            }
             (PointKind::Unlink | PointKind::Rename, When::After) => {
                 let doomed = self.doomed.remove(&point.tid);
                 if let (true, Some(inode)) = (done, doomed) {
