@@ -102,10 +102,13 @@ pub enum Broken {
     /// the incarnation starts afresh and forgets every operation it accepted (CONTRACT.md §2-4
     /// says exit with an error naming the path).
     RecreateDataDir,
+    /// The store runs with `synchronous=OFF` once open: SQLite never fsyncs its log again, so a
+    /// commit is in the OS's page cache only. A process kill keeps it; a power loss does not.
+    NoSync,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 31] = [
+    pub const ALL: [Broken; 32] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -137,6 +140,7 @@ impl Broken {
         Self::TruncateArguments,
         Self::MislabelsDeliveryRetries,
         Self::RecreateDataDir,
+        Self::NoSync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -172,6 +176,7 @@ impl Broken {
             Self::TruncateArguments => "truncate-arguments",
             Self::MislabelsDeliveryRetries => "mislabels-delivery-retries",
             Self::RecreateDataDir => "recreate-data-dir",
+            Self::NoSync => "no-sync",
         }
     }
 
@@ -213,6 +218,7 @@ impl Broken {
             Self::TruncateArguments => "cuts every string argument to 16 characters before calling the provider",
             Self::MislabelsDeliveryRetries => "logs a delivery retry as an execution retry",
             Self::RecreateDataDir => "recreates a missing data dir and starts afresh, forgetting what it accepted",
+            Self::NoSync => "runs its store with synchronous=OFF: commits are never fsynced",
         }
     }
 

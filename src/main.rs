@@ -142,6 +142,10 @@ async fn run(broken: Option<Broken>) -> Result<()> {
         // BROKEN: the fence is raised but never checked: an outlived incarnation's writes land.
         store = store.unfenced();
     }
+    if broken == Some(Broken::NoSync) {
+        // BROKEN: commits stay in the page cache; a power loss takes what the 202 promised.
+        store.unsynced()?;
+    }
     let store = Arc::new(store);
     worker::recover(&store, broken)?;
 

@@ -124,9 +124,27 @@ struct RuntimeArgs {
     /// Certify as a black box: no KILLPOINT_PROBE_SOCKET
     #[arg(long)]
     no_probe: bool,
+    /// What a kill takes down: `process` (SIGKILL; the page cache survives) or `machine` (a power loss: the data dir keeps only what the runtime synced; runs under killpoint-tracer, Linux x86_64)
+    #[arg(long, value_enum, default_value_t = CrashArg::Process)]
+    crash: CrashArg,
     /// Arguments for the runtime, after `--`
     #[arg(last = true, value_name = "RUNTIME_ARGS")]
     runtime_args: Vec<String>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum CrashArg {
+    Process,
+    Machine,
+}
+
+impl From<CrashArg> for killpoint::model::crash::Crash {
+    fn from(c: CrashArg) -> Self {
+        match c {
+            CrashArg::Process => killpoint::model::crash::Crash::Process,
+            CrashArg::Machine => killpoint::model::crash::Crash::Machine,
+        }
+    }
 }
 
 /// Which scenarios a run certifies.
@@ -387,7 +405,7 @@ fn main() -> ExitCode {
 
 impl From<RuntimeArgs> for cli::Runtime {
     fn from(a: RuntimeArgs) -> Self {
-        cli::Runtime { runtime: a.runtime, no_probe: a.no_probe, runtime_args: a.runtime_args }
+        cli::Runtime { runtime: a.runtime, no_probe: a.no_probe, crash: a.crash.into(), runtime_args: a.runtime_args }
     }
 }
 

@@ -121,7 +121,7 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
                 trials.push(Trial::test(name, move || {
                     let names = known.as_ref().map_err(|e| e.why.clone())?;
                     s.check_catches(names).map_err(|e| e.to_string())?;
-                    caught(&s, &suite_for_trial, &catch.broken, &catch.invariants)
+                    caught(&s, &suite_for_trial, &catch)
                 }));
             }
         }
@@ -145,9 +145,11 @@ fn certify(scenario: &Scenario, suite: &Suite) -> Result<(), Failed> {
     }
 }
 
-/// The broken variant must fail the scenario, on (at least) the invariants the scenario names.
-fn caught(scenario: &Scenario, suite: &Suite, broken: &str, expected: &[String]) -> Result<(), Failed> {
-    caught_by(scenario, &suite.target, &suite.options, broken, expected).map_err(Failed::from)
+/// The broken variant must fail the scenario, on (at least) the invariants the scenario names,
+/// under the crash the catch names.
+fn caught(scenario: &Scenario, suite: &Suite, catch: &crate::scenario::Catch) -> Result<(), Failed> {
+    let options = RunOptions { crash: catch.crash, ..suite.options.clone() };
+    caught_by(scenario, &suite.target, &options, &catch.broken, &catch.invariants).map_err(Failed::from)
 }
 
 /// `target` (the reference runtime) started with `--broken <broken>` must fail `scenario` on (at

@@ -132,6 +132,14 @@ impl Store {
         Store { incarnation: None, ..self }
     }
 
+    /// The store with `synchronous=OFF` from now on: SQLite never fsyncs again. For the
+    /// deliberately broken `no-sync` variant, and nothing else.
+    pub fn unsynced(&self) -> Result<()> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.pragma_update(None, "synchronous", "OFF")?;
+        Ok(())
+    }
+
     /// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it. IMMEDIATE takes the write
     /// lock up front, so a transaction never fails halfway with "database is locked" after it has
     /// read the state it is about to change.

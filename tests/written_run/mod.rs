@@ -79,6 +79,7 @@ impl Story {
             reports,
             unsettled: Vec::new(),
             probe: true,
+            crash: killpoint::model::crash::Crash::Process,
             hits,
             aborted: None,
             harness_failure: None,

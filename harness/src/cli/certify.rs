@@ -46,7 +46,8 @@ pub(super) fn certify(
     output: &Output,
     jobs: Option<u32>,
 ) -> ExitCode {
-    outln!("certifying {} against {} scenario(s)\n", target.program.display(), scenarios.len());
+    let (program, count, crash) = (target.program.display(), scenarios.len(), options.crash.name());
+    outln!("certifying {program} against {count} scenario(s), {crash} crashes\n");
     let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
     let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);

@@ -4,6 +4,7 @@
 use super::certify::certify;
 use super::setup::{artifacts_root, reports_writable, target, traced_options};
 use super::{Output, Runtime, Usage};
+use crate::model::crash::Crash;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
@@ -68,8 +69,15 @@ const NEEDS_REFERENCE: &str =
 fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> bool {
     let mut all_caught = true;
     for catch in &scenario.catches {
-        match crate::trials::caught_by(scenario, target, options, &catch.broken, &catch.invariants) {
-            Ok(()) => outln!("caught: --broken {} violates {}", catch.broken, catch.invariants.join(", ")),
+        // Under the crash it names: a durability mistake only shows when the machine goes down.
+        let options = RunOptions { crash: catch.crash, ..options.clone() };
+        match crate::trials::caught_by(scenario, target, &options, &catch.broken, &catch.invariants) {
+            Ok(()) => outln!(
+                "caught: --broken {} violates {}{}",
+                catch.broken,
+                catch.invariants.join(", "),
+                if catch.crash == Crash::Machine { " in a machine crash" } else { "" }
+            ),
             Err(why) => {
                 all_caught = false;
                 errln!("NOT CAUGHT: {why}");

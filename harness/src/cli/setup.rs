@@ -2,6 +2,7 @@
 //! options, where the crash points are, and the scenarios chosen.
 
 use super::{Output, Runtime, Selection, Usage};
+use crate::model::crash::Crash;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
@@ -20,6 +21,11 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         );
     };
     crate::run::artifacts::sockets_fit()?;
+    if args.crash == Crash::Machine
+        && let Err(why) = crate::run::traced::permitted()
+    {
+        return Err(format!("--crash machine needs killpoint-tracer to see what the runtime syncs, and {why}").into());
+    }
     if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
         errln!("killpoint: {note}");
     }
@@ -27,7 +33,7 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
 }
 
 pub(super) fn run_options(args: &Runtime) -> RunOptions {
-    RunOptions { probe: !args.no_probe, ..RunOptions::default() }
+    RunOptions { probe: !args.no_probe, crash: args.crash, ..RunOptions::default() }
 }
 
 /// `--points` as asked, or `boundaries` where this machine refuses tracing (said in one line).

@@ -44,7 +44,14 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         // The record is incomplete for a reason that is not the runtime's: blaming it for an
         // abort or an unsettled operation would be a lie, and so would a pass.
         let error = Some(failure.clone());
-        return Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error };
+        return Verdict {
+            scenario: scenario.name.clone(),
+            probe: run.probe,
+            crash: run.crash,
+            violations,
+            coverage,
+            error,
+        };
     }
     outcome::settled(scenario, run, &mut violations);
     coverage::faults_reached(scenario, run, &mut violations);
@@ -66,7 +73,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         coverage::syscall_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
-    Verdict { scenario: scenario.name.clone(), probe: run.probe, violations, coverage, error: None }
+    Verdict { scenario: scenario.name.clone(), probe: run.probe, crash: run.crash, violations, coverage, error: None }
 }
 
 /// The invariants judged one operation at a time, against that operation's part of the ledger.

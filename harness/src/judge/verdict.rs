@@ -33,6 +33,8 @@ pub struct Verdict {
     pub scenario: String,
     /// Whether the runtime implemented the probe in this run.
     pub probe: bool,
+    /// The crash model the verdict holds under: what each kill took down.
+    pub crash: crate::model::crash::Crash,
     pub violations: Vec<Violation>,
     /// One entry per fault of the scenario, in file order.
     pub coverage: Vec<Coverage>,

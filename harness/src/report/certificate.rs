@@ -101,6 +101,7 @@ impl Certificate {
                     file: o.file.display().to_string(),
                     sha256: sha256_file(&o.file),
                     status: status_of(o),
+                    crash: o.verdict.as_ref().ok().map(|v| v.crash),
                     error: match &o.verdict {
                         Ok(v) => v.error.clone(),
                         Err(e) => Some(e.clone()),
@@ -123,6 +124,15 @@ impl Certificate {
         certificate
     }
 
+    /// The crash models the verdicts hold under, once each: `process`, `machine`, both, or
+    /// `none` when no scenario ran.
+    pub fn crash_models(&self) -> String {
+        let mut models: Vec<&str> = self.scenarios.iter().filter_map(|s| s.crash.map(|c| c.name())).collect();
+        models.sort();
+        models.dedup();
+        if models.is_empty() { "none".to_owned() } else { models.join(", ") }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("the certificate is plain data")
     }
@@ -142,6 +152,7 @@ impl Certificate {
             ("runtime.args", self.runtime.args.join(" ")),
             ("runtime.sha256", self.runtime.sha256.clone().unwrap_or_default()),
             ("runtime.probe", self.runtime.probe.map_or("unknown".into(), |p| p.to_string())),
+            ("killpoint.crash", self.crash_models()),
         ] {
             suite.add_property(Property::new(name, value));
         }

@@ -3,11 +3,14 @@
 //!
 //! A question is answered `no` as soon as one scenario broke one of its invariants, `yes` only
 //! when one of its scenarios ran in full (no boundary left to the probe) and none broke them, and
-//! `not shown` otherwise (its scenarios were filtered out, or ran only partly). Two questions are
+//! `not shown` otherwise (its scenarios were filtered out, or ran only partly). Durability is
+//! answered `yes` only from machine-crash runs: a process kill keeps the page cache, so surviving
+//! it shows nothing about what was on disk. Two questions are
 //! answered from other evidence: the logs (every retry the ledgers show has a structured log line
 //! saying what it was) and the matrix (every boundary exercised and passed).
 
 use crate::model::boundary::Boundary;
+use crate::model::crash::Crash;
 use crate::model::invariant::Invariant;
 use crate::report::outcome::{MatrixCell, ScenarioEntry, ScenarioOutcome, ScenarioStatus};
 use crate::report::story::Cell;
@@ -41,37 +44,53 @@ pub struct Item {
     pub evidence: Vec<String>,
 }
 
-/// The six questions answered by invariants: the question, its invariants, its scenarios.
-const BY_INVARIANTS: [(&str, &[Invariant], &[&str]); 6] = [
+/// What kind of crash a question's `yes` must have survived.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    AnyCrash,
+    /// Durability: a process kill keeps the page cache, so only a machine crash (`--crash
+    /// machine`) shows that what was acknowledged was on disk.
+    MachineCrash,
+}
+
+/// The six questions answered by invariants: the question, its invariants, its scenarios, and
+/// the crash their `yes` needs.
+const BY_INVARIANTS: [(&str, &[Invariant], &[&str], Needs); 6] = [
     (
         "Can I distinguish execution success from delivery acknowledgement?",
         &[Invariant::NoExecutionForDelivery, Invariant::DeliveredOnce, Invariant::TruthfulStatus],
         &["after_result_write", "after_delivery_send", "delivery_dead_letter"],
+        Needs::AnyCrash,
     ),
     (
         "Can I reconcile an interrupted tool call without guessing?",
         &[Invariant::NoBlindRetry, Invariant::AtMostOnce],
         &["after_dispatch", "kill_while_reconciling", "lookup_unavailable", "unreadable_success"],
+        Needs::AnyCrash,
     ),
     (
         "Does every side-effecting operation have a stable idempotency key?",
         &[Invariant::StableProviderKey],
         &["after_dispatch", "after_provider_success"],
+        Needs::AnyCrash,
     ),
     (
         "Can the consumer deduplicate the same event?",
         &[Invariant::StableDeliveryKey, Invariant::DeliveredOnce],
         &["after_delivery_send", "delivery_dead_letter"],
+        Needs::AnyCrash,
     ),
     (
         "Are result records durable before a worker acknowledges the job?",
         &[Invariant::IntentDurable, Invariant::DeliveredOnce, Invariant::TruthfulStatus],
         &["after_submit", "after_result_write"],
+        Needs::MachineCrash,
     ),
     (
         "Does reconciliation recheck current authorization?",
         &[Invariant::PolicyChecked, Invariant::PolicyRespected],
         &["after_policy_revocation", "revoke_without_kill"],
+        Needs::AnyCrash,
     ),
 ];
 
@@ -80,7 +99,8 @@ const KILLED: &str = "Have I killed the worker at every boundary in the table ab
 
 /// The eight answers, in the seed's order.
 pub fn answer(entries: &[ScenarioEntry], outcomes: &[ScenarioOutcome], matrix: &[MatrixCell]) -> Vec<Item> {
-    let mut items: Vec<Item> = BY_INVARIANTS.iter().map(|(q, inv, sc)| by_invariants(q, inv, sc, entries)).collect();
+    let mut items: Vec<Item> =
+        BY_INVARIANTS.iter().map(|(q, inv, sc, needs)| by_invariants(q, inv, sc, *needs, entries)).collect();
     items.insert(6, logs(outcomes));
     items.push(killed(matrix));
     items
@@ -94,6 +114,7 @@ fn by_invariants(
     question: &'static str,
     invariants: &[Invariant],
     scenarios: &[&str],
+    needs: Needs,
     entries: &[ScenarioEntry],
 ) -> Item {
     let mut broken = Vec::new();
@@ -112,11 +133,22 @@ fn by_invariants(
     if !broken.is_empty() {
         return Item { question, answer: Answer::No, evidence: broken };
     }
+    let passed = |e: &&ScenarioEntry| scenarios.contains(&e.name.as_str()) && e.status == ScenarioStatus::Pass;
+    let survived = |e: &&ScenarioEntry| needs == Needs::AnyCrash || e.crash == Some(Crash::Machine);
     let held: Vec<String> = entries
         .iter()
-        .filter(|e| scenarios.contains(&e.name.as_str()) && e.status == ScenarioStatus::Pass)
+        .filter(passed)
+        .filter(survived)
         .map(|e| format!("{}: {} held", e.name, names(invariants)))
         .collect();
+    let process_only: Vec<&str> = entries.iter().filter(passed).map(|e| e.name.as_str()).collect();
+    if held.is_empty() && !process_only.is_empty() {
+        let evidence = vec![format!(
+            "{} passed under process crashes only, which keep the page cache: durability is shown by a machine crash (--crash machine)",
+            process_only.join(", ")
+        )];
+        return Item { question, answer: Answer::NotShown, evidence };
+    }
     if held.is_empty() {
         let evidence = vec![format!("none of {} ran in full", scenarios.join(", "))];
         return Item { question, answer: Answer::NotShown, evidence };
@@ -198,4 +230,42 @@ pub fn table(items: &[Item]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passed(name: &str, crash: Crash) -> ScenarioEntry {
+        ScenarioEntry {
+            name: name.into(),
+            file: format!("scenarios/{name}.toml"),
+            sha256: None,
+            status: ScenarioStatus::Pass,
+            crash: Some(crash),
+            error: None,
+            duration_ms: 0,
+            violations: Vec::new(),
+            faults: Vec::new(),
+            artifacts: None,
+            story: None,
+        }
+    }
+
+    fn durability(entries: &[ScenarioEntry]) -> Item {
+        answer(entries, &[], &[]).into_iter().find(|i| i.question.contains("durable")).expect("the question")
+    }
+
+    /// A process kill keeps the page cache: surviving it says nothing about what was on disk.
+    #[test]
+    fn durability_is_shown_only_by_a_machine_crash() {
+        let process = durability(&[passed("after_submit", Crash::Process)]);
+        assert_eq!(process.answer, Answer::NotShown, "{:?}", process.evidence);
+        assert!(process.evidence[0].contains("--crash machine"), "{:?}", process.evidence);
+        let machine = durability(&[passed("after_submit", Crash::Machine)]);
+        assert_eq!(machine.answer, Answer::Yes, "{:?}", machine.evidence);
+        // Other questions do not need one.
+        let keys = answer(&[passed("after_dispatch", Crash::Process)], &[], &[]);
+        assert_eq!(keys.iter().find(|i| i.question.contains("stable idempotency key")).unwrap().answer, Answer::Yes);
+    }
 }

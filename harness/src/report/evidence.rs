@@ -41,7 +41,7 @@ pub fn killpoint_program() -> PathBuf {
     found.map_or_else(|| PathBuf::from("killpoint"), |p| std::fs::canonicalize(&p).unwrap_or(p))
 }
 
-/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe]EXTRA [-- ARGS…]`: the
+/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe] [--crash machine]EXTRA [-- ARGS…]`: the
 /// command that runs `file` in the mode of `options` (under the tracer, without the probe) against
 /// the same runtime (by absolute path) and arguments. `program` and `extra` are put in as given.
 pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOptions, extra: &str) -> String {
@@ -56,6 +56,9 @@ pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOpt
     }
     if !options.probe {
         command.push_str(" --no-probe");
+    }
+    if options.crash == crate::model::crash::Crash::Machine {
+        command.push_str(" --crash machine");
     }
     command.push_str(extra);
     if !target.args.is_empty() {

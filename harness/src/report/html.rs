@@ -41,11 +41,12 @@ pub fn render(certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> String
     let _ = writeln!(out, "<h1>killpoint certificate</h1>");
     let _ = writeln!(
         out,
-        "<p>runtime <code>{}</code>{} · contract {} · killpoint {} · <b>{} passed, {} partial, {} failed, {} not judged</b></p>",
+        "<p>runtime <code>{}</code>{} · contract {} · killpoint {} · crashes: {} · <b>{} passed, {} partial, {} failed, {} not judged</b></p>",
         esc(&certificate.runtime.path),
         certificate.runtime.args.iter().map(|a| format!(" <code>{}</code>", esc(a))).collect::<String>(),
         esc(certificate.contract),
         esc(certificate.killpoint_version),
+        esc(&certificate.crash_models()),
         s.passed,
         s.partial,
         s.failed,
@@ -300,6 +301,7 @@ mod tests {
         let verdict = Verdict {
             scenario: "after_dispatch".into(),
             probe: true,
+            crash: crate::model::crash::Crash::Process,
             violations: vec![violation],
             coverage: vec![Coverage {
                 boundary: Boundary::AfterDispatch,

@@ -34,6 +34,8 @@ pub struct ScenarioEntry {
     pub file: String,
     pub sha256: Option<String>,
     pub status: ScenarioStatus,
+    /// The crash model its verdict holds under (`null`: it did not run).
+    pub crash: Option<crate::model::crash::Crash>,
     pub error: Option<String>,
     pub duration_ms: u64,
     pub violations: Vec<Violation>,

@@ -1,7 +1,7 @@
 //! Running one scenario against a runtime: [`driver`] plays the workload and its faults,
 //! [`incarnation`] is one life of the runtime process, [`client`] its HTTP API, [`probe`] the
 //! harness end of the boundary probe, [`traced`] the harness end of the tracer (and [`held`], an incarnation it holds frozen), [`preflight`] the
-//! checks before a first start, [`artifacts`] the directory a run lives in, and [`trace`] the
+//! checks before a first start, [`power_loss`] what a machine crash leaves of the data dir, [`artifacts`] the directory a run lives in, and [`trace`] the
 //! merged timeline of what happened.
 //!
 //! Imports `model`, `tracer` and `scenario` only: a run knows nothing of verdicts or reports.
@@ -11,6 +11,7 @@ pub mod client;
 pub mod driver;
 pub mod held;
 pub mod incarnation;
+pub mod power_loss;
 pub mod preflight;
 pub mod probe;
 pub mod retry_log;

@@ -13,6 +13,7 @@
 
 use super::held::{self, Held};
 use crate::model::boundary::Boundary;
+use crate::run::power_loss::PowerLoss;
 use crate::scenario::{Anchor, SyscallFault};
 use crate::tracer::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 use serde::Serialize;
@@ -95,18 +96,31 @@ pub struct SyscallPoint {
 /// kernel is on disk for the next incarnation whether or not it was synced, and bytes handed to a
 /// socket reach the world. Two points with the same counts leave the same disk and the same world,
 /// so the next incarnation recovers from the same place: `killpoint explore` runs one of them.
+/// A power loss (`--crash machine`) keeps only what was synced: there the completed syncs count too.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct CrashState {
     pub durable: u32,
     pub sent: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub synced: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl CrashState {
-    /// The state once `point`'s call is done (`after` a change counts it; `before` does not).
-    fn passing(&mut self, point: &Point) -> CrashState {
+    /// The state once `point`'s call is done (`after` a change counts it; `before` does not);
+    /// syncs count when `syncs_count` (machine crashes).
+    fn passing(&mut self, point: &Point, syncs_count: bool) -> CrashState {
         let before = *self;
         let done = point.when == When::After && point.ret.is_none_or(|r| r >= 0);
         match point.kind {
+            PointKind::Sync if done && syncs_count => self.synced += 1,
+            PointKind::Durable if done && syncs_count && point.synced => {
+                self.durable += 1;
+                self.synced += 1;
+            }
             PointKind::Durable | PointKind::Rename | PointKind::Unlink if done => self.durable += 1,
             PointKind::Request if done => self.sent += 1,
             _ => {}
@@ -353,6 +367,8 @@ fn percent_decode(text: &str) -> String {
 struct Shared {
     faults: Vec<SyscallFault>,
     state: Mutex<State>,
+    /// In machine-crash mode: what a power loss would leave, kept from every point.
+    power_loss: Option<PowerLoss>,
     reached: UnboundedSender<Reached>,
 }
 
@@ -374,7 +390,11 @@ pub struct Tracing {
 }
 
 impl Tracing {
-    pub fn new(socket: &Path, faults: Vec<SyscallFault>) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
+    pub fn new(
+        socket: &Path,
+        faults: Vec<SyscallFault>,
+        power_loss: Option<PowerLoss>,
+    ) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
         let listener = Arc::new(UnixListener::bind(socket)?);
         let (reached, receiver) = unbounded_channel();
         let state = State {
@@ -383,7 +403,7 @@ impl Tracing {
             seen: Vec::new(),
             boundaries: Boundaries::default(),
         };
-        let shared = Arc::new(Shared { faults, state: Mutex::new(state), reached });
+        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached });
         Ok((Tracing { listener, shared, task: None }, receiver))
     }
 
@@ -419,6 +439,12 @@ impl Tracing {
     pub fn points(&self) -> Vec<SyscallPoint> {
         self.shared.lock().seen.clone()
     }
+
+    /// In machine-crash mode, after the kill and before the restart: the data dir becomes what a
+    /// power loss would leave (`None`: process-crash mode, it stays as the kill left it).
+    pub fn lose_power(&self) -> Option<std::io::Result<()>> {
+        self.shared.power_loss.as_ref().map(PowerLoss::restore)
+    }
 }
 
 impl Shared {
@@ -448,8 +474,10 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(point) = serde_json::from_str::<Point>(&line) else { return };
+        // Seen while the runtime is held here: a sync's copy is taken before its thread runs on.
+        shared.power_loss.iter().for_each(|model| model.record(&point));
         // Counted from the start: what the incarnation did before its ready line is on disk too.
-        let crash_state = state.passing(&point);
+        let crash_state = state.passing(&point, shared.power_loss.is_some());
         if ready.load(Ordering::SeqCst)
             && let Some((mut reached, freeze)) = shared.passed(incarnation, &point, crash_state, &mut counts)
         {

@@ -345,6 +345,14 @@ impl Default for RuntimeSettings {
 pub struct Catch {
     pub broken: String,
     pub invariants: Vec<String>,
+    /// The crash the variant is caught under: `machine` for a durability mistake, which a process
+    /// kill (the page cache survives) never shows. Default `process`.
+    #[serde(default, skip_serializing_if = "is_process_crash")]
+    pub crash: crate::model::crash::Crash,
+}
+
+fn is_process_crash(crash: &crate::model::crash::Crash) -> bool {
+    *crash == crate::model::crash::Crash::Process
 }
 
 fn default_tenant() -> String {

@@ -32,6 +32,7 @@ impl Tracer {
             peer: pending.peer,
             bytes: pending.bytes,
             ret,
+            synced: pending.synced,
             tid,
             // A request is told on its `before` point, an answer on the receive that completes it.
             request: if when == When::Before || answer.is_some() { pending.request.clone() } else { None },

@@ -39,6 +39,12 @@ impl Tracer {
                 FdTarget::Data(path) => Some(pending(PointKind::Sync, Some(path), None, None)),
                 _ => None,
             },
+            // Everything synced (syncfs: the fd's file system, taken to be the data dir's): the
+            // data dir stands for what it made durable.
+            Call::Sync | Call::Syncfs => {
+                let dir = self.config.data_dirs.first()?;
+                Some(pending(PointKind::Sync, Some(dir.display().to_string()), None, None))
+            }
             Call::Ftruncate | Call::Fallocate => match self.fd_target(tid, fd) {
                 FdTarget::Data(path) => Some(pending(PointKind::Durable, Some(path), None, None)),
                 _ => None,
@@ -72,7 +78,10 @@ impl Tracer {
             _ => iovec_bytes(tid, args[1], args[2]),
         };
         match self.fd_target(tid, args[0] as i32) {
-            FdTarget::Data(path) => Some(Pending::new(call, PointKind::Durable, Some(path), None, bytes)),
+            FdTarget::Data(path) => {
+                let synced = opened_sync(tid, args[0] as i32);
+                Some(Pending { synced, ..Pending::new(call, PointKind::Durable, Some(path), None, bytes) })
+            }
             FdTarget::World { inode, address } => Some(self.request(tid, call, args, inode, address, bytes)),
             FdTarget::Other => None,
         }
@@ -173,4 +182,13 @@ impl Tracer {
         }
         if self.config.is_data(&link) { FdTarget::Data(link.display().to_string()) } else { FdTarget::Other }
     }
+}
+
+/// Whether fd `fd` of thread `tid` was opened `O_SYNC` or `O_DSYNC` (its writes are on disk when
+/// they return): the `flags:` line of `/proc/<tid>/fdinfo/<fd>`, in octal. Unreadable: not.
+fn opened_sync(tid: i32, fd: i32) -> bool {
+    let Ok(info) = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")) else { return false };
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|f| i64::from_str_radix(f.trim(), 8).ok());
+    // O_SYNC includes O_DSYNC's bit (__O_SYNC | O_DSYNC): either means the data is synced.
+    flags.is_some_and(|f| f & i64::from(libc::O_DSYNC) != 0)
 }

@@ -114,6 +114,10 @@ pub struct Point {
     /// The call's return value (`after` only): bytes done, 0, or minus errno.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ret: Option<i64>,
+    /// A write through an fd opened `O_SYNC` or `O_DSYNC`: on disk when it returns, as if synced
+    /// (read from `/proc/<tid>/fdinfo/<fd>`; the power-loss model needs it, a process kill not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub synced: bool,
     pub tid: i32,
     /// On a request to the world: the request as far as its bytes so far tell (a body written
     /// in a later call completes it there). On the answer that completes an exchange: the
@@ -163,6 +167,7 @@ mod tests {
             peer: Some(Peer::Provider),
             bytes: Some(310),
             ret: Some(310),
+            synced: false,
             tid: 1234,
             request: None,
             answer: None,

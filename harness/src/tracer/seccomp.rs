@@ -12,6 +12,8 @@ pub enum Call {
     Fsync,
     Fdatasync,
     SyncFileRange,
+    Sync,
+    Syncfs,
     Rename,
     Renameat,
     Renameat2,
@@ -29,7 +31,7 @@ pub enum Call {
 }
 
 impl Call {
-    pub const ALL: [Call; 22] = [
+    pub const ALL: [Call; 24] = [
         Call::Write,
         Call::Pwrite64,
         Call::Writev,
@@ -38,6 +40,8 @@ impl Call {
         Call::Fsync,
         Call::Fdatasync,
         Call::SyncFileRange,
+        Call::Sync,
+        Call::Syncfs,
         Call::Rename,
         Call::Renameat,
         Call::Renameat2,
@@ -64,6 +68,8 @@ impl Call {
             Call::Fsync => libc::SYS_fsync,
             Call::Fdatasync => libc::SYS_fdatasync,
             Call::SyncFileRange => libc::SYS_sync_file_range,
+            Call::Sync => libc::SYS_sync,
+            Call::Syncfs => libc::SYS_syncfs,
             Call::Rename => libc::SYS_rename,
             Call::Renameat => libc::SYS_renameat,
             Call::Renameat2 => libc::SYS_renameat2,
@@ -91,6 +97,8 @@ impl Call {
             Call::Fsync => "fsync",
             Call::Fdatasync => "fdatasync",
             Call::SyncFileRange => "sync_file_range",
+            Call::Sync => "sync",
+            Call::Syncfs => "syncfs",
             Call::Rename => "rename",
             Call::Renameat => "renameat",
             Call::Renameat2 => "renameat2",

@@ -29,6 +29,8 @@ pub(super) struct Pending {
     pub(super) to: Option<String>,
     pub(super) peer: Option<Peer>,
     pub(super) bytes: Option<u64>,
+    /// A write to a data-dir file through an fd opened `O_SYNC`/`O_DSYNC`.
+    pub(super) synced: bool,
     /// A request's bytes told this about it (see [`Exchange::sent`]).
     pub(super) request: Option<HttpRequest>,
     /// A receive from the world: its socket and where the bytes land, to read them at its exit.
@@ -44,7 +46,7 @@ impl Pending {
         peer: Option<Peer>,
         bytes: Option<u64>,
     ) -> Pending {
-        Pending { call, kind, path, to: None, peer, bytes, request: None, receive: None }
+        Pending { call, kind, path, to: None, peer, bytes, synced: false, request: None, receive: None }
     }
 }
 

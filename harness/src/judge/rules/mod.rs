@@ -14,8 +14,9 @@ mod contract;
 mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
-pub use table::{Check, RULES, Rule};
+pub use table::{Check, MACHINE_CRASH_RULES, RULES, Rule};
 
+use crate::model::crash::Crash;
 use crate::model::invariant::Invariant;
 use serde::Serialize;
 
@@ -56,7 +57,8 @@ pub fn document() -> Result<String, Vec<String>> {
                 let proofs: Vec<String> =
                     rule.proven_by.iter().map(|(broken, scenario)| format!("`{broken}` → `{scenario}`")).collect();
                 let proof = if proofs.is_empty() { "**none yet**".to_owned() } else { proofs.join(", ") };
-                (names.join(", "), proof)
+                let only = if MACHINE_CRASH_RULES.contains(&rule.id) { ", in machine-crash runs only" } else { "" };
+                (format!("{}{only}", names.join(", ")), proof)
             }
             Check::Harness(how) => (format!("the harness: {how}"), "—".to_owned()),
             Check::NotChecked(why) => (format!("**not checked**: {why}"), "—".to_owned()),
@@ -113,6 +115,10 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                 note: Some(how.to_owned()),
             },
             Check::Invariants(invariants) => {
+                // A durability rule: a process kill keeps the page cache and shows nothing of it.
+                let machine = MACHINE_CRASH_RULES.contains(&rule.id);
+                let judged: Vec<&&crate::judge::Verdict> =
+                    judged.iter().copied().filter(|v| !machine || v.crash == Crash::Machine).collect();
                 let violated: Vec<&str> = judged
                     .iter()
                     .filter(|v| v.violations.iter().any(|x| invariants.contains(&x.invariant)))
@@ -134,7 +140,9 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                             wanted.push(scenario);
                         }
                     }
-                    (RuleStatus::NotExercised, Some(format!("needs a full pass of {}", wanted.join(" or "))))
+                    let wanted = if wanted.is_empty() { "any scenario".to_owned() } else { wanted.join(" or ") };
+                    let crash = if machine { " under --crash machine" } else { "" };
+                    (RuleStatus::NotExercised, Some(format!("needs a full pass of {wanted}{crash}")))
                 };
                 RuleOutcome { id: rule.id, status, invariants: invariants.to_vec(), note }
             }

@@ -30,6 +30,10 @@ pub struct Rule {
 
 use Invariant::*;
 
+/// Rules a process kill cannot show held, since it keeps the page cache: only verdicts of
+/// machine-crash runs (`--crash machine`) verify or violate them.
+pub const MACHINE_CRASH_RULES: &[&str] = &["§7-6", "§7-7"];
+
 const fn by(invariants: &'static [Invariant]) -> Check {
     Check::Invariants(invariants)
 }
@@ -233,6 +237,15 @@ pub const RULES: &[Rule] = &[
         ),
         proven_by: &[],
     },
+    Rule {
+        id: "§7-6",
+        check: by(&[IntentDurable, AtMostOnce, DeliveredOnce, TruthfulStatus]),
+        proven_by: &[("no-sync", "after_submit")],
+    },
+    // The reference runtime creates no file of its own (SQLite syncs the directory of the journal
+    // and log it creates), so no variant of it skips a directory sync; the power-loss model's unit
+    // tests (run/power_loss) show a name lost without one.
+    Rule { id: "§7-7", check: by(&[IntentDurable, AtMostOnce, DeliveredOnce, TruthfulStatus]), proven_by: &[] },
     Rule { id: "§8-1", check: by(&[PolicyChecked]), proven_by: &[] },
     Rule {
         id: "§8-2",

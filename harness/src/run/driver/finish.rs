@@ -6,6 +6,7 @@ use super::record::{Hit, Mark, Run};
 use super::state::Driver;
 use super::tail::LastWord;
 use crate::model::boundary::Boundary;
+use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
 use crate::scenario::{Action, Scenario};
 use fake_tool::Entry;
@@ -47,6 +48,7 @@ impl Driver<'_> {
             reports,
             unsettled,
             probe,
+            crash: self.crash,
             hits,
             aborted,
             harness_failure,
@@ -79,8 +81,15 @@ fn provider_saw(scenario: &Scenario, mut hits: Vec<Hit>, ledger: &[Entry]) -> Ve
 }
 
 /// The record of a run whose first incarnation did not start (`aborted` says why).
-pub(super) fn unstarted(scenario: &Scenario, timeline: Vec<Mark>, aborted: String, artifacts: Artifacts) -> Run {
+pub(super) fn unstarted(
+    scenario: &Scenario,
+    crash: Crash,
+    timeline: Vec<Mark>,
+    aborted: String,
+    artifacts: Artifacts,
+) -> Run {
     Run {
+        crash,
         ledger: Vec::new(),
         timeline,
         reports: BTreeMap::new(),

@@ -37,8 +37,10 @@ pub use fingerprint::Fingerprint;
 pub use record::{Happening, Hit, Mark, Refusal, Run, RunOptions};
 pub use setup::environment;
 
+use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
 use crate::run::incarnation::{Launch, Target};
+use crate::run::power_loss::PowerLoss;
 use crate::scenario::Scenario;
 use setup::{Ground, Tracer};
 use state::Driver;
@@ -56,14 +58,20 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     // Traced: the tracer is the command, the runtime its argument; it announces on its own socket.
     // Where the system refuses tracing, a run that only asked for it goes on untraced (the
     // caller said so once); a scenario with syscall faults cannot run at all.
+    // A machine crash needs the tracer too: only it sees what the runtime synced.
     let permitted = crate::run::traced::permitted();
-    if let (Err(why), false) = (&permitted, scenario.syscall_faults.is_empty()) {
+    let machine = options.crash == Crash::Machine;
+    if let (Err(why), true) = (&permitted, !scenario.syscall_faults.is_empty() || machine) {
         ground.world.shutdown().await;
-        return Err(std::io::Error::other(format!("this scenario's [[syscall_fault]]s cannot be run here: {why}")));
+        let what = if machine { "machine crashes (--crash machine)" } else { "this scenario's [[syscall_fault]]s" };
+        return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
     }
-    let tracing = (options.syscalls || !scenario.syscall_faults.is_empty()) && permitted.is_ok();
+    let tracing = (options.syscalls || machine || !scenario.syscall_faults.is_empty()) && permitted.is_ok();
+    let power_loss = if machine { Some(PowerLoss::new(&ground.data)?) } else { None };
     let (mut tracer, traced_target) = match tracing {
-        true => Tracer::start(&artifacts, scenario, &mut env, target).map(|(t, target)| (t, Some(target)))?,
+        true => {
+            Tracer::start(&artifacts, scenario, &mut env, target, power_loss).map(|(t, target)| (t, Some(target)))?
+        }
         false => (Tracer::none(), None),
     };
     let target = traced_target.as_ref().unwrap_or(target);
@@ -82,7 +90,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         Ok(i) => i,
         Err(e) => {
             ground.world.shutdown().await;
-            return Ok(finish::unstarted(scenario, timeline, e.to_string(), artifacts));
+            return Ok(finish::unstarted(scenario, options.crash, timeline, e.to_string(), artifacts));
         }
     };
     let probe = first.probe.is_some();

@@ -2,6 +2,7 @@
 //! [`Mark`]s), how each fault was reached ([`Hit`]), and the [`Run`] the checker is handed.
 
 use super::fingerprint::Fingerprint;
+use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
 use crate::run::client::{Answer, OperationReport, Resubmission};
 use crate::run::probe::ProbeMessage;
@@ -180,6 +181,9 @@ pub struct RunOptions {
     /// At every probe announcement (the runtime blocked there), take a [`Fingerprint`] of the
     /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
     pub fingerprints: bool,
+    /// What a kill takes down: the process (the page cache survives) or the machine (only what
+    /// was synced survives: every incarnation runs under the tracer, which sees the syncs).
+    pub crash: Crash,
 }
 
 impl Default for RunOptions {
@@ -191,6 +195,7 @@ impl Default for RunOptions {
             fingerprints: false,
             malformed_submissions: true,
             syscalls: false,
+            crash: Crash::Process,
         }
     }
 }
@@ -206,6 +211,8 @@ pub struct Run {
     pub unsettled: Vec<(String, String)>,
     /// Whether the runtime implemented the probe (declared it and connected).
     pub probe: bool,
+    /// What each kill took down: the process, or the machine (only what was synced survived).
+    pub crash: Crash,
     /// How each fault of the scenario was reached, by index into `scenario.faults`.
     pub hits: Vec<Hit>,
     /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).

@@ -33,6 +33,11 @@ impl Driver<'_> {
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
+        // Machine-crash mode: the kill was a power loss; the next incarnation finds only what
+        // was synced. A model that cannot rebuild the data dir is the harness's failure.
+        if let Some(Err(e)) = self.traced.as_ref().and_then(|t| t.lose_power()) {
+            return Err(format!("killpoint could not build the data dir a power loss leaves: {e}"));
+        }
         let mut next = number + 1;
         if self.hides_data_dir() {
             self.start_on_missing_dir(launch, next).await?;

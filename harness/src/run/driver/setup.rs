@@ -5,6 +5,7 @@
 use super::record::RunOptions;
 use crate::run::artifacts::Artifacts;
 use crate::run::incarnation::Target;
+use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{Reached, Tracing};
 use crate::scenario::{RuntimeSettings, Scenario};
 use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, PolicyFault, World};
@@ -115,10 +116,11 @@ impl Tracer {
         scenario: &Scenario,
         env: &mut Vec<(String, String)>,
         target: &Target,
+        power_loss: Option<PowerLoss>,
     ) -> std::io::Result<(Tracer, Target)> {
         let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
         let socket = artifacts.socket("trace.sock");
-        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone())
+        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone(), power_loss)
             .map_err(|e| named(&socket, e))?;
         env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
         let mut args = vec!["--".to_owned(), target.program.display().to_string()];

@@ -57,6 +57,7 @@ pub(super) struct Driver<'a> {
     pub(super) fingerprint_data: Option<PathBuf>,
     pub(super) fingerprints: Vec<(u64, Fingerprint)>,
     pub(super) malformed_submissions: bool,
+    pub(super) crash: crate::model::crash::Crash,
     /// With tracing: the tracer's link, and word of a syscall fault's point being reached.
     pub(super) traced: Option<Tracing>,
     pub(super) syscall_reached: Option<UnboundedReceiver<Reached>>,
@@ -100,7 +101,11 @@ impl<'a> Driver<'a> {
             recoveries: Vec::new(),
             accepted: Vec::new(),
             forgotten: BTreeSet::new(),
-            fingerprint_data: options.fingerprints.then(|| ground.data.clone()),
+            crash: options.crash,
+            // A fingerprint hashes what a process kill leaves; a power loss leaves what was synced,
+            // which it does not see: machine crashes are not pruned by it.
+            fingerprint_data: (options.fingerprints && options.crash == crate::model::crash::Crash::Process)
+                .then(|| ground.data.clone()),
             fingerprints: Vec::new(),
             malformed_submissions: options.malformed_submissions,
             traced: tracer.tracing,

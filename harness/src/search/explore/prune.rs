@@ -132,7 +132,7 @@ mod tests {
                 .map(|b| crate::scenario::Anchor { boundary: b, operation: "charge".into(), occurrence: 1 })
                 .into_iter()
                 .collect(),
-            state: CrashState { durable, sent },
+            state: CrashState { durable, sent, synced: 0 },
             what: String::new(),
         };
         let points = [

@@ -1,0 +1,70 @@
+//! The power-loss model behind `--crash machine`: what a data dir holds after the machine (not
+//! only the process) went down at a crash point, under the strict POSIX reading of durability.
+//!
+//! A process kill keeps the page cache: whatever `write` handed the kernel is there for the next
+//! incarnation. A power loss keeps only what was synced:
+//! - a file's bytes as of its last completed `fsync`/`fdatasync`/`sync_file_range` (a write
+//!   through an fd opened `O_SYNC`/`O_DSYNC` counts as synced, and `sync`/`syncfs` sync everything);
+//! - a name only if its directory was synced after the name was made (created, renamed to); a
+//!   name unlinked or renamed away is still there, with its synced bytes, until then;
+//! - nothing written after the last sync.
+//!
+//! The harness keeps this itself, from the tracer's points, while the tracer holds the runtime
+//! stopped at each one: a copy of a file at its sync's `after` point, a listing of a directory at
+//! its own ([`shadow`]). At the crash the data dir is rebuilt from those copies ([`restore`]), and
+//! what it then holds is the new baseline: after a reboot everything on disk is durable.
+//!
+//! What the tracer cannot see is not modelled: writes through `mmap` and `msync`, `io_uring`,
+//! hard links, a directory renamed. Bytes another thread writes while the one that synced is held
+//! are copied with the sync (the model errs towards keeping, never towards losing).
+//!
+//! The interface is two calls: [`PowerLoss::record`] for every point (one call in the tracer's
+//! answer loop), [`PowerLoss::restore`] after the kill and before the restart.
+
+mod restore;
+mod shadow;
+
+use crate::tracer::Point;
+use shadow::Shadow;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The durable state of one data dir as a run goes on, and the data dir a power loss would leave.
+/// Shared by every incarnation's tracer task and the driver: it locks itself.
+#[derive(Debug)]
+pub struct PowerLoss {
+    shadow: Mutex<Shadow>,
+}
+
+impl PowerLoss {
+    /// Everything in `data_dir` now is taken as durable (a fresh dir, or one after a restore).
+    pub fn new(data_dir: &Path) -> std::io::Result<PowerLoss> {
+        Ok(PowerLoss { shadow: Mutex::new(Shadow::scan(data_dir)?) })
+    }
+
+    /// One crash point the runtime passed (any incarnation, before its ready line too), while it
+    /// is held there: a sync's `after` point copies what it made durable.
+    pub fn record(&self, point: &Point) {
+        self.lock().record(point);
+    }
+
+    /// After the kill, before the restart: the data dir becomes what a power loss at the kill
+    /// would leave, and that is the new baseline. `Err` names what could not be read or written.
+    pub fn restore(&self) -> std::io::Result<()> {
+        let mut shadow = self.lock();
+        if let Some(trouble) = shadow.trouble.take() {
+            return Err(std::io::Error::other(format!("the power-loss model lost track: {trouble}")));
+        }
+        let root = shadow.root().to_path_buf();
+        restore::rebuild(&root, &shadow.durable_tree())?;
+        *shadow = Shadow::scan(&root)?;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shadow> {
+        self.shadow.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests;
