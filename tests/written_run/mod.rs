@@ -79,6 +79,7 @@ impl Story {
             reports,
             unsettled: Vec::new(),
             probe: true,
+            killed: vec![None; hits.len()],
             hits,
             aborted: None,
             harness_failure: None,

@@ -182,8 +182,13 @@ fn junit_cells(entry: &ScenarioEntry) -> Vec<(String, TestCaseStatus)> {
             name = format!("{name} #{}", same + 1);
         }
         names.push(name.clone());
-        let violations: Vec<&Violation> =
-            entry.violations.iter().filter(|v| v.operation.as_deref() == Some(&fault.operation)).collect();
+        // The fault's own: what it can have caused of its operation (the run-wide ones are the workload's).
+        let violations: Vec<&Violation> = fault
+            .violations
+            .iter()
+            .filter_map(|&i| entry.violations.get(i))
+            .filter(|v| v.operation.is_some())
+            .collect();
         let status = match (&entry.error, entry.status) {
             (Some(error), _) => not_judged(error),
             (None, ScenarioStatus::Error) => not_judged("not judged"),
@@ -201,9 +206,17 @@ fn junit_cells(entry: &ScenarioEntry) -> Vec<(String, TestCaseStatus)> {
         };
         cells.push((name, status));
     }
-    let faulted: Vec<&str> = entry.faults.iter().map(|f| f.operation.as_str()).collect();
-    let rest: Vec<&Violation> =
-        entry.violations.iter().filter(|v| v.operation.as_deref().is_none_or(|o| !faulted.contains(&o))).collect();
+    // What no fault can have caused (a consumer's retries, an operation without a fault, the run
+    // as a whole when no fault took it) is the workload's.
+    let caused: std::collections::BTreeSet<usize> =
+        entry.faults.iter().flat_map(|f| f.violations.iter().copied()).collect();
+    let rest: Vec<&Violation> = entry
+        .violations
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| v.operation.is_none() || !caused.contains(i))
+        .map(|(_, v)| v)
+        .collect();
     let status = match (&entry.error, entry.status) {
         (Some(error), _) => not_judged(error),
         (None, ScenarioStatus::Error) => not_judged("not judged"),

@@ -306,6 +306,7 @@ mod tests {
                 operation: "charge".into(),
                 tool_kind: ToolKind::NonIdempotentWithLookup,
                 hit: Hit::Exact,
+                violations: vec![0],
             }],
             error: None,
         };
