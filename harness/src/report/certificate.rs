@@ -41,8 +41,36 @@ pub struct RuntimeIdentity {
     pub args: Vec<String>,
     /// SHA-256 of the binary, hex; `null` if it could not be read.
     pub sha256: Option<String>,
+    /// Each argument that names a file (the script an interpreter runs: `--runtime python3 --
+    /// my.py`), with its SHA-256: what ran is the program and these, not the program alone.
+    pub files: Vec<RuntimeFile>,
     /// Whether the runtime implemented the probe (`null` if no scenario got it started).
     pub probe: Option<bool>,
+}
+
+/// A file a runtime argument names, as given, and its SHA-256 (hex) when it was read.
+#[derive(Debug, Serialize)]
+pub struct RuntimeFile {
+    pub path: String,
+    pub sha256: Option<String>,
+}
+
+impl RuntimeFile {
+    /// The arguments of `target` that name an existing file (relative ones from the working
+    /// directory, where the runtime is started from too).
+    fn of(target: &Target) -> Vec<RuntimeFile> {
+        target
+            .args
+            .iter()
+            .filter(|arg| Path::new(arg).is_file())
+            .map(|arg| RuntimeFile { path: arg.clone(), sha256: sha256_file(Path::new(arg)) })
+            .collect()
+    }
+}
+
+/// The runtime as a person names it: the program and its arguments (`python3 my.py`).
+pub fn runtime_name(runtime: &RuntimeIdentity) -> String {
+    std::iter::once(runtime.path.as_str()).chain(runtime.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +113,7 @@ impl Certificate {
                 path: target.program.display().to_string(),
                 args: target.args.clone(),
                 sha256: sha256_file(&target.program),
+                files: RuntimeFile::of(target),
                 probe: verdicts.first().map(|v| v.probe),
             },
             seed: None,
@@ -144,6 +173,10 @@ impl Certificate {
             ("runtime.probe", self.runtime.probe.map_or("unknown".into(), |p| p.to_string())),
         ] {
             suite.add_property(Property::new(name, value));
+        }
+        for file in &self.runtime.files {
+            let sha256 = file.sha256.clone().unwrap_or_default();
+            suite.add_property(Property::new(format!("runtime.file.{}", file.path), sha256));
         }
         let mut total = Duration::ZERO;
         for entry in &self.scenarios {
@@ -260,4 +293,34 @@ fn failed(violations: &[&Violation], story: Option<&str>) -> TestCaseStatus {
     }
     s.set_description(body);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--runtime python3 -- my.py`: the certificate names and hashes the script, not only the
+    /// interpreter (whose hash says nothing of what ran).
+    #[test]
+    fn a_script_given_to_an_interpreter_is_named_and_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("my.py");
+        std::fs::write(&script, "print('hello')\n").unwrap();
+        let script = script.display().to_string();
+        let target = Target { program: "/bin/sh".into(), args: vec![script.clone(), "--flag".into()] };
+        let certificate = Certificate::new(&target, &[]);
+        let json: serde_json::Value = serde_json::from_str(&certificate.to_json()).unwrap();
+        let sha: String = Sha256::digest(b"print('hello')\n").iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            json["runtime"]["files"],
+            serde_json::json!([{ "path": script, "sha256": sha }]),
+            "expected the script among the runtime's files, found {:#}",
+            json["runtime"]
+        );
+        assert!(certificate.to_junit().contains(&format!("name=\"runtime.file.{script}\" value=\"{sha}\"")));
+        assert!(
+            crate::report::html::render(&certificate, &[])
+                .contains(&format!("<title>killpoint certificate: /bin/sh {script} --flag</title>"))
+        );
+    }
 }
