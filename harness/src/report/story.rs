@@ -167,6 +167,15 @@ pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
             let _ = writeln!(out, "scenario `{}` ({}) could not be judged:", scenario.name, scenario.path.display());
             let _ = writeln!(out, "  harness error (not the runtime's): {error}");
         }
+        // Told for a `[[catches]]` whose variant did nothing wrong here: no ✗ line follows.
+        None if verdict.violations.is_empty() => {
+            let _ = writeln!(
+                out,
+                "scenario `{}` ({}) passed: no invariant was violated",
+                scenario.name,
+                scenario.path.display()
+            );
+        }
         None => {
             let _ = writeln!(out, "scenario `{}` ({}) failed:", scenario.name, scenario.path.display());
         }

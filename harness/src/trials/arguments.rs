@@ -23,11 +23,11 @@ pub struct TestArguments {
 impl TestArguments {
     /// The test binary's own command line.
     pub fn from_args() -> TestArguments {
-        TestArguments::from_iter(std::env::args_os())
+        TestArguments::parse(std::env::args_os())
     }
 
     /// A command line, the program's name first. Exits (as libtest-mimic does) on a bad option.
-    pub fn from_iter(args: impl IntoIterator<Item = impl Into<OsString>>) -> TestArguments {
+    pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> TestArguments {
         let mut options = Vec::new();
         let mut filters = Vec::new();
         let mut args = args.into_iter().map(Into::into);
@@ -84,7 +84,7 @@ mod tests {
     use super::*;
 
     fn selected(args: &[&str]) -> Vec<String> {
-        let args = TestArguments::from_iter(std::iter::once("test").chain(args.iter().copied()));
+        let args = TestArguments::parse(std::iter::once("test").chain(args.iter().copied()));
         let names = ["frameworks::langgraph::naive", "frameworks::dbos::naive", "frameworks::python_kit", "dbos"];
         let mut trials = args.select(names.iter().map(|name| Trial::test(*name, || Ok(()))).collect());
         trials.retain(|trial| !args.libtest.is_filtered_out(trial));
