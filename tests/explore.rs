@@ -15,15 +15,16 @@
 //!   not "not reached" because a kept world fault had nothing left to spoil.
 
 use killpoint::search::explore::{self, CaseStatus, ExploreOptions, Workload};
+use killpoint::trials::arguments::TestArguments;
 use killpoint::{Scenario, Target, run_scenario};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
+    let args = TestArguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
     let wave = root.join("scenarios/concurrent_wave.toml");
@@ -35,7 +36,7 @@ fn main() -> ExitCode {
     trials.push(Trial::test("explore_accounts::a_kept_world_fault_with_nothing_to_spoil", move || {
         a_kept_world_fault_with_nothing_to_spoil(&reconciling, &accounted)
     }));
-    libtest_mimic::run(&args, trials).exit_code()
+    args.run(trials).exit_code()
 }
 
 /// The depth-1 cases against the concurrent Python fixture. Where python3 is missing the trial is

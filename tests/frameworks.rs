@@ -28,8 +28,9 @@
 #[path = "frameworks/installed.rs"]
 mod installed;
 
+use killpoint::trials::arguments::TestArguments;
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -106,7 +107,7 @@ impl Version {
 }
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
+    let args = TestArguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let python_present = std::process::Command::new("python3")
         .arg("--version")
@@ -121,7 +122,7 @@ fn main() -> ExitCode {
             // Made here, once, so that README's `cargo test --workspace` sets up everything on a
             // fresh machine; a failure is reported by every trial that needs it.
             if python_present
-                && !args.list
+                && !args.libtest.list
                 && let Err(why) = make_venv(&root, &venv)
             {
                 eprintln!("killpoint: the frameworks' virtualenv could not be made: {why}");
@@ -172,7 +173,7 @@ fn main() -> ExitCode {
     if !python_present {
         eprintln!("python3 not found: the frameworks:: trials (LangGraph and DBOS examples) are ignored, not passed");
     }
-    libtest_mimic::run(&args, trials).exit_code()
+    args.run(trials).exit_code()
 }
 
 /// `python3 -m venv VENV` and the pinned frameworks with the kit, unless VENV already holds

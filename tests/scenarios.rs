@@ -5,15 +5,16 @@
 //! checker can fail), and a snapshot of each passing run's trace (`tests/snapshots/`).
 //! `KILLPOINT_RUNTIME=/path/to/binary cargo test` certifies another binary instead.
 
+use killpoint::trials::arguments::TestArguments;
 use killpoint::trials::{Suite, trials};
 use killpoint::{RunOptions, Target};
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::Failed;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
+    let args = TestArguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let (program, reference) = match std::env::var_os("KILLPOINT_RUNTIME") {
         Some(path) => (PathBuf::from(path), false),
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
         all.extend(python_runtime(&suite));
     }
     // `exit_code()` rather than `exit()`: returning from main lets destructors and coverage run.
-    libtest_mimic::run(&args, all).exit_code()
+    args.run(all).exit_code()
 }
 
 /// `examples/python-runtime/`, written from CONTRACT.md alone, certified like any runtime. Where

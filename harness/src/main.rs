@@ -283,7 +283,7 @@ struct ExploreArgs {
     /// Stop at the first failing case
     #[arg(long)]
     first_failure: bool,
-    /// No progress, only the summary
+    /// No progress and no stories: the summary, and where the failing cases are written and kept
     #[arg(long)]
     quiet: bool,
     /// Run the scenario's workload N times over

@@ -16,6 +16,8 @@
 //! }
 //! ```
 
+pub mod arguments;
+
 use crate::judge::run_scenario;
 use crate::model::invariant::Invariant;
 use crate::report::story;
@@ -82,11 +84,33 @@ pub fn certify_main_with(
     program: impl Into<PathBuf>,
     dirs: impl IntoIterator<Item = impl Into<PathBuf>>,
 ) -> std::process::ExitCode {
-    let args = libtest_mimic::Arguments::from_args();
+    certify_command_main(program, std::iter::empty::<String>(), dirs)
+}
+
+/// [`certify_main_with`] for a runtime started with arguments: an interpreter and its script, so
+/// the script needs no absolute `#!` line (the certificate names and hashes the script too).
+///
+/// ```text
+/// fn main() -> std::process::ExitCode {
+///     let root = env!("CARGO_MANIFEST_DIR");
+///     killpoint::trials::certify_command_main(
+///         format!("{root}/.venv/bin/python"),
+///         [format!("{root}/my_runtime.py")],
+///         std::iter::empty::<std::path::PathBuf>(),
+///     )
+/// }
+/// ```
+pub fn certify_command_main(
+    program: impl Into<PathBuf>,
+    runtime_args: impl IntoIterator<Item = impl Into<String>>,
+    dirs: impl IntoIterator<Item = impl Into<PathBuf>>,
+) -> std::process::ExitCode {
+    let args = arguments::TestArguments::from_args();
     let mut suite = Suite::standard(program);
+    suite.target.args = runtime_args.into_iter().map(Into::into).collect();
     suite.scenarios.dirs = dirs.into_iter().map(Into::into).collect();
     // `exit_code()` rather than `exit()`: returning from main lets destructors and coverage run.
-    libtest_mimic::run(&args, trials(&suite)).exit_code()
+    args.run(trials(&suite)).exit_code()
 }
 
 /// One trial per scenario file, plus one per (scenario, broken variant) it catches.
@@ -173,13 +197,16 @@ pub fn caught_by(
     let failed = verdict.failed_invariants();
     if run.aborted.is_some() || !expected.is_subset(&failed) {
         let story = story::story(scenario, &verdict, &run);
-        let missing: Vec<&str> = expected.difference(&failed).map(|i| i.as_str()).collect();
-        let expected: Vec<&str> = expected.iter().map(|i| i.as_str()).collect();
+        let names = |set: &mut dyn Iterator<Item = &Invariant>| set.map(|i| i.as_str()).collect::<Vec<_>>().join(", ");
+        let found = match failed.is_empty() {
+            true => "it violated nothing".to_owned(),
+            false => format!("it violated {}", names(&mut failed.iter())),
+        };
         return Err(format!(
-            "the reference runtime with `--broken {broken}` was expected to violate {} in `{}`; not caught: {}\n{story}",
-            expected.join(", "),
+            "the reference runtime with `--broken {broken}` was expected to violate {} in `{}`; not caught: {} ({found})\n{story}",
+            names(&mut expected.iter()),
             scenario.name,
-            missing.join(", ")
+            names(&mut expected.difference(&failed)),
         ));
     }
     Ok(())

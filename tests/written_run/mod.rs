@@ -80,6 +80,7 @@ impl Story {
             unsettled: Vec::new(),
             probe: true,
             crash: killpoint::model::crash::Crash::Process,
+            killed: vec![None; hits.len()],
             hits,
             aborted: None,
             harness_failure: None,

@@ -5,6 +5,7 @@ use super::setup::{artifacts_root, reports_writable, scenarios, target, traced_o
 use super::{Output, Runtime, Selection, Usage};
 use crate::judge::Verdict;
 use crate::report::certificate::Certificate;
+use crate::report::checklist::Answer;
 use crate::report::outcome::ScenarioOutcome;
 use crate::report::{certify, story};
 use crate::run::driver::RunOptions;
@@ -34,8 +35,18 @@ impl CertifyCommand {
         let scenarios = scenarios(&self.select, self.operations)?;
         let options =
             RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
-        Ok(certify(&scenarios, &target, &options, &self.output, self.jobs))
+        Ok(certify(&scenarios, &target, &options, &self.output, self.jobs, Checklist::Whole))
     }
+}
+
+/// Which of the checklist's questions are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checklist {
+    /// All eight: a certification answers for the runtime.
+    Whole,
+    /// Those the scenarios answered (`yes` or `no`): one scenario shows one or two of them, and
+    /// six lines of "not shown" would bury those (the JSON and HTML still have all eight).
+    Shown,
 }
 
 /// Certifies `scenarios` and prints what `certify` prints; `run` shares it for its one scenario.
@@ -45,13 +56,16 @@ pub(super) fn certify(
     options: &RunOptions,
     output: &Output,
     jobs: Option<u32>,
+    checklist: Checklist,
 ) -> ExitCode {
-    let (program, count, crash) = (target.program.display(), scenarios.len(), options.crash.name());
-    outln!("certifying {program} against {count} scenario(s), {crash} crashes\n");
+    // The program and its arguments: `python3 my.py` is the script's certificate, not python's.
+    let runtime = std::iter::once(target.program.display().to_string()).chain(target.args.iter().cloned());
+    let (runtime, count, crash) = (runtime.collect::<Vec<_>>().join(" "), scenarios.len(), options.crash.name());
+    outln!("certifying {runtime} against {count} scenario(s), {crash} crashes\n");
     let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
     let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);
-    let certificate = print_tables(target, &outcomes);
+    let certificate = print_tables(target, &outcomes, checklist);
     if let Err(code) = write_reports(output, &certificate, &outcomes) {
         return code;
     }
@@ -76,7 +90,7 @@ fn print_failures(outcomes: &[ScenarioOutcome]) {
 
 /// On stdout, the scenario, boundary × tool kind, contract-rule and checklist tables; returns the
 /// certificate they come from.
-fn print_tables(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
+fn print_tables(target: &Target, outcomes: &[ScenarioOutcome], checklist: Checklist) -> Certificate {
     let rows: Vec<(String, Result<Verdict, String>)> =
         outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
     out!("{}", story::table(&rows));
@@ -92,7 +106,20 @@ fn print_tables(target: &Target, outcomes: &[ScenarioOutcome]) -> Certificate {
     }
     let certificate = Certificate::new(target, outcomes);
     outln!("{}\n", crate::judge::rules::summarise(&certificate.rules));
-    outln!("{}", crate::report::checklist::table(&certificate.checklist));
+    let items = &certificate.checklist;
+    let shown: Vec<_> = match checklist {
+        Checklist::Whole => items.clone(),
+        Checklist::Shown => items.iter().filter(|i| i.answer != Answer::NotShown).cloned().collect(),
+    };
+    out!("{}", crate::report::checklist::table(&shown));
+    if shown.len() < items.len() {
+        outln!(
+            "  ({} of the {} questions not shown by this run; `killpoint certify` answers them all)",
+            items.len() - shown.len(),
+            items.len()
+        );
+    }
+    outln!();
     certificate
 }
 

@@ -9,7 +9,7 @@ use crate::scenario::Scenario;
 use crate::search::explore::{self, CaseStatus, Exploration, ExploreOptions, Finding, Points};
 use crate::search::replay;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -39,7 +39,7 @@ pub struct ExploreCommand {
     pub out: PathBuf,
     /// `--first-failure`: stop at the first failing case.
     pub first_failure: bool,
-    /// `--quiet`: no progress, only the summary.
+    /// `--quiet`: no progress and no stories: the summary, and where the failures are.
     pub quiet: bool,
     /// `--operations`: the scenario's workload this many times over.
     pub operations: u32,
@@ -121,6 +121,9 @@ impl ExploreCommand {
         replay: &RunOptions,
         mut written: Written,
     ) -> bool {
+        if self.quiet {
+            return self.report_failures_quietly(result, target, replay, written);
+        }
         let mut failed = false;
         let until = Instant::now() + replay::BUDGET;
         for finding in &result.failures {
@@ -145,6 +148,44 @@ impl ExploreCommand {
             }
         }
         failed
+    }
+}
+
+impl ExploreCommand {
+    /// `--quiet`'s account of the failures: how many, and where they are written and kept, in
+    /// two lines however many there are (each case's story is in its `report.html`). Cases not
+    /// written yet are written now; one that cannot be is said.
+    fn report_failures_quietly(
+        &self,
+        result: &Exploration,
+        target: &Target,
+        replay: &RunOptions,
+        mut written: Written,
+    ) -> bool {
+        let mut kept = BTreeSet::new();
+        for finding in &result.failures {
+            let at =
+                written.remove(&finding.case.name()).unwrap_or_else(|| write_case(&self.out, finding, target, replay));
+            if let Err(e) = at {
+                errln!(
+                    "killpoint: cannot write the failing case {} to {}: {e}",
+                    finding.case.name(),
+                    self.out.display()
+                );
+            }
+            kept.extend(finding.artifacts.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf));
+        }
+        if result.failures.is_empty() {
+            return false;
+        }
+        let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+        errln!(
+            "{} failing case(s) written to {} (one scenario file each: `killpoint run FILE` reruns one)",
+            result.failures.len(),
+            self.out.display()
+        );
+        errln!("their artifacts (report.html with the story, rerun.sh) are kept in {}", kept.join(", "));
+        true
     }
 }
 

@@ -21,17 +21,24 @@ pub enum Table {
 }
 
 /// `killpoint list`: the tables of scenarios/README.md, from the code. `runtime` is, for
-/// `variants`, the reference runtime to ask (default: beside this binary).
+/// `variants`, the reference runtime to ask (default: beside this binary; without one, the list
+/// this killpoint was built with).
 pub fn list(table: Table, runtime: Option<&Path>) -> Result<ExitCode, Usage> {
     let rows: Vec<(String, String)> = match table {
         Table::Boundaries => boundaries(),
         Table::Tools => tools(),
         Table::Invariants => Invariant::ALL.iter().map(|i| (i.as_str().to_owned(), i.summary().to_owned())).collect(),
         Table::Variants => {
-            let program = runtime.map(Path::to_path_buf).or_else(crate::run::incarnation::reference_runtime).ok_or(
-                "no --runtime given and no reference runtime beside this binary: the variants are the reference runtime's",
-            )?;
-            crate::model::variants::of(&program)?.into_iter().map(|v| (v.name, v.description)).collect()
+            let variants = match runtime.map(Path::to_path_buf).or_else(crate::run::incarnation::reference_runtime) {
+                Some(program) => crate::model::variants::of(&program)?,
+                None => {
+                    errln!(
+                        "note: no reference runtime beside this binary (`cargo install --path harness` installs killpoint alone): the variants of the one killpoint was built with"
+                    );
+                    crate::model::variants::built_in()
+                }
+            };
+            variants.into_iter().map(|v| (v.name, v.description)).collect()
         }
     };
     let header = match table {

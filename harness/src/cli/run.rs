@@ -1,7 +1,7 @@
 //! `killpoint run`: one scenario file, certified as `certify` does; against the reference runtime,
 //! also its `[[catches]]` (each broken variant must be caught).
 
-use super::certify::certify;
+use super::certify::{Checklist, certify};
 use super::setup::{artifacts_root, reports_writable, target, traced_options};
 use super::{Output, Runtime, Usage};
 use crate::model::crash::Crash;
@@ -48,6 +48,7 @@ impl RunCommand {
             &options,
             &self.output,
             None,
+            Checklist::Shown,
         );
         if scenario.catches.is_empty() {
             return Ok(verdict);

@@ -26,6 +26,7 @@ pub(super) fn coverage(scenario: &Scenario, run: &Run) -> Vec<Coverage> {
                     .expect("faults name operations of their scenario (checked when read)")
                     .tool,
                 hit,
+                violations: Vec::new(),
             }
         })
         .collect()

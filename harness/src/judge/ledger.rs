@@ -12,6 +12,11 @@ pub(super) fn evidence<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<
     entries.into_iter().map(|e| format!("#{} {}", e.seq, describe_entry(e))).collect()
 }
 
+/// The ledger `seq` an [`evidence`] line names (`None` for a line that is not one of them).
+pub(super) fn seq_of(line: &str) -> Option<u64> {
+    line.strip_prefix('#')?.split(' ').next()?.parse().ok()
+}
+
 /// What the ledger says about one operation.
 pub(super) struct OperationLedger<'a> {
     pub(super) calls: Vec<&'a Entry>,

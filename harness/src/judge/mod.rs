@@ -8,6 +8,7 @@
 //! imports only the model, tracer, scenario and run layers, never report, search or cli.
 
 mod arguments;
+mod attribution;
 mod authority;
 mod coverage;
 mod delivery;
@@ -39,7 +40,7 @@ use ledger::OperationLedger;
 /// sort is stable, so this order decides how ties come out.
 pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     let mut violations = Vec::new();
-    let coverage = coverage::coverage(scenario, run);
+    let mut coverage = coverage::coverage(scenario, run);
     if let Some(failure) = &run.harness_failure {
         // The record is incomplete for a reason that is not the runtime's: blaming it for an
         // abort or an unsettled operation would be a lie, and so would a pass.
@@ -73,6 +74,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         coverage::syscall_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
+    attribution::attribute(scenario, &mut coverage, &violations, run);
     Verdict { scenario: scenario.name.clone(), probe: run.probe, crash: run.crash, violations, coverage, error: None }
 }
 

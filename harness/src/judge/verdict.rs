@@ -25,6 +25,9 @@ pub struct Coverage {
     pub operation: String,
     pub tool_kind: ToolKind,
     pub hit: Hit,
+    /// The violations (indices into the verdict's) this fault can have caused: its matrix cell
+    /// and JUnit case fail on these only (`judge/attribution.rs`).
+    pub violations: Vec<usize>,
 }
 
 /// The checker's judgement of one run.

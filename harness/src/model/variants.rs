@@ -52,12 +52,7 @@ impl From<NoVariants> for String {
 /// (any runtime but the reference one) or that did not answer in time, saying which.
 pub fn of(program: &Path) -> Result<Vec<Variant>, NoVariants> {
     let (status, stdout) = list_broken(program, LIST_DEADLINE)?;
-    let text = String::from_utf8_lossy(&stdout);
-    let variants: Vec<Variant> = text
-        .lines()
-        .filter_map(|line| line.split_once('\t'))
-        .map(|(name, description)| Variant { name: name.to_owned(), description: description.to_owned() })
-        .collect();
+    let variants = parse_list(&String::from_utf8_lossy(&stdout));
     if !status.success() || variants.is_empty() {
         return Err(NoVariants {
             why: format!(
@@ -68,6 +63,22 @@ pub fn of(program: &Path) -> Result<Vec<Variant>, NoVariants> {
         });
     }
     Ok(variants)
+}
+
+/// The variants of the reference runtime this killpoint was built with: `killpoint-runtime
+/// --list-broken` as `variants.tsv` keeps it (harness/tests/first_day.rs fails when the two differ).
+/// For `killpoint list variants` where that runtime is not installed: `cargo install --path
+/// harness` installs killpoint alone, and the list is for people writing `[[catches]]`.
+pub fn built_in() -> Vec<Variant> {
+    parse_list(include_str!("variants.tsv"))
+}
+
+/// `name<TAB>description` lines, as `--list-broken` prints them.
+fn parse_list(text: &str) -> Vec<Variant> {
+    text.lines()
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(name, description)| Variant { name: name.to_owned(), description: description.to_owned() })
+        .collect()
 }
 
 /// Runs `program --list-broken` (stdin closed, stderr discarded) in a process group of its own,

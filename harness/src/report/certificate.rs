@@ -41,8 +41,36 @@ pub struct RuntimeIdentity {
     pub args: Vec<String>,
     /// SHA-256 of the binary, hex; `null` if it could not be read.
     pub sha256: Option<String>,
+    /// Each argument that names a file (the script an interpreter runs: `--runtime python3 --
+    /// my.py`), with its SHA-256: what ran is the program and these, not the program alone.
+    pub files: Vec<RuntimeFile>,
     /// Whether the runtime implemented the probe (`null` if no scenario got it started).
     pub probe: Option<bool>,
+}
+
+/// A file a runtime argument names, as given, and its SHA-256 (hex) when it was read.
+#[derive(Debug, Serialize)]
+pub struct RuntimeFile {
+    pub path: String,
+    pub sha256: Option<String>,
+}
+
+impl RuntimeFile {
+    /// The arguments of `target` that name an existing file (relative ones from the working
+    /// directory, where the runtime is started from too).
+    fn of(target: &Target) -> Vec<RuntimeFile> {
+        target
+            .args
+            .iter()
+            .filter(|arg| Path::new(arg).is_file())
+            .map(|arg| RuntimeFile { path: arg.clone(), sha256: sha256_file(Path::new(arg)) })
+            .collect()
+    }
+}
+
+/// The runtime as a person names it: the program and its arguments (`python3 my.py`).
+pub fn runtime_name(runtime: &RuntimeIdentity) -> String {
+    std::iter::once(runtime.path.as_str()).chain(runtime.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +113,7 @@ impl Certificate {
                 path: target.program.display().to_string(),
                 args: target.args.clone(),
                 sha256: sha256_file(&target.program),
+                files: RuntimeFile::of(target),
                 probe: verdicts.first().map(|v| v.probe),
             },
             seed: None,
@@ -156,6 +185,10 @@ impl Certificate {
         ] {
             suite.add_property(Property::new(name, value));
         }
+        for file in &self.runtime.files {
+            let sha256 = file.sha256.clone().unwrap_or_default();
+            suite.add_property(Property::new(format!("runtime.file.{}", file.path), sha256));
+        }
         let mut total = Duration::ZERO;
         for entry in &self.scenarios {
             let scenario_time = Duration::from_millis(entry.duration_ms);
@@ -193,8 +226,13 @@ fn junit_cells(entry: &ScenarioEntry) -> Vec<(String, TestCaseStatus)> {
             name = format!("{name} #{}", same + 1);
         }
         names.push(name.clone());
-        let violations: Vec<&Violation> =
-            entry.violations.iter().filter(|v| v.operation.as_deref() == Some(&fault.operation)).collect();
+        // The fault's own: what it can have caused of its operation (the run-wide ones are the workload's).
+        let violations: Vec<&Violation> = fault
+            .violations
+            .iter()
+            .filter_map(|&i| entry.violations.get(i))
+            .filter(|v| v.operation.is_some())
+            .collect();
         let status = match (&entry.error, entry.status) {
             (Some(error), _) => not_judged(error),
             (None, ScenarioStatus::Error) => not_judged("not judged"),
@@ -212,9 +250,17 @@ fn junit_cells(entry: &ScenarioEntry) -> Vec<(String, TestCaseStatus)> {
         };
         cells.push((name, status));
     }
-    let faulted: Vec<&str> = entry.faults.iter().map(|f| f.operation.as_str()).collect();
-    let rest: Vec<&Violation> =
-        entry.violations.iter().filter(|v| v.operation.as_deref().is_none_or(|o| !faulted.contains(&o))).collect();
+    // What no fault can have caused (a consumer's retries, an operation without a fault, the run
+    // as a whole when no fault took it) is the workload's.
+    let caused: std::collections::BTreeSet<usize> =
+        entry.faults.iter().flat_map(|f| f.violations.iter().copied()).collect();
+    let rest: Vec<&Violation> = entry
+        .violations
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| v.operation.is_none() || !caused.contains(i))
+        .map(|(_, v)| v)
+        .collect();
     let status = match (&entry.error, entry.status) {
         (Some(error), _) => not_judged(error),
         (None, ScenarioStatus::Error) => not_judged("not judged"),
@@ -258,4 +304,34 @@ fn failed(violations: &[&Violation], story: Option<&str>) -> TestCaseStatus {
     }
     s.set_description(body);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--runtime python3 -- my.py`: the certificate names and hashes the script, not only the
+    /// interpreter (whose hash says nothing of what ran).
+    #[test]
+    fn a_script_given_to_an_interpreter_is_named_and_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("my.py");
+        std::fs::write(&script, "print('hello')\n").unwrap();
+        let script = script.display().to_string();
+        let target = Target { program: "/bin/sh".into(), args: vec![script.clone(), "--flag".into()] };
+        let certificate = Certificate::new(&target, &[]);
+        let json: serde_json::Value = serde_json::from_str(&certificate.to_json()).unwrap();
+        let sha: String = Sha256::digest(b"print('hello')\n").iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            json["runtime"]["files"],
+            serde_json::json!([{ "path": script, "sha256": sha }]),
+            "expected the script among the runtime's files, found {:#}",
+            json["runtime"]
+        );
+        assert!(certificate.to_junit().contains(&format!("name=\"runtime.file.{script}\" value=\"{sha}\"")));
+        assert!(
+            crate::report::html::render(&certificate, &[])
+                .contains(&format!("<title>killpoint certificate: /bin/sh {script} --flag</title>"))
+        );
+    }
 }

@@ -36,7 +36,7 @@ pub fn render(certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> String
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>killpoint certificate: {}</title>\n<style>{STYLE}</style></head><body>\n",
-        esc(&certificate.runtime.path)
+        esc(&crate::report::certificate::runtime_name(&certificate.runtime))
     );
     let _ = writeln!(out, "<h1>killpoint certificate</h1>");
     let _ = writeln!(
@@ -308,6 +308,7 @@ mod tests {
                 operation: "charge".into(),
                 tool_kind: ToolKind::NonIdempotentWithLookup,
                 hit: Hit::Exact,
+                violations: vec![0],
             }],
             error: None,
         };

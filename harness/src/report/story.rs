@@ -100,10 +100,8 @@ pub fn matrix(verdicts: &[&Verdict]) -> Vec<(Boundary, ToolKind, Cell)> {
             let mut cell = Cell::Untested;
             for v in verdicts {
                 for c in v.coverage.iter().filter(|c| c.boundary == boundary && c.tool_kind == kind) {
-                    let failed = v
-                        .violations
-                        .iter()
-                        .any(|x| x.operation.is_none() || x.operation.as_deref() == Some(&c.operation));
+                    // The faults at this cell: what they can have caused, not their scenario's verdict.
+                    let failed = !c.violations.is_empty();
                     let this = match c.hit {
                         Hit::NeedsProbe => Cell::NeedsProbe,
                         Hit::NotReached => Cell::Fail,
@@ -168,6 +166,15 @@ pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
         Some(error) => {
             let _ = writeln!(out, "scenario `{}` ({}) could not be judged:", scenario.name, scenario.path.display());
             let _ = writeln!(out, "  harness error (not the runtime's): {error}");
+        }
+        // Told for a `[[catches]]` whose variant did nothing wrong here: no ✗ line follows.
+        None if verdict.violations.is_empty() => {
+            let _ = writeln!(
+                out,
+                "scenario `{}` ({}) passed: no invariant was violated",
+                scenario.name,
+                scenario.path.display()
+            );
         }
         None => {
             let _ = writeln!(out, "scenario `{}` ({}) failed:", scenario.name, scenario.path.display());

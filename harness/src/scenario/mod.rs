@@ -386,14 +386,37 @@ pub struct ScenarioError {
     /// 1-based line and column, when the problem has a place in the file.
     pub line_col: Option<(usize, usize)>,
     pub message: String,
+    /// The file's other mistakes, found after this one, in the order they were found (each with
+    /// no `also` of its own): a file is fixed in one pass, not one error at a time.
+    pub also: Vec<ScenarioError>,
+}
+
+impl ScenarioError {
+    /// One error holding every mistake of `found` (in order), or `None` if there is none.
+    pub fn of_all(found: Vec<ScenarioError>) -> Option<ScenarioError> {
+        let mut all = found.into_iter().flat_map(|mut e| {
+            let also = std::mem::take(&mut e.also);
+            std::iter::once(e).chain(also)
+        });
+        let mut first = all.next()?;
+        first.also = all.collect();
+        Some(first)
+    }
 }
 
 impl fmt::Display for ScenarioError {
+    /// One line per mistake: `path:line:col: message`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line_col {
-            Some((line, col)) => write!(f, "{}:{line}:{col}: {}", self.path.display(), self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
+        for (i, e) in std::iter::once(self).chain(&self.also).enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            match e.line_col {
+                Some((line, col)) => write!(f, "{}:{line}:{col}: {}", e.path.display(), e.message)?,
+                None => write!(f, "{}: {}", e.path.display(), e.message)?,
+            }
         }
+        Ok(())
     }
 }
 

@@ -33,6 +33,7 @@ impl Scenario {
                 "[[catches]]: {} (the reference runtime's `--broken` variants)",
                 unknown_word("broken variant", &unknown.broken, &names)
             ),
+            also: Vec::new(),
         };
         // The place, read back from the file (embedded or on disk) the scenario came from.
         let text = match embedded::text_of(&self.path) {

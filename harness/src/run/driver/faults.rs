@@ -45,6 +45,8 @@ impl Driver<'_> {
     /// the checks every restart owes the client's side of the contract.
     pub(super) async fn fire(&mut self, fault_index: usize, launch: &Launch<'_>) -> Result<(), String> {
         self.revoke(fault_index);
+        // The mark just made for it (the announcement or the held answer) is the kill's moment.
+        self.killed[fault_index] = self.timeline.last().map(|m| m.seq);
         self.kill_and_restart(launch).await?;
         self.after_restart().await;
         Ok(())
@@ -80,6 +82,9 @@ impl Driver<'_> {
             self.revoke(i);
         }
         self.mark(Happening::SyscallKill { incarnation, point: reached.point });
+        if let Target::Boundary(i) = reached.target {
+            self.killed[i] = self.timeline.last().map(|m| m.seq);
+        }
         self.kill_and_restart(launch).await?;
         self.after_restart().await;
         Ok(())

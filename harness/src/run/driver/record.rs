@@ -215,6 +215,10 @@ pub struct Run {
     pub crash: Crash,
     /// How each fault of the scenario was reached, by index into `scenario.faults`.
     pub hits: Vec<Hit>,
+    /// Where each fault's kill came on the run's clock (the `seq` of its mark, comparable with
+    /// the ledger's), by index into `scenario.faults` (`None`: it did not fire, or fires without
+    /// a kill): which of a violation's ledger lines came before it.
+    pub killed: Vec<Option<u64>>,
     /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
     pub aborted: Option<String>,
     /// The harness itself failed (its run directory vanished, …): the evidence is incomplete and

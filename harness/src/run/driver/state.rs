@@ -44,6 +44,8 @@ pub(super) struct Driver<'a> {
     pub(super) seen: HashMap<(Boundary, String, Option<String>), u32>,
     pub(super) seen_attempt: HashMap<(Boundary, String, Option<String>, u32), u32>,
     pub(super) hits: Vec<Hit>,
+    /// Where on the run's clock each fault's kill came, by fault index (`Run::killed`).
+    pub(super) killed: Vec<Option<u64>>,
     pub(super) incarnation: Incarnation,
     /// A client of the current incarnation's API.
     pub(super) client: Client,
@@ -93,6 +95,7 @@ impl<'a> Driver<'a> {
             world: &ground.world,
             seen: HashMap::new(),
             seen_attempt: HashMap::new(),
+            killed: vec![None; hits.len()],
             hits,
             client: Client::new(&first.api),
             incarnation: first,

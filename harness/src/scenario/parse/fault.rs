@@ -17,13 +17,15 @@ impl Source<'_> {
     ) -> Result<(Vec<Fault>, Vec<Range<usize>>), ScenarioError> {
         let mut faults = Vec::new();
         let mut fault_spans = Vec::new();
-        for spanned in tables {
+        super::Mistakes::each(tables, |spanned| {
+            // A fault with a mistake is left out, its span with it: the two lists stay in step.
             let span = spanned.span();
-            fault_spans.push(span.clone());
             let fault = self.fault(spanned.into_inner(), &span, operations)?;
-            self.not_where_another_is(&fault, span, &faults, &fault_spans)?;
+            self.not_where_another_is(&fault, span.clone(), &faults, &fault_spans)?;
             faults.push(fault);
-        }
+            fault_spans.push(span);
+            Ok(())
+        })?;
         Ok((faults, fault_spans))
     }
 
@@ -34,12 +36,12 @@ impl Source<'_> {
         fault_spans: Vec<Range<usize>>,
         operations: &[Operation],
     ) -> Result<(), ScenarioError> {
-        for (fault, span) in faults.iter().zip(fault_spans) {
-            if let Some(why) = never_reached(fault, operations, faults) {
-                return Err(self.at(Some(span), why));
+        super::Mistakes::each(faults.iter().zip(fault_spans), |(fault, span)| {
+            match never_reached(fault, operations, faults) {
+                Some(why) => Err(self.at(Some(span), why)),
+                None => Ok(()),
             }
-        }
-        Ok(())
+        })
     }
 
     /// One `[[fault]]` table, at `span`, checked on its own.

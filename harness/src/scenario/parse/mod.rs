@@ -1,8 +1,11 @@
 //! Reading a scenario file: the file as written (serde structs that keep the spans errors point
 //! at) and the parser, one step per kind of table, each refusing what no run could use.
 //!
-//! The steps run in a fixed order and the first error found is the one reported, so the order of
-//! the steps in [`Scenario::parse`] and of the checks inside each is part of the error a file gets.
+//! The steps run in a fixed order and every mistake they find is reported, in that order (the
+//! steps that name operations only once the workload was read: against a workload with a mistake
+//! they would find mistakes that are not there). Inside a step, the first check a table fails is
+//! its error, and the step goes on to the next table. The order of the steps in
+//! [`Scenario::parse`] and of the checks inside each is part of the errors a file gets.
 
 mod fault;
 mod services;
@@ -111,7 +114,35 @@ struct Source<'a> {
 impl Source<'_> {
     /// The error `message`, at the start of `span` when there is one.
     fn at(&self, span: Option<Range<usize>>, message: String) -> ScenarioError {
-        ScenarioError { path: self.path.to_owned(), line_col: span.map(|s| line_col(self.text, s.start)), message }
+        let line_col = span.map(|s| line_col(self.text, s.start));
+        ScenarioError { path: self.path.to_owned(), line_col, message, also: Vec::new() }
+    }
+}
+
+/// The mistakes found so far in one file, in the order the steps found them.
+#[derive(Default)]
+struct Mistakes(Vec<ScenarioError>);
+
+impl Mistakes {
+    /// A step's value, or `None` with its mistakes kept.
+    fn keep<T>(&mut self, step: Result<T, ScenarioError>) -> Option<T> {
+        step.map_err(|e| self.0.push(e)).ok()
+    }
+
+    /// Each table's mistake (`check` run on every table in order), as one error if there is one.
+    fn each<T>(
+        tables: impl IntoIterator<Item = T>,
+        mut check: impl FnMut(T) -> Result<(), ScenarioError>,
+    ) -> Result<(), ScenarioError> {
+        let mut found = Mistakes::default();
+        for table in tables {
+            found.keep(check(table));
+        }
+        found.into_result()
+    }
+
+    fn into_result(self) -> Result<(), ScenarioError> {
+        ScenarioError::of_all(self.0).map_or(Ok(()), Err)
     }
 }
 
@@ -122,6 +153,7 @@ impl Scenario {
             path: path.to_owned(),
             line_col: None,
             message: format!("cannot read the scenario file: {e}"),
+            also: Vec::new(),
         })?;
         Scenario::parse(path, &text)
     }
@@ -131,16 +163,39 @@ impl Scenario {
         let source = Source { path, text };
         let file: File = toml::from_str(text).map_err(|e| source.at(e.span(), e.message().to_owned()))?;
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let operations = source.operations(&file.operations)?;
-        let (faults, fault_spans) = source.faults(file.faults, &operations)?;
-        source.all_reachable(&faults, fault_spans, &operations)?;
-        let consumer_faults = source.consumer_faults(file.consumer_faults, &operations)?;
-        let lookup_faults = source.lookup_faults(file.lookup_faults, &operations)?;
-        let policy_faults = source.policy_faults(file.policy_faults, &operations)?;
-        let syscall_faults = source.syscall_faults(file.syscall_faults, &operations)?;
-        let deadline = source.deadline(file.deadline_seconds)?;
-        let catches = source.catches(file.catches)?;
-        let missing_data_dir = source.missing_data_dir(file.missing_data_dir, &faults, &syscall_faults)?;
+        let mut mistakes = Mistakes::default();
+        let operations = mistakes.keep(source.operations(&file.operations));
+        let named = operations.as_deref().map(|operations| {
+            let faults = mistakes.keep(
+                source
+                    .faults(file.faults, operations)
+                    .and_then(|(faults, spans)| source.all_reachable(&faults, spans, operations).map(|()| faults)),
+            );
+            let consumer_faults = mistakes.keep(source.consumer_faults(file.consumer_faults, operations));
+            let lookup_faults = mistakes.keep(source.lookup_faults(file.lookup_faults, operations));
+            let policy_faults = mistakes.keep(source.policy_faults(file.policy_faults, operations));
+            let syscall_faults = mistakes.keep(source.syscall_faults(file.syscall_faults, operations));
+            (faults, consumer_faults, lookup_faults, policy_faults, syscall_faults)
+        });
+        let deadline = mistakes.keep(source.deadline(file.deadline_seconds));
+        let catches = mistakes.keep(source.catches(file.catches));
+        let missing_data_dir = match &named {
+            Some((Some(faults), _, _, _, Some(syscall_faults))) => {
+                mistakes.keep(source.missing_data_dir(file.missing_data_dir, faults, syscall_faults))
+            }
+            _ => None,
+        };
+        let (
+            Some(operations),
+            Some((Some(faults), Some(consumer_faults), Some(lookup_faults), Some(policy_faults), Some(syscall_faults))),
+            Some(deadline),
+            Some(catches),
+            Some(missing_data_dir),
+        ) = (operations, named, deadline, catches, missing_data_dir)
+        else {
+            // Every step that gave no value kept its mistake.
+            return Err(mistakes.into_result().expect_err("a step without a value has a mistake"));
+        };
 
         Ok(Scenario {
             name,
@@ -178,10 +233,12 @@ impl Source<'_> {
             return Err(self.at(None, "expected at least one [[operation]] in the workload".into()));
         }
         let mut operations: Vec<Operation> = Vec::new();
-        for spanned in tables {
-            self.operation(spanned, &operations)?;
+        Mistakes::each(tables, |spanned| {
+            // One in the way is still the workload's: the ones after it are checked against it.
+            let checked = self.operation(spanned, &operations);
             operations.push(spanned.get_ref().clone());
-        }
+            checked
+        })?;
         Ok(operations)
     }
 
@@ -330,31 +387,38 @@ impl Source<'_> {
     /// the variant exists is checked against the runtime, after parsing (`Scenario::check_catches`).
     fn catches(&self, tables: Vec<Spanned<Catch>>) -> Result<Vec<Catch>, ScenarioError> {
         let mut catches: Vec<Catch> = Vec::new();
-        for spanned in tables {
+        Mistakes::each(tables, |spanned| {
             let span = spanned.span();
             let c = spanned.into_inner();
-            if c.invariants.is_empty() {
-                return Err(self.at(
-                    Some(span),
-                    format!(
-                        "[[catches]] for `{}` names no invariant: expected the invariants the variant must violate",
-                        c.broken
-                    ),
-                ));
-            }
-            for name in &c.invariants {
-                crate::model::invariant::Invariant::from_name(name)
-                    .map_err(|e| self.at(Some(span.clone()), format!("[[catches]] for `{}`: {e}", c.broken)))?;
-            }
-            if catches.iter().any(|k| k.broken == c.broken) {
-                return Err(self.at(
-                    Some(span),
-                    format!("`{}` is caught twice: expected one [[catches]] per broken variant", c.broken),
-                ));
-            }
+            let checked = self.catch(&c, span, &catches);
             catches.push(c);
-        }
+            checked
+        })?;
         Ok(catches)
+    }
+
+    /// One `[[catches]]` table at `span`, after the `earlier` ones.
+    fn catch(&self, c: &Catch, span: Range<usize>, earlier: &[Catch]) -> Result<(), ScenarioError> {
+        if c.invariants.is_empty() {
+            return Err(self.at(
+                Some(span),
+                format!(
+                    "[[catches]] for `{}` names no invariant: expected the invariants the variant must violate",
+                    c.broken
+                ),
+            ));
+        }
+        for name in &c.invariants {
+            crate::model::invariant::Invariant::from_name(name)
+                .map_err(|e| self.at(Some(span.clone()), format!("[[catches]] for `{}`: {e}", c.broken)))?;
+        }
+        if earlier.iter().any(|k| k.broken == c.broken) {
+            return Err(self.at(
+                Some(span),
+                format!("`{}` is caught twice: expected one [[catches]] per broken variant", c.broken),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -417,6 +481,26 @@ mod tests {
         assert!(err.message.contains("must name a `destination`"), "{}", err.message);
         let err = parse(&format!("{text}destination = \"ledgr\"\n")).unwrap_err();
         assert!(err.message.contains("did you mean `ledger`"), "{}", err.message);
+    }
+
+    /// `killpoint check` fixes a file in one pass: every mistake the steps can find, in step
+    /// order and file order within a step, each at its own line.
+    #[test]
+    fn every_mistake_of_a_file_is_reported() {
+        let text = format!(
+            "deadline_seconds = 0\n{OK}delay_ms = 5\n[[fault]]\nat = \"after_dispatch\"\noperation = \"charg\"\n[[catches]]\nbroken = \"blind-retry\"\ninvariants = []\n"
+        );
+        let shown = parse(&text).unwrap_err().to_string();
+        let lines: Vec<&str> = shown.lines().collect();
+        let wanted = ["delay_ms", "did you mean `charge`", "`deadline_seconds`", "names no invariant"];
+        assert!(
+            lines.len() == wanted.len()
+                && lines
+                    .iter()
+                    .zip(wanted)
+                    .all(|(line, word)| line.starts_with("scenarios/x.toml:") && line.contains(word)),
+            "expected one line each for {wanted:?}, in that order, found:\n{shown}"
+        );
     }
 
     #[test]
