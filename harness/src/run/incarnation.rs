@@ -18,7 +18,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 /// The contract version this harness speaks.
-pub const CONTRACT: &str = "killpoint-contract/5";
+pub const CONTRACT: &str = "killpoint-contract/6";
 
 /// How to run the runtime under test.
 #[derive(Debug, Clone)]
