@@ -1,4 +1,4 @@
-//! A traced incarnation frozen at a system call (`traced.rs`): its tracer's point is left
+//! A traced incarnation frozen at a system call (`traced/`): its tracer's point is left
 //! unanswered, which holds the runtime as SIGSTOP holds a probed one, until the driver resumes it.
 //!
 //! The tracer answers one point at a time, so while this one waits, every other thread of the
