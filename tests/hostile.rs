@@ -195,11 +195,12 @@ fn a_crash_looping_runtime_is_reported_with_its_exit_status() {
 #[test]
 fn a_runtime_that_declares_the_probe_but_never_connects_is_stopped() {
     let marker = marker("ignores-probe");
+    // The ready line may take seconds under load; the wait for the connection after it does not.
     let (_, run) = run_within(
-        Duration::from_secs(5),
+        Duration::from_secs(20),
         &scenario("one_operation"),
         &target("ignores_probe.py", &marker),
-        &ready_within(Duration::from_secs(1)),
+        &ready_within(Duration::from_secs(15)),
     );
     let reason = aborted(&run);
     assert!(

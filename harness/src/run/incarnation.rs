@@ -20,6 +20,10 @@ use tokio::sync::oneshot;
 /// The contract version this harness speaks.
 pub const CONTRACT: &str = "killpoint-contract/6";
 
+/// How long after its ready line a runtime that declared the probe has for its connection to be
+/// taken: it connected before printing the line, so this only covers the harness's own turn.
+const PROBE_CONNECT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How to run the runtime under test.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -189,7 +193,11 @@ impl Incarnation {
         let deadline = tokio::time::Instant::now() + launch.ready_timeout;
         let line = self.ready_line(launch, deadline, ready_rx).await?;
         let declares_probe = self.read_ready_line(&line)?;
-        self.connect_probe(launch, deadline, declares_probe, &line).await
+        // Not the ready deadline: a runtime connects before it prints the ready line, so its
+        // connection is queued by now, and what is left of the start-up's allowance says nothing
+        // of how long to look for it (under load, the line can come just before that deadline).
+        let connected_by = tokio::time::Instant::now() + PROBE_CONNECT_GRACE;
+        self.connect_probe(launch, connected_by, declares_probe, &line).await
     }
 
     /// The ready line's JSON, as the copy of stdout passes it on; or how the runtime failed to
@@ -281,6 +289,8 @@ impl Incarnation {
         match (launch.probe, declares_probe) {
             (Some(listener), true) => {
                 tokio::select! {
+                    // A queued connection wins over a deadline that passed at the same time.
+                    biased;
                     accepted = listener.accept() => match accepted {
                         Ok((stream, _)) => self.probe = Some(ProbeConnection::new(stream)),
                         Err(e) => return Err(format!("probe socket accept failed: {e}")),
