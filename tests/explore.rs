@@ -14,9 +14,10 @@
 //! - `explore_accounts::…`: what explore says it tested — a case whose own kill was reached is
 //!   not "not reached" because a kept world fault had nothing left to spoil.
 
+use killpoint::model::crash::Crash;
 use killpoint::search::explore::{self, CaseStatus, ExploreOptions, Workload};
 use killpoint::trials::arguments::TestArguments;
-use killpoint::{Scenario, Target, run_scenario};
+use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use libtest_mimic::{Failed, Trial};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -101,20 +102,25 @@ fn explored_points(path: &std::path::Path, target: &Target, prefix: &str) -> Vec
     trials
 }
 
-/// One trial per broken variant named in the standard scenarios' `[[catches]]`.
+/// One trial per broken variant named in the standard scenarios' `[[catches]]`, explored under the
+/// crash its catches name (`no-sync` loses what it did not sync only in a machine crash).
 fn found_by_explore(dir: &std::path::Path, target: &Target) -> Vec<Trial> {
-    let mut by_variant: BTreeMap<String, Vec<Scenario>> = BTreeMap::new();
+    let mut by_variant: BTreeMap<String, (Crash, Vec<Scenario>)> = BTreeMap::new();
     for scenario in Scenario::load_dir(dir).into_iter().flatten().flatten() {
         for catch in &scenario.catches {
-            by_variant.entry(catch.broken.clone()).or_default().push(scenario.clone());
+            let (crash, scenarios) = by_variant.entry(catch.broken.clone()).or_insert((catch.crash, Vec::new()));
+            if catch.crash == Crash::Machine {
+                *crash = Crash::Machine;
+            }
+            scenarios.push(scenario.clone());
         }
     }
     by_variant
         .into_iter()
-        .map(|(variant, scenarios)| {
+        .map(|(variant, (crash, scenarios))| {
             let target = target.clone();
             Trial::test(format!("explore_finds::{}", variant.replace('-', "_")), move || {
-                finds(&variant, &scenarios, &target)
+                finds(&variant, crash, &scenarios, &target)
             })
         })
         .collect()
@@ -122,10 +128,11 @@ fn found_by_explore(dir: &std::path::Path, target: &Target) -> Vec<Trial> {
 
 /// Explores each workload that catches `variant` until one fails; the failing case, written as a
 /// scenario file and read back, must fail the variant again on the same invariants.
-fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), Failed> {
+fn finds(variant: &str, crash: Crash, scenarios: &[Scenario], target: &Target) -> Result<(), Failed> {
     let mut broken = target.clone();
     broken.args.extend(["--broken".to_owned(), variant.to_owned()]);
     let dir = tempfile::tempdir().map_err(|e| format!("no temp dir: {e}"))?;
+    let run = RunOptions { crash, ..RunOptions::default() };
     // Depth 2 only when depth 1 finds nothing: some bugs (`restart-after-failed-lookup`) show only
     // when the recovery from a crash crashes too.
     // Failures are expected here: their data dirs are not kept.
@@ -134,6 +141,7 @@ fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), F
         first_failure: true,
         jobs: 1,
         keep_failures: false,
+        run: run.clone(),
         ..ExploreOptions::default()
     });
     for (options, scenario) in depths.iter().flat_map(|options| scenarios.iter().map(move |s| (options, s))) {
@@ -149,8 +157,8 @@ fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), F
         std::fs::write(&path, finding.scenario.to_toml())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let replayed = Scenario::load(&path).map_err(|e| format!("the written file does not parse: {e}"))?;
-        let (verdict, run) = run_scenario(&replayed, &broken, &Default::default())
-            .map_err(|e| format!("the written case could not run: {e}"))?;
+        let (verdict, run) =
+            run_scenario(&replayed, &broken, &run).map_err(|e| format!("the written case could not run: {e}"))?;
         let expected = finding.verdict.failed_invariants();
         let again = verdict.failed_invariants();
         if again.is_disjoint(&expected) {
@@ -165,7 +173,11 @@ fn finds(variant: &str, scenarios: &[Scenario], target: &Target) -> Result<(), F
         return Ok(());
     }
     let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
-    Err(format!("explore of {names:?}, to depth 2, found no failure with `--broken {variant}`").into())
+    Err(format!(
+        "explore of {names:?}, to depth 2, found no failure with `--broken {variant}` ({} crashes)",
+        crash.name()
+    )
+    .into())
 }
 
 /// `kill_while_reconciling` keeps a lookup fault that only a kill before the lookup leaves
