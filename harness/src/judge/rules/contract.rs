@@ -175,6 +175,33 @@ mod tests {
         }
     }
 
+    /// A version bump that leaves the old one in the text (the environment table, the ready line's
+    /// example, `/health`) tells a runtime written from it alone to declare a version the harness
+    /// refuses. Only the `## Changes` section names earlier versions.
+    #[test]
+    fn the_contract_names_only_its_own_version_outside_its_changes() {
+        let current = crate::run::incarnation::CONTRACT;
+        let mut in_changes = false;
+        let mut stale = Vec::new();
+        for (i, line) in CONTRACT_TEXT.lines().enumerate() {
+            if line.starts_with("## ") {
+                in_changes = line.trim() == "## Changes";
+            }
+            let named = line.match_indices("killpoint-contract/").map(|(at, _)| {
+                let rest = &line[at..];
+                let end =
+                    rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '/')).unwrap_or(rest.len());
+                &rest[..end]
+            });
+            for version in named {
+                if !in_changes && version != current {
+                    stale.push(format!("CONTRACT.md:{}: expected `{current}`, found `{version}`", i + 1));
+                }
+            }
+        }
+        assert!(stale.is_empty(), "{}", stale.join("\n"));
+    }
+
     #[test]
     fn the_parser_finds_untagged_and_malformed_rules() {
         let text = "## 1. x\n\nA runtime MUST do a [§1-1]. It SHOULD do b.\n\n- It MUST do c [1-2].\n\n| a | MUST d [§1-1] |\n";
