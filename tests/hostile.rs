@@ -34,6 +34,16 @@ fn target(script: &str, marker: &str) -> Target {
     Target { program: hostile(script), args: vec![marker.to_owned()] }
 }
 
+/// The ready deadline for a fixture that prints its ready line: what a Python start takes on a
+/// loaded 2-core machine (seconds; a 2 s deadline failed 3 of these tests at load 15). Waiting for
+/// the line costs nothing when it comes; the tests of a runtime that never prints it are in
+/// tests/certify.rs, with a short deadline.
+const READY: Duration = Duration::from_secs(20);
+
+/// The bound that shows the harness did not hang: its run ends on its own, at the scenario's
+/// deadline or sooner, and a hang is for ever. Generous for the same reason as [`READY`].
+const NO_HANG: Duration = Duration::from_secs(40);
+
 fn ready_within(timeout: Duration) -> RunOptions {
     RunOptions { ready_timeout: timeout, ..RunOptions::default() }
 }
@@ -108,7 +118,7 @@ fn a_runtime_that_does_not_exist_is_named() {
     let marker = marker("missing");
     let target = target("does-not-exist", &marker);
     let (verdict, run) =
-        run_within(Duration::from_secs(5), &scenario("one_operation"), &target, &ready_within(Duration::from_secs(1)));
+        run_within(NO_HANG, &scenario("one_operation"), &target, &ready_within(Duration::from_secs(1)));
     let reason = aborted(&run);
     assert!(reason.contains("tests/hostile/does-not-exist"), "{reason}");
     assert!(reason.contains("does not exist"), "{reason}");
@@ -122,8 +132,7 @@ fn a_runtime_that_does_not_exist_is_named() {
 fn a_runtime_whose_interpreter_is_missing_is_not_called_missing() {
     let marker = marker("interpreter");
     let target = target("bad_interpreter.sh", &marker);
-    let (_, run) =
-        run_within(Duration::from_secs(5), &scenario("one_operation"), &target, &ready_within(Duration::from_secs(1)));
+    let (_, run) = run_within(NO_HANG, &scenario("one_operation"), &target, &ready_within(Duration::from_secs(1)));
     let reason = aborted(&run);
     assert!(!reason.contains("does not exist"), "{reason}");
     assert!(reason.contains("#!/nonexistent/killpoint-hostile-shell"), "{reason}");
@@ -138,8 +147,7 @@ fn a_runtime_that_is_not_executable_is_named() {
     let target = target("not_executable.sh", &marker);
     let mode = std::fs::metadata(&target.program).unwrap().permissions().mode();
     assert_eq!(mode & 0o111, 0, "tests/hostile/not_executable.sh must stay mode 644 (it is {mode:o})");
-    let (_, run) =
-        run_within(Duration::from_secs(5), &scenario("one_operation"), &target, &ready_within(Duration::from_secs(1)));
+    let (_, run) = run_within(NO_HANG, &scenario("one_operation"), &target, &ready_within(Duration::from_secs(1)));
     let reason = aborted(&run);
     assert!(reason.contains("not_executable.sh"), "{reason}");
     assert!(reason.contains("is not executable (mode 644)"), "{reason}");
@@ -155,10 +163,10 @@ fn a_runtime_that_exits_right_after_its_ready_line_is_not_called_silent() {
     let marker = marker("ready-then-exits");
     for _ in 0..5 {
         let (_, run) = run_within(
-            Duration::from_secs(5),
+            NO_HANG,
             &scenario("one_operation"),
             &target("ready_then_exits.sh", &marker),
-            &ready_within(Duration::from_secs(2)),
+            &ready_within(READY),
         );
         let reason = aborted(&run);
         assert!(
@@ -176,12 +184,8 @@ fn a_runtime_that_exits_right_after_its_ready_line_is_not_called_silent() {
 #[test]
 fn a_crash_looping_runtime_is_reported_with_its_exit_status() {
     let marker = marker("crash-loop");
-    let (verdict, run) = run_within(
-        Duration::from_secs(5),
-        &scenario("crash_loop"),
-        &target("crash_loop.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (verdict, run) =
+        run_within(NO_HANG, &scenario("crash_loop"), &target("crash_loop.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     // Incarnation 1 was killed at the scenario's fault; incarnation 2 exited on its own.
     assert_eq!(run.incarnations, 2, "{reason}");
@@ -196,12 +200,8 @@ fn a_crash_looping_runtime_is_reported_with_its_exit_status() {
 fn a_runtime_that_declares_the_probe_but_never_connects_is_stopped() {
     let marker = marker("ignores-probe");
     // The ready line may take seconds under load; the wait for the connection after it does not.
-    let (_, run) = run_within(
-        Duration::from_secs(20),
-        &scenario("one_operation"),
-        &target("ignores_probe.py", &marker),
-        &ready_within(Duration::from_secs(15)),
-    );
+    let (_, run) =
+        run_within(NO_HANG, &scenario("one_operation"), &target("ignores_probe.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(
         reason.contains("declared \"probe\": true in its ready line but never connected to KILLPOINT_PROBE_SOCKET"),
@@ -215,12 +215,8 @@ fn a_runtime_that_declares_the_probe_but_never_connects_is_stopped() {
 #[test]
 fn garbage_on_the_probe_is_quoted() {
     let marker = marker("garbage");
-    let (_, run) = run_within(
-        Duration::from_secs(5),
-        &scenario("one_operation"),
-        &target("garbage_probe.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (_, run) =
+        run_within(NO_HANG, &scenario("one_operation"), &target("garbage_probe.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(reason.contains("incarnation 1: expected a probe message like"), "{reason}");
     assert!(reason.contains("found `this is not a probe message`"), "{reason}");
@@ -232,12 +228,8 @@ fn garbage_on_the_probe_is_quoted() {
 #[test]
 fn an_oversized_probe_line_is_refused_without_reading_it_all() {
     let marker = marker("oversized");
-    let (_, run) = run_within(
-        Duration::from_secs(5),
-        &scenario("one_operation"),
-        &target("oversized_probe.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (_, run) =
+        run_within(NO_HANG, &scenario("one_operation"), &target("oversized_probe.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(
         reason.contains("probe line longer than 65536 bytes: expected one JSON message per line, found"),
@@ -253,12 +245,8 @@ fn an_oversized_probe_line_is_refused_without_reading_it_all() {
 #[test]
 fn an_unknown_boundary_is_named() {
     let marker = marker("unknown-boundary");
-    let (_, run) = run_within(
-        Duration::from_secs(5),
-        &scenario("one_operation"),
-        &target("unknown_boundary.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (_, run) =
+        run_within(NO_HANG, &scenario("one_operation"), &target("unknown_boundary.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(reason.contains("found `{\"boundary\": \"before_lunch\""), "{reason}");
     assert!(reason.contains("unknown boundary `before_lunch`; did you mean `before_dispatch`?"), "{reason}");
@@ -271,12 +259,8 @@ fn an_unknown_boundary_is_named() {
 #[test]
 fn a_runtime_that_floods_the_probe_without_reading_is_stopped_at_the_deadline() {
     let marker = marker("probe-flood");
-    let (_, run) = run_within(
-        Duration::from_secs(6),
-        &scenario("one_operation"),
-        &target("probe_flood.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (_, run) =
+        run_within(NO_HANG, &scenario("one_operation"), &target("probe_flood.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(
         reason.contains("incarnation 1 stopped reading the probe: the harness's answer to `before_dispatch` of `charge` could not be written before `charge`'s deadline (2s after its submission or the last ready line, plus the start-up)"),
@@ -292,12 +276,7 @@ fn a_runtime_that_floods_the_probe_without_reading_is_stopped_at_the_deadline() 
 fn a_runtime_stuck_after_a_boundary_is_unsettled_at_the_deadline() {
     let marker = marker("blocks");
     let scenario = scenario("one_operation");
-    let (verdict, run) = run_within(
-        Duration::from_secs(6),
-        &scenario,
-        &target("blocks.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (verdict, run) = run_within(NO_HANG, &scenario, &target("blocks.py", &marker), &ready_within(READY));
     assert_eq!(run.aborted, None);
     assert_eq!(run.unsettled, vec![("charge".to_owned(), "DISPATCHED".to_owned())]);
     let settled: Vec<&str> = verdict
@@ -322,12 +301,7 @@ fn a_runtime_stuck_after_a_boundary_is_unsettled_at_the_deadline() {
 #[test]
 fn the_children_of_a_runtime_that_exits_are_killed() {
     let marker = marker("forks");
-    let (_, run) = run_within(
-        Duration::from_secs(5),
-        &scenario("one_operation"),
-        &target("forks.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (_, run) = run_within(NO_HANG, &scenario("one_operation"), &target("forks.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(reason.contains("incarnation 1 exited on its own (exit code 0) while `charge` was"), "{reason}");
     assert!(reason.contains("exiting, leaving the children behind"), "{reason}");
@@ -340,9 +314,10 @@ fn the_children_of_a_runtime_that_exits_are_killed() {
 fn a_grandchild_that_left_the_group_is_killed() {
     let marker = marker("setsid");
     let (_, run) = run_within(
-        Duration::from_secs(5),
+        NO_HANG,
         &scenario("one_operation"),
         &target("setsid_grandchild.sh", &marker),
+        // Never ready: the deadline is what ends it.
         &ready_within(Duration::from_millis(500)),
     );
     let reason = aborted(&run);
@@ -357,12 +332,7 @@ fn a_grandchild_that_left_the_group_is_killed() {
 fn a_flood_of_output_is_drained_and_its_last_lines_shown() {
     let marker = marker("flood");
     let scenario = scenario("one_operation");
-    let (verdict, run) = run_within(
-        Duration::from_secs(8),
-        &scenario,
-        &target("flood.py", &marker),
-        &ready_within(Duration::from_secs(4)),
-    );
+    let (verdict, run) = run_within(NO_HANG, &scenario, &target("flood.py", &marker), &ready_within(READY));
     assert_eq!(run.aborted, None, "the ready line after the flood was found");
     assert_eq!(run.unsettled, vec![("charge".to_owned(), "INTENT_RECORDED".to_owned())]);
     let story = killpoint::report::story::story(&scenario, &verdict, &run);
@@ -377,9 +347,10 @@ fn a_flood_of_output_is_drained_and_its_last_lines_shown() {
 fn a_runtime_that_ignores_sigterm_is_killed_anyway() {
     let marker = marker("sigterm");
     let (_, run) = run_within(
-        Duration::from_secs(5),
+        NO_HANG,
         &scenario("one_operation"),
         &target("ignores_sigterm.sh", &marker),
+        // Never ready: the deadline is what ends it.
         &ready_within(Duration::from_millis(500)),
     );
     let reason = aborted(&run);
@@ -394,12 +365,8 @@ fn a_runtime_that_ignores_sigterm_is_killed_anyway() {
 #[test]
 fn a_runtime_that_dies_on_a_submission_is_reported_as_dead() {
     let marker = marker("dies-on-submit");
-    let (_, run) = run_within(
-        Duration::from_secs(5),
-        &scenario("one_operation"),
-        &target("dies_on_submit.py", &marker),
-        &ready_within(Duration::from_secs(2)),
-    );
+    let (_, run) =
+        run_within(NO_HANG, &scenario("one_operation"), &target("dies_on_submit.py", &marker), &ready_within(READY));
     let reason = aborted(&run);
     assert!(reason.contains("exited on its own (exit code 4)"), "{reason}");
     assert!(reason.contains("a submission arrived; dying without answering it"), "{reason}");
