@@ -154,7 +154,57 @@ fn a_runtime_that_is_not_executable_is_named() {
     assert_nothing_left(&marker);
 }
 
-// 3 (exits at once) and 5 (never ready) are in tests/certify.rs.
+// 3 (exits at once) and 5 (never ready) are in tests/certify.rs; what they are reported as is here.
+
+/// Whether a report names `settled` as an invariant (as a violation's name, in a list, in an
+/// attribute), not merely the word in a scenario's description.
+fn blames_settled(report: &str) -> bool {
+    ["settled:", "settled`", "settled\"", "settled<", "settled,"].iter().any(|form| report.contains(form))
+}
+
+// 2b. Never ready — silent past the deadline, a ready line of another contract, out before any
+// line, and ready in its first life but not after the restart: each broke the ready line's rule
+// (CONTRACT.md §2-6), and every report says so — the text, the JSON certificate's violations and
+// rules, JUnit, HTML and the checklist — not an operation that did not settle (`settled`, §3-10).
+#[test]
+fn a_runtime_that_never_becomes_ready_is_reported_under_the_ready_line_rule() {
+    use killpoint::report::certificate::Certificate;
+    let marker = marker("never-ready");
+    let never_ready = |how: &str| Target { program: hostile("never_ready.sh"), args: vec![marker.clone(), how.into()] };
+    let cases = [
+        ("silent", never_ready("silent"), "one_operation", "incarnation 1 of"),
+        ("another contract", never_ready("wrong-contract"), "one_operation", "incarnation 1 of"),
+        ("exits first", never_ready("exits"), "one_operation", "incarnation 1 of"),
+        ("unready after its restart", target("unready_after_restart.py", &marker), "crash_loop", "incarnation 2 of"),
+    ];
+    for (case, target, name, incarnation) in cases {
+        let started = Instant::now();
+        // Python's start-up under load takes most of a second; silence costs the whole deadline.
+        let options = ready_within(Duration::from_secs(3));
+        let outcomes = killpoint::report::certify::certify(&[scenario(name)], &target, &options, false, 1);
+        assert!(started.elapsed() < Duration::from_secs(15), "{case}: took {:?}", started.elapsed());
+        for kept in outcomes.iter().filter_map(|o| o.artifacts.as_ref()) {
+            let _ = std::fs::remove_dir_all(kept);
+        }
+        let certificate = Certificate::new(&target, &outcomes);
+        let json: serde_json::Value = serde_json::from_str(&certificate.to_json()).unwrap();
+        let violations = json["scenarios"][0]["violations"].as_array().cloned().unwrap_or_default();
+        let invariants: Vec<&str> = violations.iter().filter_map(|v| v["invariant"].as_str()).collect();
+        assert!(invariants.contains(&"ready") && !invariants.contains(&"settled"), "{case}: {invariants:?}");
+        let message = violations.iter().find(|v| v["invariant"] == "ready").and_then(|v| v["message"].as_str());
+        assert!(message.is_some_and(|m| m.contains("§2-6") && m.contains(incarnation)), "{case}: {message:?}");
+        let status =
+            |id: &str| json["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["status"].clone();
+        assert_eq!((status("§2-6"), status("§3-10")), ("violated".into(), "not_exercised".into()), "{case}");
+        let junit = certificate.to_junit();
+        assert!(junit.contains("ready: ") && junit.contains("§2-6") && !blames_settled(&junit), "{case}: {junit}");
+        let html = killpoint::report::html::render(&certificate, &outcomes);
+        assert!(html.contains("§2-6") && !blames_settled(&html), "{case}: the HTML report blames `settled`");
+        let checklist = killpoint::report::checklist::table(&certificate.checklist);
+        assert!(checklist.contains("§2-6"), "{case}: {checklist}");
+        assert_nothing_left(&marker);
+    }
+}
 
 // 3b. Prints its ready line and exits at once: whichever the harness sees first, the line or the
 // exit, it must not claim that no ready line was printed. Five runs, to meet both orders.

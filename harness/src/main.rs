@@ -124,6 +124,9 @@ struct RuntimeArgs {
     /// Certify as a black box: no KILLPOINT_PROBE_SOCKET
     #[arg(long)]
     no_probe: bool,
+    /// How long each start of the runtime has to print its ready line (CONTRACT.md section 2, "Readiness"); a slow one is given more, a test of a silent one less
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    ready_timeout: u64,
     /// What a kill takes down: `process` (SIGKILL; the page cache survives) or `machine` (a power loss: the data dir keeps only what the runtime synced; runs under killpoint-tracer, Linux x86_64)
     #[arg(long, value_enum, default_value_t = CrashArg::Process)]
     crash: CrashArg,
@@ -405,7 +408,13 @@ fn main() -> ExitCode {
 
 impl From<RuntimeArgs> for cli::Runtime {
     fn from(a: RuntimeArgs) -> Self {
-        cli::Runtime { runtime: a.runtime, no_probe: a.no_probe, crash: a.crash.into(), runtime_args: a.runtime_args }
+        cli::Runtime {
+            runtime: a.runtime,
+            no_probe: a.no_probe,
+            ready_timeout: std::time::Duration::from_secs(a.ready_timeout),
+            crash: a.crash.into(),
+            runtime_args: a.runtime_args,
+        }
     }
 }
 

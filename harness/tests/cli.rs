@@ -192,7 +192,8 @@ fn run_proves_the_catches_of_its_scenario_on_the_reference_runtime() {
 
 /// A runtime that ignores `--list-broken` and serves (here: sleeps) does not hold `killpoint run`
 /// up for as long as it lives: the call has a deadline, its process group is killed and reaped,
-/// and the reason is said once.
+/// and the reason is said once. The list's deadline (5 s) is what is tested; the incarnation's
+/// ready deadline is not, so it is the shortest `--ready-timeout` (1 s, not the default 10 s).
 #[test]
 fn a_runtime_that_ignores_list_broken_does_not_hang_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -204,15 +205,18 @@ fn a_runtime_that_ignores_list_broken_does_not_hang_run() {
         .arg(repository().join("scenarios/after_dispatch.toml"))
         .arg("--runtime")
         .arg(&silent)
+        .args(["--ready-timeout", "1"])
         .env("TMPDIR", dir.path())
         .env("KILLPOINT_CLI_TEST_MARKER", &marker)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // The list's deadline (5 s) and one incarnation's ready deadline (10 s), with room for a busy
+    // The list's deadline (5 s) and one incarnation's ready deadline (1 s), with room for a busy
     // machine; without a deadline the run took as long as the runtime's `sleep 600`.
     let output = output_within(command, Duration::from_secs(60), "`killpoint run` with a silent runtime");
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let within = "did not print `KILLPOINT_READY {…}` on stdout within 1s";
+    assert!(format!("{stdout}{stderr}").contains(within), "the ready deadline was not 1 s:\n{stdout}\n{stderr}");
     let reason = "--list-broken` did not finish within 5 s";
     assert_eq!(format!("{stdout}{stderr}").matches(reason).count(), 1, "{stdout}\n{stderr}");
     assert!(stdout.contains("[[catches]] not run"), "{stdout}");

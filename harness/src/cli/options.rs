@@ -10,6 +10,8 @@ pub struct Runtime {
     pub runtime: Option<PathBuf>,
     /// `--no-probe`: certify as a black box, no KILLPOINT_PROBE_SOCKET.
     pub no_probe: bool,
+    /// `--ready-timeout`: how long each incarnation has to print its ready line.
+    pub ready_timeout: std::time::Duration,
     /// `--crash`: what a kill takes down, the process or the machine.
     pub crash: crate::model::crash::Crash,
     /// Arguments for the runtime, after `--`.

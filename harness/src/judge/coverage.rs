@@ -6,7 +6,7 @@ use super::verdict::{Coverage, Violation};
 use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::client::ExecutionState;
-use crate::run::driver::{Hit, Run};
+use crate::run::driver::{Abort, Hit, Run};
 use crate::scenario::{Fault, Outcome, Scenario};
 use fake_tool::{Effect, Entry, Event, PolicyAnswer, Subject};
 
@@ -110,11 +110,16 @@ pub(super) fn faults_reached(scenario: &Scenario, run: &Run, violations: &mut Ve
         });
     }
     if !knock_on.is_empty() {
+        // The one cause, under the invariant it is reported as.
+        let cause = match &run.aborted {
+            Some(Abort::NotReady(_)) => Invariant::Ready,
+            _ => Invariant::Settled,
+        };
         violations.push(Violation {
             invariant: Invariant::FaultsReached,
             operation: None,
             message: format!(
-                "{} fault(s) never reached because the run stopped early (see `settled`), so their boundaries were not exercised",
+                "{} fault(s) never reached because the run stopped early (see `{cause}`), so their boundaries were not exercised",
                 knock_on.len()
             ),
             evidence: knock_on,

@@ -20,6 +20,7 @@ mod metrics;
 mod outcome;
 mod policy;
 mod prometheus;
+mod ready;
 mod retry_label;
 pub mod rules;
 mod status;
@@ -54,6 +55,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             error,
         };
     }
+    ready::ready(run, &mut violations);
     outcome::settled(scenario, run, &mut violations);
     coverage::faults_reached(scenario, run, &mut violations);
     // What the kills may have cut off: the only slack any count is given.

@@ -6,12 +6,13 @@ use super::verdict::Violation;
 use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::client::{ExecutionState, OperationReport};
-use crate::run::driver::{Hit, Run};
+use crate::run::driver::{Abort, Hit, Run};
 use crate::scenario::{Operation, Outcome, Scenario};
 
-/// `settled`: a run that stopped early, and each operation that did not settle by the deadline.
+/// `settled`: a run that stopped early (but for an incarnation that never became ready: that is
+/// `ready`'s), and each operation that did not settle by the deadline.
 pub(super) fn settled(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
-    if let Some(reason) = &run.aborted {
+    if let Some(Abort::Stopped(reason)) = &run.aborted {
         violations.push(Violation {
             invariant: Invariant::Settled,
             operation: None,

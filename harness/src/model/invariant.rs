@@ -50,6 +50,10 @@ pub enum Invariant {
     /// exactly `DELIVERY_MAX_ATTEMPTS` times, and no delivery is received more often. CONTRACT.md
     /// section 6: "after DELIVERY_MAX_ATTEMPTS sends it is DEAD_LETTERED".
     DeadLetterBound,
+    /// Every incarnation becomes ready: it prints a ready line of this contract by the ready
+    /// deadline, and connects the probe that line declares. CONTRACT.md §2-6: a runtime that never
+    /// got ready is reported for that, not for operations that could not settle.
+    Ready,
     /// After the last restart every operation settles within the deadline.
     Settled,
     /// What the runtime reports agrees with the ledgers: a success names one of the provider's
@@ -85,7 +89,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 18] = [
+    pub const ALL: [Invariant; 19] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -96,6 +100,7 @@ impl Invariant {
         Invariant::PolicyChecked,
         Invariant::DeliveryBackoff,
         Invariant::DeadLetterBound,
+        Invariant::Ready,
         Invariant::Settled,
         Invariant::TruthfulStatus,
         Invariant::ExpectedOutcome,
@@ -118,6 +123,7 @@ impl Invariant {
             Invariant::PolicyChecked => "policy_checked",
             Invariant::DeliveryBackoff => "delivery_backoff",
             Invariant::DeadLetterBound => "dead_letter_bound",
+            Invariant::Ready => "ready",
             Invariant::Settled => "settled",
             Invariant::TruthfulStatus => "truthful_status",
             Invariant::ExpectedOutcome => "expected_outcome",
@@ -150,6 +156,7 @@ impl Invariant {
             Invariant::PolicyChecked => "every provider call and consumer receipt follows a fresh Allowed check",
             Invariant::DeliveryBackoff => "a retried delivery waits RETRY_BASE_MS x 2^(n-1) after its n-th send",
             Invariant::DeadLetterBound => "a dead-lettered delivery was received exactly DELIVERY_MAX_ATTEMPTS times",
+            Invariant::Ready => "every incarnation prints its ready line, of this contract, by the ready deadline",
             Invariant::Settled => "every operation settles within the deadline after the last restart",
             Invariant::TruthfulStatus => "what the runtime reports agrees with the ledgers",
             Invariant::ExpectedOutcome => "each operation ends as its scenario expects",

@@ -102,7 +102,7 @@ pub fn answer(entries: &[ScenarioEntry], outcomes: &[ScenarioOutcome], matrix: &
     let mut items: Vec<Item> =
         BY_INVARIANTS.iter().map(|(q, inv, sc, needs)| by_invariants(q, inv, sc, *needs, entries)).collect();
     items.insert(6, logs(outcomes));
-    items.push(killed(matrix));
+    items.push(killed(matrix, entries));
     items
 }
 
@@ -191,8 +191,21 @@ fn logs(outcomes: &[ScenarioOutcome]) -> Item {
     }
 }
 
-fn killed(matrix: &[MatrixCell]) -> Item {
-    let mut failed = Vec::new();
+fn killed(matrix: &[MatrixCell], entries: &[ScenarioEntry]) -> Item {
+    // A runtime that never became ready was killed nowhere in those scenarios: their cells fail
+    // for the ready line's rule, which the answer names rather than leave it to a boundary.
+    let unready: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.violations.iter().any(|v| v.invariant == Invariant::Ready))
+        .map(|e| e.name.as_str())
+        .collect();
+    let mut failed: Vec<String> = match unready.is_empty() {
+        true => Vec::new(),
+        false => vec![format!(
+            "the runtime never became ready in {} (`ready`, CONTRACT.md §2-6): no kill there was reached",
+            unready.join(", ")
+        )],
+    };
     let mut unexercised = Vec::new();
     let mut passed = Vec::new();
     for boundary in Boundary::ALL {

@@ -41,7 +41,7 @@ pub fn killpoint_program() -> PathBuf {
     found.map_or_else(|| PathBuf::from("killpoint"), |p| std::fs::canonicalize(&p).unwrap_or(p))
 }
 
-/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe] [--crash machine]EXTRA [-- ARGS…]`: the
+/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe] [--crash machine] [--ready-timeout S]EXTRA [-- ARGS…]`: the
 /// command that runs `file` in the mode of `options` (under the tracer, without the probe) against
 /// the same runtime (by absolute path) and arguments. `program` and `extra` are put in as given.
 pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOptions, extra: &str) -> String {
@@ -59,6 +59,12 @@ pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOpt
     }
     if options.crash == crate::model::crash::Crash::Machine {
         command.push_str(" --crash machine");
+    }
+    // Only a deadline other than the default is repeated: the case ran under it (in whole seconds,
+    // rounded up, as the option takes it).
+    if options.ready_timeout != RunOptions::default().ready_timeout {
+        let seconds = options.ready_timeout.as_secs_f64().ceil().max(1.0) as u64;
+        command.push_str(&format!(" --ready-timeout {seconds}"));
     }
     command.push_str(extra);
     if !target.args.is_empty() {
@@ -236,5 +242,22 @@ pub fn shell_word(word: &str) -> String {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case run under another ready deadline is rerun under it; the default is not spelled out.
+    #[test]
+    fn the_rerun_command_repeats_a_ready_timeout_other_than_the_default() {
+        let target = Target { program: PathBuf::from("/bin/true"), args: Vec::new() };
+        let file = Path::new("case.toml");
+        let default = run_command("killpoint", file, &target, &RunOptions::default(), "");
+        assert!(!default.contains("--ready-timeout"), "{default}");
+        let short = RunOptions { ready_timeout: std::time::Duration::from_millis(2500), ..RunOptions::default() };
+        let command = run_command("killpoint", file, &target, &short, "");
+        assert!(command.ends_with(" --ready-timeout 3"), "{command}");
     }
 }

@@ -14,7 +14,7 @@ mod contract;
 mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
-pub use table::{Check, MACHINE_CRASH_RULES, RULES, Rule};
+pub use table::{Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule};
 
 use crate::model::crash::Crash;
 use crate::model::invariant::Invariant;
@@ -31,7 +31,8 @@ pub fn document() -> Result<String, Vec<String>> {
          `KILLPOINT_UPDATE_COVERAGE=1 cargo test -p killpoint --lib coverage` to rewrite it.\n\n\
          *Checked by* names the invariants (`harness/src/model/invariant.rs`) that judge the rule in every \
          run. *Proven by* names the broken variants of the reference runtime (`killpoint-runtime --broken …`) \
-         that a scenario catches on one of those invariants — the proof that the check can fail.\n\n",
+         that a scenario catches on one of those invariants — the proof that the check can fail — or, for \
+         an invariant no runtime bug is needed to break, the test that proves it.\n\n",
     );
     let (mut checked, mut enforced, mut open) = (0, 0, 0);
     for rule in RULES {
@@ -56,7 +57,17 @@ pub fn document() -> Result<String, Vec<String>> {
                 let names: Vec<String> = invariants.iter().map(|i| format!("`{i}`")).collect();
                 let proofs: Vec<String> =
                     rule.proven_by.iter().map(|(broken, scenario)| format!("`{broken}` → `{scenario}`")).collect();
-                let proof = if proofs.is_empty() { "**none yet**".to_owned() } else { proofs.join(", ") };
+                // No broken variant: a test of its own may prove that every invariant can fail.
+                let elsewhere: Vec<&str> = invariants
+                    .iter()
+                    .map(|i| PROVEN_ELSEWHERE.iter().find(|(e, _)| e == i).map(|(_, test)| *test))
+                    .collect::<Option<_>>()
+                    .unwrap_or_default();
+                let proof = match (proofs.is_empty(), elsewhere.is_empty()) {
+                    (false, _) => proofs.join(", "),
+                    (true, false) => elsewhere.join("; "),
+                    (true, true) => "**none yet**".to_owned(),
+                };
                 let only = if MACHINE_CRASH_RULES.contains(&rule.id) { ", in machine-crash runs only" } else { "" };
                 (format!("{}{only}", names.join(", ")), proof)
             }
@@ -194,13 +205,6 @@ mod tests {
         let rows: Vec<&str> = RULES.iter().map(|r| r.id).collect();
         assert_eq!(order, rows, "coverage::RULES must list the rules in the contract's order");
     }
-
-    /// Invariants proven by a test of their own rather than by a broken variant of the reference
-    /// runtime: no runtime bug is needed to show that they can fail.
-    const PROVEN_ELSEWHERE: [(Invariant, &str); 2] = [
-        (Invariant::Settled, "tests/hostile.rs: a runtime stuck after a boundary"),
-        (Invariant::FaultsReached, "tests/checker_proofs.rs: a fault at an occurrence the workload never reaches"),
-    ];
 
     #[test]
     fn every_invariant_is_proven_by_a_broken_variant() {

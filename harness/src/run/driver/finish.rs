@@ -2,6 +2,7 @@
 //! last word on every operation (`tail`, read before it is stopped) — gathered into the [`Run`]
 //! the checker judges.
 
+use super::abort::Abort;
 use super::record::{Hit, Mark, Run};
 use super::state::Driver;
 use super::tail::LastWord;
@@ -20,7 +21,7 @@ impl Driver<'_> {
         &mut self,
         artifacts: Artifacts,
         probe: bool,
-        aborted: Option<String>,
+        aborted: Option<Abort>,
         mut unsettled: Vec<(String, String)>,
         word: Option<LastWord>,
     ) -> Run {
@@ -86,7 +87,7 @@ pub(super) fn unstarted(
     scenario: &Scenario,
     crash: Crash,
     timeline: Vec<Mark>,
-    aborted: String,
+    aborted: Abort,
     artifacts: Artifacts,
 ) -> Run {
     Run {

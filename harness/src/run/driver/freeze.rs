@@ -42,7 +42,7 @@ impl Driver<'_> {
         self.world.fence(number + 1);
         self.mark(Happening::Started { incarnation: number + 1 });
         // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
-        let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| e.to_string())?;
+        let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
         let frozen = std::mem::replace(&mut self.incarnation, next);
         self.zombies.push(Zombie { incarnation: frozen, message, held });
         self.client = Client::new(&self.incarnation.api);

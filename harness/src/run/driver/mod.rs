@@ -7,7 +7,7 @@
 //! deadline that says what it was waiting for. The one poll is reading an operation's state,
 //! which the contract offers no event for.
 //!
-//! Its parts: `record` (what a run leaves), `setup` (the ground before the first start), `arming`
+//! Its parts: `record` (what a run leaves), `abort` (why one stopped early), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
 //! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
@@ -18,6 +18,7 @@
 //! Imports `model`, `tracer`, `scenario` and the rest of `run` only: a run knows nothing of
 //! verdicts or reports.
 
+mod abort;
 mod arming;
 pub mod deadline;
 mod faults;
@@ -33,6 +34,7 @@ mod state;
 mod tail;
 mod workload;
 
+pub use abort::Abort;
 pub use fingerprint::Fingerprint;
 pub use record::{Happening, Hit, Mark, Refusal, Run, RunOptions};
 pub use setup::environment;
@@ -90,7 +92,8 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         Ok(i) => i,
         Err(e) => {
             ground.world.shutdown().await;
-            return Ok(finish::unstarted(scenario, options.crash, timeline, e.to_string(), artifacts));
+            let aborted = Abort::NotReady(e.to_string());
+            return Ok(finish::unstarted(scenario, options.crash, timeline, aborted, artifacts));
         }
     };
     let probe = first.probe.is_some();
@@ -100,7 +103,7 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     let mut unsettled = Vec::new();
     let (aborted, word) = match workload::drive(&mut driver, &launch, &mut points, &mut unsettled).await {
         Ok(word) => (None, Some(word)),
-        Err(aborted) => (Some(aborted), None),
+        Err(reason) => (Some(driver.abort(reason)), None),
     };
     // A run that stopped early may still hold frozen incarnations: none is left behind.
     driver.kill_zombies().await;

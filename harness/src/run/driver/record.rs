@@ -1,6 +1,7 @@
 //! The record a run leaves: what the harness did and saw ([`Happening`], on the world's clock as
 //! [`Mark`]s), how each fault was reached ([`Hit`]), and the [`Run`] the checker is handed.
 
+use super::abort::Abort;
 use super::fingerprint::Fingerprint;
 use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
@@ -219,8 +220,9 @@ pub struct Run {
     /// the ledger's), by index into `scenario.faults` (`None`: it did not fire, or fires without
     /// a kill): which of a violation's ledger lines came before it.
     pub killed: Vec<Option<u64>>,
-    /// Why the run stopped early, if it did (the runtime could not start, exited on its own…).
-    pub aborted: Option<String>,
+    /// Why the run stopped early, if it did (an incarnation never became ready, the runtime
+    /// exited on its own…).
+    pub aborted: Option<Abort>,
     /// The harness itself failed (its run directory vanished, …): the evidence is incomplete and
     /// nothing in it is held against the runtime.
     pub harness_failure: Option<String>,

@@ -2,6 +2,7 @@
 //! restart on the same data dir, and the checks every restart owes the client's side of the
 //! contract.
 
+use super::abort::Abort;
 use super::record::Happening;
 use super::state::Driver;
 use crate::run::client::{Client, ReadError, Resubmission};
@@ -44,10 +45,25 @@ impl Driver<'_> {
             next += 1;
         }
         self.mark(Happening::Started { incarnation: next });
-        self.incarnation = start(launch, next, &mut self.traced).await.map_err(|e| e.to_string())?;
+        self.incarnation = start(launch, next, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
         self.client = Client::new(&self.incarnation.api);
         self.restarts.push(killed_at.elapsed());
         Ok(())
+    }
+
+    /// A restart that did not become ready: the run stops on it (the error returned), and what
+    /// it broke is the ready line's rule, not any later one.
+    pub(super) fn not_ready(&mut self, error: StartError) -> String {
+        self.unready = true;
+        error.to_string()
+    }
+
+    /// Why the run stopped, from the error it stopped on (`reason`).
+    pub(super) fn abort(&self, reason: String) -> Abort {
+        match self.unready {
+            true => Abort::NotReady(reason),
+            false => Abort::Stopped(reason),
+        }
     }
 
     /// Whether the tracer's task killed the runtime at a syscall fault's point (the kill is its;

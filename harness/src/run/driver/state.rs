@@ -75,6 +75,8 @@ pub(super) struct Driver<'a> {
     /// The latest answer the runtime gave to a read of each operation, in words, whichever step
     /// read it: what an unsettled operation was "last seen" as.
     pub(super) last_seen: HashMap<String, String>,
+    /// A restart's incarnation did not become ready: the error the run stops on is that one.
+    pub(super) unready: bool,
 }
 
 impl<'a> Driver<'a> {
@@ -117,6 +119,7 @@ impl<'a> Driver<'a> {
             zombies: Vec::new(),
             submitted: HashMap::new(),
             last_seen: HashMap::new(),
+            unready: false,
         }
     }
 }
