@@ -179,10 +179,11 @@ fn a_runtime_that_never_becomes_ready_is_reported_under_the_ready_line_rule() {
     ];
     for (case, target, name, incarnation) in cases {
         let started = Instant::now();
-        // Python's start-up under load takes most of a second; silence costs the whole deadline.
-        let options = ready_within(Duration::from_secs(3));
+        // Silence costs the whole deadline; the others end on their own, and the Python one must
+        // first become ready in its first life, whatever the load.
+        let options = ready_within(if case == "silent" { Duration::from_secs(3) } else { READY });
         let outcomes = killpoint::report::certify::certify(&[scenario(name)], &target, &options, false, 1);
-        assert!(started.elapsed() < Duration::from_secs(15), "{case}: took {:?}", started.elapsed());
+        assert!(started.elapsed() < NO_HANG, "{case}: took {:?}", started.elapsed());
         for kept in outcomes.iter().filter_map(|o| o.artifacts.as_ref()) {
             let _ = std::fs::remove_dir_all(kept);
         }
