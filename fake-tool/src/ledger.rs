@@ -386,6 +386,11 @@ impl Ledger {
         self.changed.notified().await
     }
 
+    /// The next entry's notification, to be enabled before a count is read.
+    pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
     /// A copy of every entry so far, in sequence order.
     pub fn entries(&self) -> Vec<Entry> {
         self.entries.lock().expect("ledger lock poisoned").clone()

@@ -98,8 +98,20 @@ impl WorldState {
         self.ledger.count(|e| !matches!(e.event, Event::Revocation { .. }))
     }
 
-    /// Resolves at the world's next ledger entry.
-    pub async fn changed(&self) {
-        self.ledger.changed().await
+    /// Waits until requests have made at least `n` entries, or `deadline`; says whether they
+    /// did. Woken by each entry, never by a timer.
+    pub async fn recorded_at_least(&self, n: usize, deadline: tokio::time::Instant) -> bool {
+        loop {
+            // Registered before the count is read: an entry between the two still wakes it.
+            let changed = self.ledger.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.requests_recorded() >= n {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.requests_recorded() >= n;
+            }
+        }
     }
 }

@@ -57,6 +57,7 @@ impl BenchCommand {
             keep_failures: false,
             points: self.explore.points,
             second_record: true,
+            rerun_prefix: self.explore.rerun_prefix,
         };
         outln!(
             "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",

@@ -75,6 +75,8 @@ pub(super) struct Driver<'a> {
     /// The latest answer the runtime gave to a read of each operation, in words, whichever step
     /// read it: what an unsettled operation was "last seen" as.
     pub(super) last_seen: HashMap<String, String>,
+    /// In a run that builds crash states: the timeline, shared with the capture (`resume`).
+    pub(super) mirror: Option<std::sync::Arc<std::sync::Mutex<Vec<Mark>>>>,
 }
 
 impl<'a> Driver<'a> {
@@ -117,14 +119,22 @@ impl<'a> Driver<'a> {
             zombies: Vec::new(),
             submitted: HashMap::new(),
             last_seen: HashMap::new(),
+            mirror: None,
         }
     }
 }
 
 impl Driver<'_> {
     pub(super) fn mark(&mut self, happening: Happening) {
+        // Ticked under the shared timeline's lock: a capture that reads the clock under it finds
+        // every mark numbered up to then.
+        let shared = self.mirror.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let seq = self.clock.tick();
-        self.timeline.push(Mark { seq, at_micros: self.clock.micros(), happening });
+        let mark = Mark { seq, at_micros: self.clock.micros(), happening };
+        if let Some(mut shared) = shared {
+            shared.push(mark.clone());
+        }
+        self.timeline.push(mark);
     }
 
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
