@@ -24,7 +24,7 @@ pub(crate) struct Consumers {
     points: mpsc::UnboundedSender<KillPoint>,
     shutdown: watch::Receiver<bool>,
     fence: Arc<Fence>,
-    /// Shared with the world's snapshot handle ([`crate::snapshot::WorldState`]).
+    /// Shared with the world's snapshot handle (`WorldState`, in `snapshot.rs`).
     pub(crate) state: Arc<Mutex<Receipts>>,
 }
 

@@ -33,7 +33,7 @@ impl Clock {
     }
 
     /// A clock that goes on from `ticks` and `micros`: a world restored from a snapshot
-    /// ([`crate::snapshot::WorldSnapshot`]) numbers its entries after the snapshot's, and measures
+    /// (`WorldSnapshot`, in `snapshot.rs`) numbers its entries after the snapshot's, and measures
     /// time as if it had been running since the snapshot's world started.
     pub fn resumed(ticks: u64, micros: u64) -> Clock {
         let now = Instant::now();

@@ -26,7 +26,7 @@ pub(crate) struct Policy {
     pub(crate) ledger: Arc<Ledger>,
     faults: Arc<Faults>,
     fence: Arc<Fence>,
-    /// Shared with the world's snapshot handle ([`crate::snapshot::WorldState`]).
+    /// Shared with the world's snapshot handle (`WorldState`, in `snapshot.rs`).
     pub(crate) revocations: Arc<Mutex<Vec<Revocation>>>,
 }
 

@@ -47,7 +47,7 @@ pub(crate) struct Provider {
     /// Where a fault's revocations are put in force.
     policy: Policy,
     fence: Arc<Fence>,
-    /// Shared with the world's snapshot handle ([`crate::snapshot::WorldState`]).
+    /// Shared with the world's snapshot handle (`WorldState`, in `snapshot.rs`).
     pub(crate) effects: Arc<Mutex<Effects>>,
 }
 

@@ -3,7 +3,7 @@
 //! `killpoint explore` builds each crash state from one record run instead of re-running the
 //! workload's prefix for every crash point: at the point, while the runtime is held stopped, it
 //! takes a [`WorldSnapshot`] through a [`WorldState`] handle; each case then starts a world from
-//! it ([`crate::World::start_from`]) and only the recovery runs against it.
+//! it (`World::start_from`) and only the recovery runs against it.
 //!
 //! A snapshot holds everything a later request is answered from: the ledger (and the clock's
 //! count, so new entries number after the old ones and time goes on from the same origin), the

@@ -2,7 +2,7 @@
 //! runtime there (`crate::run::traced::PointHook`).
 
 use super::{Built, BuiltState, DiskImage};
-use crate::run::driver::Mark;
+use crate::run::driver::record::Mark;
 use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{CrashState, HeldPoint, PointHook, SyscallPoint};
 use crate::scenario::SyscallFault;

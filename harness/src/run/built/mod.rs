@@ -6,7 +6,7 @@
 //! point anyway (the tracer holds the runtime there until the harness answers), and while it is
 //! held the harness takes the [`BuiltState`] there ([`capture`]); a case then starts a world from
 //! the snapshot and the recovery incarnation on a copy of the data dir, and plays the rest of the
-//! workload (`crate::run::driver::run_built`).
+//! workload (`run_built` in the driver).
 //!
 //! **What a built state holds, and why the judge needs no more.** The judge reads a run's ledger,
 //! timeline, reports, unsettled operations, hits and system-call points (and the runtime's logs).
@@ -51,7 +51,7 @@ mod disk;
 pub use capture::{BuiltStates, Capture};
 pub use disk::DiskImage;
 
-use crate::run::driver::Mark;
+use crate::run::driver::record::Mark;
 use crate::run::traced::{SyscallPoint, TraceProgress};
 use fake_tool::WorldSnapshot;
 use std::sync::Arc;

@@ -26,7 +26,7 @@ mod fingerprint;
 mod finish;
 mod freeze;
 mod missing_dir;
-mod record;
+pub mod record;
 mod restart;
 mod resume;
 mod settle;

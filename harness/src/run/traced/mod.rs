@@ -12,15 +12,12 @@
 //! never got ready.
 
 mod boundaries;
-mod hook;
 
 use super::held::{self, Held};
 use crate::run::power_loss::PowerLoss;
 use crate::scenario::{Anchor, SyscallFault};
 use crate::tracer::{Point, PointKind, When};
 use boundaries::Boundaries;
-pub use hook::{HeldPoint, PointHook, TraceProgress};
-use hook::Requests;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -190,6 +187,41 @@ struct Shared {
     hook: std::sync::OnceLock<Arc<dyn PointHook>>,
 }
 
+/// Something the harness does at a crash point while the tracer holds the runtime stopped there
+/// (every traced call of every thread waits until it returns): `killpoint explore` builds the
+/// crash state there (the `built` module of `run`). A point a fault kills at is not held for it.
+pub trait PointHook: Send + Sync {
+    fn held<'a>(&'a self, at: HeldPoint<'a>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+}
+
+/// A point as a [`PointHook`] sees it.
+pub struct HeldPoint<'a> {
+    pub point: &'a SyscallPoint,
+    /// Requests to the fake world the incarnation completely sent so far (the body's last byte
+    /// handed to the kernel): the world has them, or will record them, whatever happens next.
+    pub requests_sent: usize,
+    /// What the tracer's side of the run knows so far, to go on from ([`Tracing::resumed`]).
+    pub progress: TraceProgress,
+    /// In machine-crash mode, the power-loss model, this point recorded: what a power loss here
+    /// would leave of the data dir.
+    pub power_loss: Option<&'a PowerLoss>,
+}
+
+/// The tracer's side of a run at a point: the boundaries reached (occurrences count across
+/// incarnations) and every point passed, this one included.
+#[derive(Debug, Clone)]
+pub struct TraceProgress {
+    boundaries: Boundaries,
+    seen: Vec<SyscallPoint>,
+}
+
+impl TraceProgress {
+    /// Every point passed up to this one, this one included.
+    pub fn points(&self) -> &[SyscallPoint] {
+        &self.seen
+    }
+}
+
 struct State {
     hits: Vec<bool>,
     /// Armed once the first incarnation said whether it has a probe (without one, the tracer
@@ -319,7 +351,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let mut lines = BufReader::new(read).lines();
     let mut counts = Counting::default();
     let mut state = CrashState::default();
-    let mut requests = Requests::default();
+    let mut requests = crate::run::sent::Requests::default();
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
@@ -335,7 +367,8 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         {
             let progress = shared.progress();
             let power_loss = shared.power_loss.as_ref();
-            hook.held(HeldPoint { point: seen, requests_sent: requests.complete, progress, power_loss }).await;
+            let requests_sent = requests.complete();
+            hook.held(HeldPoint { point: seen, requests_sent, progress, power_loss }).await;
         }
         if let Some((_, Some((mut reached, freeze)))) = passed {
             if freeze {
