@@ -69,25 +69,20 @@ impl BenchCommand {
         );
         let mut rates = Vec::new();
         let mut failed = false;
+        // Over system calls, each run also explores with `--rerun-prefix` right after, under the
+        // same load: the ratio of the two is measured within one run.
+        let compare = options.points == explore::Points::Syscalls && !options.rerun_prefix;
         for i in 1..=self.runs {
-            let started = Instant::now();
-            let result = match explore::explore(scenario, target, &options, &|_, _, _, _| {}) {
-                Ok(r) => r,
-                Err(e) => {
-                    errln!("killpoint: the exploration could not run: {e}");
+            let Some((rate, fails)) = explore_once(scenario, target, &options, i, "") else { return ExitCode::from(2) };
+            failed |= fails;
+            if compare {
+                let rerun = ExploreOptions { rerun_prefix: true, ..options.clone() };
+                let Some((before, fails)) = explore_once(scenario, target, &rerun, i, " --rerun-prefix") else {
                     return ExitCode::from(2);
-                }
-            };
-            let elapsed = started.elapsed();
-            let ran: usize = result.ran.iter().sum();
-            let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
-            failed |= !result.failures.is_empty();
-            outln!(
-                "  run {i:>3}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned)",
-                ms(elapsed),
-                result.failures.len(),
-                result.pruned.len() + result.same_state.len()
-            );
+                };
+                failed |= fails;
+                outln!("  run {i:>3}: built / re-run = {:.2}x the cases per second", rate / before.max(1e-9));
+            }
             rates.push(rate);
         }
         print_rates(&mut rates);
@@ -97,6 +92,36 @@ impl BenchCommand {
         recovery_figures(scenario, target, &certified, self.runs);
         if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
     }
+}
+
+/// One exploration, its line, its rate (cases per second) and whether a case failed; `None` when
+/// it could not run (said on stderr).
+fn explore_once(
+    scenario: &Scenario,
+    target: &Target,
+    options: &ExploreOptions,
+    i: u32,
+    how: &str,
+) -> Option<(f64, bool)> {
+    let started = Instant::now();
+    let result = match explore::explore(scenario, target, options, &|_, _, _, _| {}) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("killpoint: the exploration could not run: {e}");
+            return None;
+        }
+    };
+    let elapsed = started.elapsed();
+    let ran: usize = result.ran.iter().sum();
+    let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
+    outln!(
+        "  run {i:>3}{how}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned, {} from built states)",
+        ms(elapsed),
+        result.failures.len(),
+        result.pruned.len() + result.same_state.len(),
+        result.from_built
+    );
+    Some((rate, !result.failures.is_empty()))
 }
 
 fn print_rates(rates: &mut [f64]) {
