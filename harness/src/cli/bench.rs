@@ -73,16 +73,13 @@ impl BenchCommand {
         // same load: the ratio of the two is measured within one run.
         let compare = options.points == explore::Points::Syscalls && !options.rerun_prefix;
         for i in 1..=self.runs {
-            let Some((rate, fails)) = explore_once(scenario, target, &options, i, "") else { return ExitCode::from(2) };
+            let once = if compare {
+                agree_once(scenario, target, &options, i)
+            } else {
+                explore_once(scenario, target, &options, i, "")
+            };
+            let Some((rate, fails)) = once else { return ExitCode::from(2) };
             failed |= fails;
-            if compare {
-                let rerun = ExploreOptions { rerun_prefix: true, ..options.clone() };
-                let Some((before, fails)) = explore_once(scenario, target, &rerun, i, " --rerun-prefix") else {
-                    return ExitCode::from(2);
-                };
-                failed |= fails;
-                outln!("  run {i:>3}: built / re-run = {:.2}x the cases per second", rate / before.max(1e-9));
-            }
             rates.push(rate);
         }
         print_rates(&mut rates);
@@ -103,25 +100,54 @@ fn explore_once(
     i: u32,
     how: &str,
 ) -> Option<(f64, bool)> {
-    let started = Instant::now();
-    let result = match explore::explore(scenario, target, options, &|_, _, _, _| {}) {
-        Ok(r) => r,
+    let explored = match explore::agreement::explored(scenario, target, options) {
+        Ok(e) => e,
         Err(e) => {
             errln!("killpoint: the exploration could not run: {e}");
             return None;
         }
     };
-    let elapsed = started.elapsed();
-    let ran: usize = result.ran.iter().sum();
-    let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
+    print_explored(&explored, i, how);
+    Some((explored.rate(), !explored.exploration.failures.is_empty()))
+}
+
+/// One exploration from built states and one with `--rerun-prefix` right after, their lines, the
+/// ratio of their rates and every case whose verdicts differ (a disagreement fails the bench).
+fn agree_once(scenario: &Scenario, target: &Target, options: &ExploreOptions, i: u32) -> Option<(f64, bool)> {
+    let agreement = match explore::agreement::agreement(scenario, target, options) {
+        Ok(a) => a,
+        Err(e) => {
+            errln!("killpoint: the exploration could not run: {e}");
+            return None;
+        }
+    };
+    print_explored(&agreement.built, i, "");
+    print_explored(&agreement.rerun, i, " --rerun-prefix");
+    let (built, rerun) = (agreement.built.rate(), agreement.rerun.rate());
     outln!(
-        "  run {i:>3}{how}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned, {} from built states)",
-        ms(elapsed),
+        "  run {i:>3}: built / re-run = {:.2}x the cases per second; verdicts differ on {} case(s), {} found by one record run only",
+        built / rerun.max(1e-9),
+        agreement.differ.len(),
+        agreement.unmatched.len()
+    );
+    for line in &agreement.differ {
+        outln!("    differ: {line}");
+    }
+    let fails = !agreement.built.exploration.failures.is_empty() || !agreement.differ.is_empty();
+    Some((built, fails))
+}
+
+fn print_explored(explored: &explore::agreement::Explored, i: u32, how: &str) {
+    let result = &explored.exploration;
+    let ran: usize = result.ran.iter().sum();
+    outln!(
+        "  run {i:>3}{how}: {ran} crash point(s) in {:.1} ms = {:.1}/s ({} failed, {} pruned, {} from built states)",
+        ms(explored.elapsed),
+        explored.rate(),
         result.failures.len(),
         result.pruned.len() + result.same_state.len(),
         result.from_built
     );
-    Some((rate, !result.failures.is_empty()))
 }
 
 fn print_rates(rates: &mut [f64]) {

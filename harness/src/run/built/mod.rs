@@ -14,11 +14,12 @@
 //! - the data dir, as the next incarnation would find it ([`DiskImage`]): for a process crash,
 //!   every byte handed to the kernel, so the whole dir as it is. The tracer holds every thread at
 //!   its next traced call while one is held, so no write to the dir (nor send to the world) can
-//!   happen during the copy. A machine crash (power loss) keeps less: that model plugs in as
-//!   another way to make the image (`DiskImage`'s variants), the rest is the same;
+//!   happen during the copy. For a machine crash (power loss), only what was synced: the image
+//!   the power-loss model (`crate::run::power_loss`) keeps at the point, the same bytes its
+//!   restore writes after a re-run's kill there (`DiskImage::PowerLost`); the rest is the same;
 //! - the fake world (`fake_tool::WorldSnapshot`): ledger, clock, effects, receipts,
 //!   revocations, armed faults with what they have left, fence. Taken once the world has recorded
-//!   every request the tracer saw completely sent ([`crate::run::traced::Held::requests_sent`]):
+//!   every request the tracer saw completely sent ([`crate::run::traced::HeldPoint::requests_sent`]):
 //!   a request sent before a kill reaches the world whatever happens next;
 //! - the harness's progress: its timeline up to the point (submissions made and answered,
 //!   boundaries announced, what the runtime forgot), from which the driver knows which operations
@@ -42,7 +43,10 @@
 //!   copy; each log is cut after its last complete line.
 //! - Points before an incarnation's ready line are never crash points (as in a re-run).
 //!
-//! Only process crashes at depth 1 are built here; a depth-2 case (a second point in the
+//! - What the power-loss model cannot see (writes through `mmap`, `io_uring`; see its module) is
+//!   missing from a machine crash's image exactly as from a re-run's restore.
+//!
+//! Process and machine crashes at depth 1 are built here; a depth-2 case (a second point in the
 //! recovery) is re-run.
 
 pub mod capture;

@@ -32,6 +32,7 @@
 //! that leave the same crash state as the one before. This module imports the layers below
 //! `search` (model, scenario, run, judge, report), never `random` or `cli`.
 
+pub mod agreement;
 mod boundaries;
 mod built;
 mod case;
