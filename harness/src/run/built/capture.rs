@@ -125,7 +125,8 @@ impl Capture {
             let timeline: Vec<Mark> = marks.iter().filter(|m| m.seq <= world.ticks()).cloned().collect();
             (world, timeline)
         };
-        let disk = self.disk(point.state, at.power_loss).map_err(|e| format!("the data dir could not be imaged: {e}"))?;
+        let disk =
+            self.disk(point.state, at.power_loss).map_err(|e| format!("the data dir could not be imaged: {e}"))?;
         let logs = ["stderr.log", "stdout.log"]
             .into_iter()
             .filter_map(|name| {

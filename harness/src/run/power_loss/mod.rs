@@ -86,7 +86,8 @@ pub struct DurableImage(shadow::Tree);
 impl DurableImage {
     /// Writes the image as the directory `dest` (which must not exist).
     pub fn write_to(&self, dest: &Path) -> std::io::Result<()> {
-        std::fs::create_dir(dest).map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display())))?;
+        std::fs::create_dir(dest)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display())))?;
         restore::write(dest, &self.0)
     }
 }
