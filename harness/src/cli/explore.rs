@@ -259,6 +259,10 @@ fn print_summary(result: &Exploration, elapsed: Duration) {
             result.from_built
         );
     }
+    if !result.unbuilt.is_empty() {
+        let why: Vec<String> = result.unbuilt.iter().map(|(reason, n)| format!("{reason} ×{n}")).collect();
+        outln!("  re-run, their state not built faithfully: {}", why.join(", "));
+    }
     print_pruned(result);
 }
 

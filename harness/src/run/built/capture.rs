@@ -1,6 +1,7 @@
 //! Taking the crash state at each wanted point of a record run, while the tracer holds the
 //! runtime there (`crate::run::traced::PointHook`).
 
+use super::marks::{ANSWER_SHOWS, SharedMarks};
 use super::{Built, BuiltState, DiskImage};
 use crate::run::driver::record::Mark;
 use crate::run::power_loss::PowerLoss;
@@ -46,7 +47,7 @@ pub struct Capture {
     logs: PathBuf,
     world: WorldState,
     /// The driver's marks as it makes them (`Driver::mark` ticks the clock under this lock).
-    timeline: Arc<Mutex<Vec<Mark>>>,
+    timeline: Arc<SharedMarks>,
     wanted: fn(&SyscallPoint) -> bool,
     taken: Mutex<Taken>,
     /// Where the copies are kept; handed to the [`BuiltStates`] at the end.
@@ -71,7 +72,7 @@ impl Capture {
         data: PathBuf,
         logs: PathBuf,
         world: WorldState,
-        timeline: Arc<Mutex<Vec<Mark>>>,
+        timeline: Arc<SharedMarks>,
         wanted: fn(&SyscallPoint) -> bool,
     ) -> std::io::Result<Capture> {
         let store = tempfile::Builder::new().prefix("killpoint-built-").tempdir()?;
@@ -98,18 +99,22 @@ impl Capture {
         let started = Instant::now();
         let point = at.point.clone();
         let deadline = tokio::time::Instant::now() + WORLD_RECORDS;
-        let built = if self.world.recorded_at_least(at.requests_sent, deadline).await {
-            match self.build(point.clone(), at) {
-                Ok(state) => Built::Ready(Box::new(state)),
-                Err(why) => Built::Unbuilt { point, why },
-            }
-        } else {
+        let answers = tokio::time::Instant::now() + ANSWER_SHOWS;
+        let built = if !self.world.recorded_at_least(at.requests_sent, deadline).await {
             let why = format!(
                 "the fake world recorded {} requests within {WORLD_RECORDS:?}, the tracer saw {} sent",
                 self.world.requests_recorded(),
                 at.requests_sent
             );
-            Built::Unbuilt { point, why }
+            Built::Unbuilt { point, reason: "the world had not recorded every request sent", why }
+        } else if let Err(op) = self.timeline.settled_submissions(answers).await {
+            let why = format!("the harness's submission of `{op}` had no answer within {ANSWER_SHOWS:?}");
+            Built::Unbuilt { point, reason: "a submission in flight (its answer may have been sent)", why }
+        } else {
+            match self.build(point.clone(), at) {
+                Ok(state) => Built::Ready(Box::new(state)),
+                Err(why) => Built::Unbuilt { point, reason: "the data dir could not be imaged", why },
+            }
         };
         let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
         taken.states.push(built);
@@ -120,7 +125,7 @@ impl Capture {
     /// again only when a durable change completed since the last copy).
     fn build(&self, point: SyscallPoint, at: HeldPoint<'_>) -> Result<BuiltState, String> {
         let (world, timeline) = {
-            let marks = self.timeline.lock().unwrap_or_else(|p| p.into_inner());
+            let marks = self.timeline.lock();
             let world = self.world.snapshot();
             let timeline: Vec<Mark> = marks.iter().filter(|m| m.seq <= world.ticks()).cloned().collect();
             (world, timeline)

@@ -33,9 +33,12 @@
 //!   recorded, which is all a later request is answered from.
 //! - A request the world never records (one it refuses before its ledger, e.g. malformed JSON)
 //!   makes the wait for the world's record time out: that point is [`Built::Unbuilt`], and its
-//!   case is re-run.
-//! - The harness's own request in flight at the point (a submission the runtime had not answered):
-//!   the driver submits it again to the recovery, as a re-run's client does after a kill.
+//!   case is re-run. Explore's summary counts the cases re-run so, by reason.
+//! - The harness's own submission in flight at the point: the tracer does not see the runtime's
+//!   answers to the harness, so a `202` may be on its way (a re-run's client would still read it).
+//!   The capture waits for its mark, with a deadline ([`marks`]); one that does not show makes
+//!   the point [`Built::Unbuilt`] and its case is re-run. Other requests of the harness (reads)
+//!   change nothing the recovery depends on: the driver makes them again.
 //! - Timing: a re-run's kill lands a moment after the point (the tracer's task kills at once, the
 //!   driver notices later), in which the world may record what was sent; a built state waits for
 //!   exactly that. Wall-clock deadlines count from the recovery's start, as after any restart.
@@ -51,6 +54,7 @@
 
 pub mod capture;
 mod disk;
+pub mod marks;
 
 pub use capture::{BuiltStates, Capture};
 pub use disk::DiskImage;
@@ -77,7 +81,12 @@ pub struct BuiltState {
 /// A point's crash state, or why it could not be built.
 pub enum Built {
     Ready(Box<BuiltState>),
-    Unbuilt { point: SyscallPoint, why: String },
+    /// Its case is re-run: `reason` says which kind (for the summary's count), `why` in full.
+    Unbuilt {
+        point: SyscallPoint,
+        reason: &'static str,
+        why: String,
+    },
 }
 
 impl Built {

@@ -6,10 +6,11 @@
 use super::record::{Happening, Mark};
 use super::setup::Ground;
 use super::state::Driver;
+use crate::run::built::marks::SharedMarks;
 use crate::run::built::{BuiltState, Capture};
 use crate::run::traced::{SyscallPoint, Tracing};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The start of a run's timeline, and the incarnation it starts first.
@@ -17,7 +18,7 @@ pub(super) struct Opening {
     pub(super) number: u32,
     pub(super) timeline: Vec<Mark>,
     /// With a capture: the timeline as the driver makes it, shared with the capture.
-    pub(super) mirror: Option<Arc<Mutex<Vec<Mark>>>>,
+    pub(super) mirror: Option<Arc<SharedMarks>>,
     /// When the built state's runtime counts as killed (now: its case starts here).
     pub(super) killed_at: Instant,
 }
@@ -51,7 +52,7 @@ impl Opening {
         tracing: &Tracing,
         wanted: fn(&SyscallPoint) -> bool,
     ) -> std::io::Result<Arc<Capture>> {
-        let mirror = Arc::new(Mutex::new(self.timeline.clone()));
+        let mirror = Arc::new(SharedMarks::new(self.timeline.clone()));
         self.mirror = Some(mirror.clone());
         let capture = Capture::new(ground.data.clone(), ground.logs.clone(), ground.world.state(), mirror, wanted)?;
         let capture = Arc::new(capture);

@@ -76,7 +76,7 @@ pub(super) struct Driver<'a> {
     /// read it: what an unsettled operation was "last seen" as.
     pub(super) last_seen: HashMap<String, String>,
     /// In a run that builds crash states: the timeline, shared with the capture (`resume`).
-    pub(super) mirror: Option<std::sync::Arc<std::sync::Mutex<Vec<Mark>>>>,
+    pub(super) mirror: Option<std::sync::Arc<crate::run::built::marks::SharedMarks>>,
 }
 
 impl<'a> Driver<'a> {
@@ -128,13 +128,16 @@ impl Driver<'_> {
     pub(super) fn mark(&mut self, happening: Happening) {
         // Ticked under the shared timeline's lock: a capture that reads the clock under it finds
         // every mark numbered up to then.
-        let shared = self.mirror.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let shared = self.mirror.as_ref().map(|m| m.lock());
         let seq = self.clock.tick();
         let mark = Mark { seq, at_micros: self.clock.micros(), happening };
         if let Some(mut shared) = shared {
             shared.push(mark.clone());
         }
         self.timeline.push(mark);
+        if let Some(mirror) = &self.mirror {
+            mirror.added();
+        }
     }
 
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).

@@ -29,6 +29,16 @@ pub fn record(
     Ok((verdict, run, built))
 }
 
+/// Why `case`, a depth-1 case at a system-call point, is re-run though states were built: the
+/// point's state could not be built faithfully (`None`: it has a state, or is no such case).
+pub(super) fn unbuilt(case: &Case, built: &BuiltStates) -> Option<&'static str> {
+    let [fault] = case.syscalls.as_slice() else { return None };
+    match built.at(fault)? {
+        Built::Unbuilt { reason, .. } => Some(reason),
+        Built::Ready(_) => None,
+    }
+}
+
 /// Runs `case` from its built state, if it has one (`None`: it must be re-run).
 pub fn run_case_built(
     workload: &Workload,

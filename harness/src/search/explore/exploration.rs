@@ -38,6 +38,8 @@ pub struct Exploration {
     pub partial: usize,
     /// Cases run from a crash state built in the record run (one recovery each), not re-run.
     pub from_built: usize,
+    /// Depth-1 cases re-run because their point's state could not be built faithfully, by why.
+    pub unbuilt: std::collections::BTreeMap<&'static str, usize>,
     /// Boundaries a black-box exploration could not see.
     pub unseen: Vec<Boundary>,
     /// See [`Plan::exact`].
@@ -183,6 +185,9 @@ impl Explorer<'_> {
         result.other_shards += other_shards;
         let keep_runs = depth == 1 && depth2;
         let built = self.built.filter(|_| depth == 1);
+        for reason in built.into_iter().flat_map(|b| to_run.iter().filter_map(|case| super::built::unbuilt(case, b))) {
+            *result.unbuilt.entry(reason).or_default() += 1;
+        }
         let failures = result.failures.len();
         let outcomes =
             run_all(self.workload, &to_run, built, self.target, options, keep_runs, self.progress, failures)?;
