@@ -20,7 +20,7 @@
 //!
 //! The interface is two calls: [`PowerLoss::record`] for every point (one call in the tracer's
 //! answer loop), [`PowerLoss::restore`] after the kill and before the restart. A crash state built
-//! at a point instead (`crate::run::built`) takes [`PowerLoss::image`] there, and writes it out
+//! at a point instead (explore's built states) takes [`PowerLoss::image`] there, and writes it out
 //! as a case's data dir later: the same bytes the restore would have left.
 
 mod restore;
