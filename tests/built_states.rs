@@ -67,6 +67,9 @@ fn agree(name: &str, target: &Target, crash: Crash) -> Vec<Finding> {
         agreement.differ.len(),
         agreement.differ.join("\n")
     );
+    for line in &agreement.unsteady {
+        eprintln!("{name}: unsteady when re-run from the start (not held against built states): {line}");
+    }
     eprintln!("{name}: {} case(s) agree, {from_built} of them from built states", built.verdicts.len());
     agreement.built.exploration.failures.into_iter().filter(|f| f.built).collect()
 }
