@@ -24,11 +24,12 @@ pub(crate) struct Consumers {
     points: mpsc::UnboundedSender<KillPoint>,
     shutdown: watch::Receiver<bool>,
     fence: Arc<Fence>,
-    state: Arc<Mutex<Receipts>>,
+    /// Shared with the world's snapshot handle (`WorldState`, in `snapshot.rs`).
+    pub(crate) state: Arc<Mutex<Receipts>>,
 }
 
-#[derive(Default)]
-struct Receipts {
+#[derive(Default, Clone)]
+pub(crate) struct Receipts {
     /// (destination, key) pairs already applied.
     seen: HashSet<(String, String)>,
     /// Receipts per (operation, destination), to number them.

@@ -142,6 +142,17 @@ pub struct Faults {
 }
 
 impl Faults {
+    /// A copy of every fault still armed, with what each has left (the world's snapshot).
+    pub(crate) fn copy(&self) -> Faults {
+        Faults {
+            provider: Mutex::new(self.provider.lock().expect("faults lock").clone()),
+            consumer: Mutex::new(self.consumer.lock().expect("faults lock").clone()),
+            holds: Mutex::new(self.holds.lock().expect("faults lock").clone()),
+            lookup: Mutex::new(self.lookup.lock().expect("faults lock").clone()),
+            policy: Mutex::new(self.policy.lock().expect("faults lock").clone()),
+        }
+    }
+
     pub fn arm_provider(&self, fault: ProviderFault) {
         let key = (fault.operation.clone(), fault.call);
         self.provider.lock().expect("faults lock").insert(key, fault);

@@ -37,6 +37,11 @@ impl Fence {
         self.current.fetch_max(incarnation, Ordering::SeqCst);
     }
 
+    /// The incarnation declared current (0: none yet).
+    pub(crate) fn current(&self) -> u32 {
+        self.current.load(Ordering::SeqCst)
+    }
+
     /// The request's incarnation (`None`: no readable header), or why it is refused.
     pub(crate) fn admit(&self, headers: &HeaderMap) -> Result<Option<u32>, Stale> {
         let incarnation = headers.get(HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u32>().ok());

@@ -32,6 +32,20 @@ impl Clock {
         self.ticks.fetch_add(1, Ordering::SeqCst) + 1
     }
 
+    /// A clock that goes on from `ticks` and `micros`: a world restored from a snapshot
+    /// (`WorldSnapshot`, in `snapshot.rs`) numbers its entries after the snapshot's, and measures
+    /// time as if it had been running since the snapshot's world started.
+    pub fn resumed(ticks: u64, micros: u64) -> Clock {
+        let now = Instant::now();
+        let started = now.checked_sub(std::time::Duration::from_micros(micros)).unwrap_or(now);
+        Clock { ticks: Arc::new(AtomicU64::new(ticks)), started }
+    }
+
+    /// The last sequence number given out (0: none yet).
+    pub fn now(&self) -> u64 {
+        self.ticks.load(Ordering::SeqCst)
+    }
+
     /// Microseconds since the clock was made (monotonic: never goes back).
     pub fn micros(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX)
@@ -333,7 +347,22 @@ pub struct Ledger {
 
 impl Ledger {
     pub fn new(clock: Clock) -> Self {
-        Ledger { clock, entries: Mutex::new(Vec::new()), changed: tokio::sync::Notify::new() }
+        Ledger::with_entries(clock, Vec::new())
+    }
+
+    /// A ledger that goes on from `entries` (a restored world's).
+    pub fn with_entries(clock: Clock, entries: Vec<Entry>) -> Self {
+        Ledger { clock, entries: Mutex::new(entries), changed: tokio::sync::Notify::new() }
+    }
+
+    /// The entries, with the lock held (for a consistent snapshot).
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
+        self.entries.lock().expect("ledger lock poisoned")
+    }
+
+    /// The clock the entries are stamped by.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Appends `event`, stamping it with the next tick, and returns the stamp.
@@ -355,6 +384,11 @@ impl Ledger {
     /// Resolves at the next entry recorded after it is first polled.
     pub async fn changed(&self) {
         self.changed.notified().await
+    }
+
+    /// The next entry's notification, to be enabled before a count is read.
+    pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
     }
 
     /// A copy of every entry so far, in sequence order.

@@ -14,6 +14,7 @@ pub mod policy;
 pub(crate) mod provider;
 pub mod revocation;
 pub mod signals;
+pub mod snapshot;
 pub mod world;
 
 pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, LookupFault, PolicyFault, PolicySubject, ProviderFault};
@@ -21,4 +22,5 @@ pub use kill_point::KillPoint;
 pub use ledger::{Clock, Effect, Entry, Event, Injected, Ledger, PolicyAnswer, Response, Service, Subject, ToolKind};
 pub use revocation::Revocation;
 pub use signals::DuplicateKeys;
+pub use snapshot::{WorldSnapshot, WorldState};
 pub use world::World;

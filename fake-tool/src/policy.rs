@@ -26,7 +26,8 @@ pub(crate) struct Policy {
     pub(crate) ledger: Arc<Ledger>,
     faults: Arc<Faults>,
     fence: Arc<Fence>,
-    revocations: Arc<Mutex<Vec<Revocation>>>,
+    /// Shared with the world's snapshot handle (`WorldState`, in `snapshot.rs`).
+    pub(crate) revocations: Arc<Mutex<Vec<Revocation>>>,
 }
 
 impl Policy {

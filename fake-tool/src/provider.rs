@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 #[derive(Debug, Clone)]
-struct StoredEffect {
+pub(crate) struct StoredEffect {
     tool: String,
     provider_ref: String,
     key: Option<String>,
@@ -28,8 +28,8 @@ struct StoredEffect {
     result: Value,
 }
 
-#[derive(Debug, Default)]
-struct Effects {
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Effects {
     all: Vec<StoredEffect>,
     /// Calls seen per planted operation, to number them.
     calls: HashMap<String, u32>,
@@ -47,7 +47,8 @@ pub(crate) struct Provider {
     /// Where a fault's revocations are put in force.
     policy: Policy,
     fence: Arc<Fence>,
-    effects: Arc<Mutex<Effects>>,
+    /// Shared with the world's snapshot handle (`WorldState`, in `snapshot.rs`).
+    pub(crate) effects: Arc<Mutex<Effects>>,
 }
 
 impl Provider {

@@ -12,6 +12,7 @@ use crate::ledger::{Clock, Entry, Ledger};
 use crate::policy::{self, Policy};
 use crate::provider::{self, Provider};
 use crate::revocation::Revocation;
+use crate::snapshot::{WorldSnapshot, WorldState};
 use axum::Router;
 use axum::routing::{get, post};
 use std::net::SocketAddr;
@@ -26,6 +27,7 @@ pub struct World {
     faults: Arc<Faults>,
     policy: Policy,
     fence: Arc<Fence>,
+    state: WorldState,
     shutdown: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
 }
@@ -35,11 +37,35 @@ impl World {
     /// Returns the world and the stream of kill points it reaches.
     pub async fn start(clock: Clock) -> std::io::Result<(World, mpsc::UnboundedReceiver<KillPoint>)> {
         let ledger = Arc::new(Ledger::new(clock));
-        let faults = Arc::new(Faults::default());
+        World::serve(ledger, Faults::default(), 0, None).await
+    }
+
+    /// A world that goes on from `snapshot` (on a port of its own), on `clock`, which must be the
+    /// snapshot's ([`WorldSnapshot::clock`]) or one resumed from it: its ledger, effects,
+    /// receipts, revocations, armed faults and fence are the snapshot's.
+    pub async fn start_from(
+        snapshot: &WorldSnapshot,
+        clock: Clock,
+    ) -> std::io::Result<(World, mpsc::UnboundedReceiver<KillPoint>)> {
+        let ledger = Arc::new(Ledger::with_entries(clock, snapshot.entries.clone()));
+        World::serve(ledger, snapshot.faults.copy(), snapshot.fence, Some(snapshot)).await
+    }
+
+    async fn serve(
+        ledger: Arc<Ledger>,
+        faults: Faults,
+        current: u32,
+        from: Option<&WorldSnapshot>,
+    ) -> std::io::Result<(World, mpsc::UnboundedReceiver<KillPoint>)> {
+        let faults = Arc::new(faults);
         let (points_tx, points_rx) = mpsc::unbounded_channel();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let fence = Arc::new(Fence::default());
+        fence.raise(current);
         let policy = Policy::new(ledger.clone(), faults.clone(), fence.clone());
+        if let Some(from) = from {
+            *policy.revocations.lock().expect("policy lock") = from.revocations.clone();
+        }
 
         let provider = Provider::new(
             ledger.clone(),
@@ -49,14 +75,27 @@ impl World {
             policy.clone(),
             fence.clone(),
         );
+        let consumers =
+            Consumers::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone(), fence.clone());
+        if let Some(from) = from {
+            *provider.effects.lock().expect("provider lock") = from.effects.clone();
+            *consumers.state.lock().expect("consumer lock") = from.receipts.clone();
+        }
+        let state = WorldState {
+            ledger: ledger.clone(),
+            faults: faults.clone(),
+            fence: fence.clone(),
+            effects: provider.effects.clone(),
+            receipts: consumers.state.clone(),
+            revocations: policy.revocations.clone(),
+        };
         let provider_routes = Router::new()
             .route("/tools/{tool}", post(provider::call))
             .route("/tools/{tool}/effects", get(provider::lookup_by_key))
             .route("/tools/{tool}/effects/{provider_ref}", get(provider::lookup_by_ref))
             .with_state(provider);
-        let consumer_routes = Router::new().route("/{destination}/events", post(consumers::receive)).with_state(
-            Consumers::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone(), fence.clone()),
-        );
+        let consumer_routes =
+            Router::new().route("/{destination}/events", post(consumers::receive)).with_state(consumers);
         let policy_routes = Router::new()
             .route("/check", post(policy::check))
             .route("/revocations", post(policy::revoke))
@@ -88,7 +127,7 @@ impl World {
                 eprintln!("killpoint fake world: server error: {e}");
             }
         });
-        Ok((World { addr, ledger, faults, policy, fence, shutdown, server: Some(server) }, points_rx))
+        Ok((World { addr, ledger, faults, policy, fence, state, shutdown, server: Some(server) }, points_rx))
     }
 
     pub fn base_url(&self) -> String {
@@ -102,6 +141,16 @@ impl World {
     }
     pub fn policy_url(&self) -> String {
         format!("{}/policy", self.base_url())
+    }
+
+    /// A handle that takes snapshots of this world's state ([`WorldSnapshot`]), from any task.
+    pub fn state(&self) -> WorldState {
+        self.state.clone()
+    }
+
+    /// This world's state now (see [`WorldState::snapshot`]).
+    pub fn snapshot(&self) -> WorldSnapshot {
+        self.state.snapshot()
     }
 
     /// Resolves at the world's next ledger entry (a call, lookup, receipt, check, revocation).

@@ -201,6 +201,9 @@ struct CertifyArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
+    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point in the record run
+    #[arg(long)]
+    rerun_prefix: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -218,6 +221,9 @@ struct RunArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
+    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point in the record run
+    #[arg(long)]
+    rerun_prefix: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -251,6 +257,9 @@ struct ExploreKnobs {
     /// Where the crash points are: every named boundary occurrence, or every sync, rename, unlink, request and answer of the runtime's system calls (Linux x86_64, through killpoint-tracer: no probe needed). `bench` without a scenario: run the matrix under the tracer, and say what tracing costs
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
+    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point in the record run
+    #[arg(long)]
+    rerun_prefix: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,7 +447,7 @@ impl From<OutputArgs> for cli::Output {
 
 impl From<ExploreKnobs> for cli::explore::Knobs {
     fn from(a: ExploreKnobs) -> Self {
-        cli::explore::Knobs { depth: a.depth, jobs: a.jobs, points: a.points.into() }
+        cli::explore::Knobs { depth: a.depth, jobs: a.jobs, points: a.points.into(), rerun_prefix: a.rerun_prefix }
     }
 }
 

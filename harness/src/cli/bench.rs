@@ -57,6 +57,7 @@ impl BenchCommand {
             keep_failures: false,
             points: self.explore.points,
             second_record: true,
+            rerun_prefix: self.explore.rerun_prefix,
         };
         outln!(
             "bench: explore `{}` {} time(s) at depth {} with {} job(s) against {}",
@@ -68,25 +69,17 @@ impl BenchCommand {
         );
         let mut rates = Vec::new();
         let mut failed = false;
+        // Over system calls, each run also explores with `--rerun-prefix` right after, under the
+        // same load: the ratio of the two is measured within one run.
+        let compare = options.points == explore::Points::Syscalls && !options.rerun_prefix;
         for i in 1..=self.runs {
-            let started = Instant::now();
-            let result = match explore::explore(scenario, target, &options, &|_, _, _, _| {}) {
-                Ok(r) => r,
-                Err(e) => {
-                    errln!("killpoint: the exploration could not run: {e}");
-                    return ExitCode::from(2);
-                }
+            let once = if compare {
+                agree_once(scenario, target, &options, i)
+            } else {
+                explore_once(scenario, target, &options, i, "")
             };
-            let elapsed = started.elapsed();
-            let ran: usize = result.ran.iter().sum();
-            let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
-            failed |= !result.failures.is_empty();
-            outln!(
-                "  run {i:>3}: {ran} crash point(s) in {:.1} ms = {rate:.1}/s ({} failed, {} pruned)",
-                ms(elapsed),
-                result.failures.len(),
-                result.pruned.len() + result.same_state.len()
-            );
+            let Some((rate, fails)) = once else { return ExitCode::from(2) };
+            failed |= fails;
             rates.push(rate);
         }
         print_rates(&mut rates);
@@ -96,6 +89,69 @@ impl BenchCommand {
         recovery_figures(scenario, target, &certified, self.runs);
         if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
     }
+}
+
+/// One exploration, its line, its rate (cases per second) and whether a case failed; `None` when
+/// it could not run (said on stderr).
+fn explore_once(
+    scenario: &Scenario,
+    target: &Target,
+    options: &ExploreOptions,
+    i: u32,
+    how: &str,
+) -> Option<(f64, bool)> {
+    let explored = match explore::agreement::explored(scenario, target, options) {
+        Ok(e) => e,
+        Err(e) => {
+            errln!("killpoint: the exploration could not run: {e}");
+            return None;
+        }
+    };
+    print_explored(&explored, i, how);
+    Some((explored.rate(), !explored.exploration.failures.is_empty()))
+}
+
+/// One exploration from built states and one with `--rerun-prefix` right after, their lines, the
+/// ratio of their rates and every case whose verdicts differ (a disagreement fails the bench).
+fn agree_once(scenario: &Scenario, target: &Target, options: &ExploreOptions, i: u32) -> Option<(f64, bool)> {
+    let agreement = match explore::agreement::agreement(scenario, target, options) {
+        Ok(a) => a,
+        Err(e) => {
+            errln!("killpoint: the exploration could not run: {e}");
+            return None;
+        }
+    };
+    print_explored(&agreement.built, i, "");
+    print_explored(&agreement.rerun, i, " --rerun-prefix");
+    let (built, rerun) = (agreement.built.rate(), agreement.rerun.rate());
+    outln!(
+        "  run {i:>3}: built / re-run = {:.2}x the cases per second; verdicts differ on {} case(s), {} unsteady when re-run, {} found by one record run only",
+        built / rerun.max(1e-9),
+        agreement.differ.len(),
+        agreement.unsteady.len(),
+        agreement.unmatched.len()
+    );
+    for line in &agreement.differ {
+        outln!("    differ: {line}");
+    }
+    for line in &agreement.unsteady {
+        outln!("    unsteady re-run: {line}");
+    }
+    let fails = !agreement.built.exploration.failures.is_empty() || !agreement.differ.is_empty();
+    Some((built, fails))
+}
+
+fn print_explored(explored: &explore::agreement::Explored, i: u32, how: &str) {
+    let result = &explored.exploration;
+    let ran: usize = result.ran.iter().sum();
+    outln!(
+        "  run {i:>3}{how}: {ran} crash point(s) in {:.1} ms = {:.1}/s ({} failed, {} pruned, {} from built states)",
+        ms(explored.elapsed),
+        explored.rate(),
+        result.failures.len(),
+        result.pruned.len() + result.same_state.len(),
+        result.from_built
+    );
 }
 
 fn print_rates(rates: &mut [f64]) {

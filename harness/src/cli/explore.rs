@@ -24,6 +24,8 @@ pub struct Knobs {
     pub jobs: Option<u32>,
     /// `--points`: the named boundaries, or the runtime's system calls.
     pub points: Points,
+    /// `--rerun-prefix`: over system calls, re-run each case's prefix instead of building it.
+    pub rerun_prefix: bool,
 }
 
 /// `killpoint explore`'s options.
@@ -109,6 +111,7 @@ impl ExploreCommand {
             keep_failures: true,
             points: self.knobs.points,
             second_record: true,
+            rerun_prefix: self.knobs.rerun_prefix,
         }
     }
 
@@ -250,6 +253,16 @@ fn print_summary(result: &Exploration, elapsed: Duration) {
             String::new()
         }
     );
+    if result.from_built > 0 {
+        outln!(
+            "  from built crash states: {} case(s), one recovery each (the others re-ran their prefix)",
+            result.from_built
+        );
+    }
+    if !result.unbuilt.is_empty() {
+        let why: Vec<String> = result.unbuilt.iter().map(|(reason, n)| format!("{reason} ×{n}")).collect();
+        outln!("  re-run, their state not built faithfully: {}", why.join(", "));
+    }
     print_pruned(result);
 }
 

@@ -1,12 +1,15 @@
 //! Running one scenario against a runtime: [`driver`] plays the workload and its faults,
 //! [`incarnation`] is one life of the runtime process, [`client`] its HTTP API, [`probe`] the
-//! harness end of the boundary probe, [`traced`] the harness end of the tracer (and [`held`], an incarnation it holds frozen), [`preflight`] the
-//! checks before a first start, [`power_loss`] what a machine crash leaves of the data dir, [`artifacts`] the directory a run lives in, and [`trace`] the
-//! merged timeline of what happened.
+//! harness end of the boundary probe, [`traced`] the harness end of the tracer (and [`held`], an incarnation it holds frozen;
+//! [`sent`] counts the requests it saw sent), [`preflight`] the checks before a first start, [`power_loss`] what a
+//! machine crash leaves of the data dir, [`artifacts`] the directory a run lives in, and [`trace`] the
+//! merged timeline of what happened; [`built`] the crash states built at system-call points of a
+//! record run, from which a case runs only the recovery.
 //!
 //! Imports `model`, `tracer` and `scenario` only: a run knows nothing of verdicts or reports.
 
 pub mod artifacts;
+pub mod built;
 pub mod client;
 pub mod driver;
 pub mod held;
@@ -15,5 +18,6 @@ pub mod power_loss;
 pub mod preflight;
 pub mod probe;
 pub mod retry_log;
+pub mod sent;
 pub mod trace;
 pub mod traced;

@@ -20,6 +20,13 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
         });
         traced.arm_boundaries(at_syscalls.collect());
     }
+    standing(scenario, probe, traced.is_some())
+}
+
+/// How each fault stands before any is reached: not reached yet, or out of reach without the
+/// probe (a run from a built state, whose world's faults were armed in the record run).
+pub(super) fn standing(scenario: &Scenario, probe: bool, traced: bool) -> Vec<Hit> {
+    let tracer_reaches = traced && !probe;
     scenario
         .faults
         .iter()

@@ -12,7 +12,8 @@
 //! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
 //! `tail` (the harness's own requests once the workload settled, restarted through a kill),
-//! `finish` (the record at the end) and `fingerprint` (a crash state, for pruning). None of them
+//! `finish` (the record at the end), `fingerprint` (a crash state, for pruning) and `resume` (a run
+//! that goes on from a crash state built at a point, `crate::run::built`). None of them
 //! imports this file.
 //!
 //! Imports `model`, `tracer`, `scenario` and the rest of `run` only: a run knows nothing of
@@ -26,8 +27,9 @@ mod fingerprint;
 mod finish;
 mod freeze;
 mod missing_dir;
-mod record;
+pub mod record;
 mod restart;
+mod resume;
 mod settle;
 mod setup;
 mod state;
@@ -41,8 +43,10 @@ pub use setup::environment;
 
 use crate::model::crash::Crash;
 use crate::run::artifacts::Artifacts;
+use crate::run::built::{BuiltState, BuiltStates};
 use crate::run::incarnation::{Launch, Target};
 use crate::run::power_loss::PowerLoss;
+use crate::run::traced::SyscallPoint;
 use crate::scenario::Scenario;
 use setup::{Ground, Tracer};
 use state::Driver;
@@ -50,8 +54,53 @@ use state::Driver;
 /// Runs `scenario` against `target`. Never panics on a misbehaving runtime: whatever happens is
 /// in the returned [`Run`] (`aborted`, `unsettled`, …) for the checker to report.
 pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<Run> {
+    Ok(play(scenario, target, options, Start::Fresh).await?.0)
+}
+
+/// Runs `scenario` traced, and builds the crash state at every point `wanted` says of its first
+/// incarnation (`crate::run::built`); `None` when this machine cannot trace (then nothing is built).
+pub async fn record_states(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    wanted: fn(&SyscallPoint) -> bool,
+) -> std::io::Result<(Run, Option<BuiltStates>)> {
+    let options = RunOptions { syscalls: true, ..options.clone() };
+    play(scenario, target, &options, Start::Record(wanted)).await
+}
+
+/// Runs `scenario` from a crash state built at the point its one `[[syscall_fault]]` names: the
+/// world from the snapshot, the recovery (incarnation 2) on a copy of the data dir, then the rest
+/// of the workload. The [`Run`] is the whole run's, as if its prefix had been played.
+pub async fn run_built(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    state: &BuiltState,
+) -> std::io::Result<Run> {
+    let options = RunOptions { syscalls: true, ..options.clone() };
+    Ok(play(scenario, target, &options, Start::From(state)).await?.0)
+}
+
+/// How a run begins: afresh, afresh building crash states, or from one.
+#[derive(Clone, Copy)]
+enum Start<'s> {
+    Fresh,
+    Record(fn(&SyscallPoint) -> bool),
+    From(&'s BuiltState),
+}
+
+async fn play(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    start: Start<'_>,
+) -> std::io::Result<(Run, Option<BuiltStates>)> {
     let artifacts = Artifacts::create_in(options.artifacts_root.as_deref(), &scenario.name)?;
-    let (ground, mut points) = Ground::prepare(&artifacts, scenario, options).await?;
+    let (ground, mut points) = match start {
+        Start::From(state) => Ground::resume(&artifacts, state, options).await?,
+        Start::Fresh | Start::Record(_) => Ground::prepare(&artifacts, scenario, options).await?,
+    };
 
     let mut env = environment(&ground.world, &ground.data, &scenario.runtime);
     if options.probe {
@@ -69,11 +118,13 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
     }
     let tracing = (options.syscalls || machine || !scenario.syscall_faults.is_empty()) && permitted.is_ok();
+    // From a built state the data dir is already what the crash left (a power loss's, in machine
+    // mode): it is the new baseline, as after a re-run's restore.
     let power_loss = if machine { Some(PowerLoss::new(&ground.data)?) } else { None };
+    let resumed = start_point(start);
     let (mut tracer, traced_target) = match tracing {
-        true => {
-            Tracer::start(&artifacts, scenario, &mut env, target, power_loss).map(|(t, target)| (t, Some(target)))?
-        }
+        true => Tracer::start(&artifacts, scenario, &mut env, target, power_loss, resumed)
+            .map(|(t, target)| (t, Some(target)))?,
         false => (Tracer::none(), None),
     };
     let target = traced_target.as_ref().unwrap_or(target);
@@ -84,21 +135,30 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
         probe: ground.listener.as_ref(),
         ready_timeout: options.ready_timeout,
     };
+    let mut opening = resume::Opening::new(&ground, start_point(start));
+    let capture = match (start, &tracer.tracing) {
+        (Start::Record(wanted), Some(tracing)) => Some(opening.capture(&ground, tracing, wanted)?),
+        _ => None,
+    };
 
-    let clock = &ground.clock;
-    let timeline =
-        vec![Mark { seq: clock.tick(), at_micros: clock.micros(), happening: Happening::Started { incarnation: 1 } }];
-    let first = match restart::start(&launch, 1, &mut tracer.tracing).await {
+    let first = match restart::start(&launch, opening.number, &mut tracer.tracing).await {
         Ok(i) => i,
         Err(e) => {
             ground.world.shutdown().await;
             let aborted = Abort::NotReady(e.to_string());
-            return Ok(finish::unstarted(scenario, options.crash, timeline, aborted, artifacts));
+            return Ok((finish::unstarted(scenario, options.crash, opening.timeline, aborted, artifacts), None));
         }
     };
     let probe = first.probe.is_some();
-    let hits = arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe);
-    let mut driver = Driver::new(scenario, &ground, options, timeline, hits, first, tracer);
+    let hits = match start {
+        Start::From(_) => arming::standing(scenario, probe, tracer.tracing.is_some()),
+        _ => arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe),
+    };
+    let mut driver = Driver::new(scenario, &ground, options, opening.timeline, hits, first, tracer);
+    driver.mirror = opening.mirror.take();
+    if opening.number > 1 {
+        driver.recovering(opening.killed_at).await;
+    }
 
     let mut unsettled = Vec::new();
     let (aborted, word) = match workload::drive(&mut driver, &launch, &mut points, &mut unsettled).await {
@@ -109,5 +169,14 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     driver.kill_zombies().await;
     let run = driver.record(artifacts, probe, aborted, unsettled, word).await;
     ground.world.shutdown().await;
-    Ok(run)
+    let built = capture.map(|c| c.finish()).transpose()?;
+    Ok((run, built))
+}
+
+/// The timeline a run begins with, and the point it goes on from.
+fn start_point(start: Start<'_>) -> Option<&BuiltState> {
+    match start {
+        Start::From(state) => Some(state),
+        Start::Fresh | Start::Record(_) => None,
+    }
 }

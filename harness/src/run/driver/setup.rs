@@ -4,6 +4,7 @@
 
 use super::record::RunOptions;
 use crate::run::artifacts::Artifacts;
+use crate::run::built::BuiltState;
 use crate::run::incarnation::Target;
 use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{Reached, Tracing};
@@ -45,6 +46,33 @@ impl Ground {
         let clock = Clock::default();
         let (world, points) = World::start(clock.clone()).await?;
         arm_world(&world, scenario);
+        Ok((Ground { data, logs, probe_path, listener, clock, world }, points))
+    }
+}
+
+impl Ground {
+    /// The ground of a run that goes on from a crash state built at a point: the data dir written
+    /// from its image, the logs as they were, the world started from its snapshot (its faults
+    /// armed as they were left), on a clock that goes on from the snapshot's.
+    pub(super) async fn resume(
+        artifacts: &Artifacts,
+        state: &BuiltState,
+        options: &RunOptions,
+    ) -> std::io::Result<(Ground, UnboundedReceiver<KillPoint>)> {
+        let data = artifacts.path().join("data");
+        let logs = artifacts.path().join("logs");
+        state.disk.write_to(&data)?;
+        std::fs::create_dir(&logs)?;
+        for (name, bytes) in &state.logs {
+            std::fs::write(logs.join(name), bytes)?;
+        }
+        let probe_path = artifacts.socket("probe.sock");
+        let listener = match options.probe {
+            true => Some(tokio::net::UnixListener::bind(&probe_path).map_err(|e| named(&probe_path, e))?),
+            false => None,
+        };
+        let clock = state.world.clock();
+        let (world, points) = World::start_from(&state.world, clock.clone()).await?;
         Ok((Ground { data, logs, probe_path, listener, clock, world }, points))
     }
 }
@@ -109,7 +137,7 @@ impl Tracer {
         Tracer { tracing: None, reached: None }
     }
 
-    /// The tracer of a traced run: its socket in the run's sockets' directory (named in `env`), and the target
+    /// The tracer of a traced run (going on from a built state's tracing, when `resumed`): its socket in the run's sockets' directory (named in `env`), and the target
     /// that runs the runtime under it — the tracer the command, the runtime its argument.
     pub(super) fn start(
         artifacts: &Artifacts,
@@ -117,11 +145,20 @@ impl Tracer {
         env: &mut Vec<(String, String)>,
         target: &Target,
         power_loss: Option<PowerLoss>,
+        resumed: Option<&BuiltState>,
     ) -> std::io::Result<(Tracer, Target)> {
         let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
         let socket = artifacts.socket("trace.sock");
-        let (traced, reached) = crate::run::traced::Tracing::new(&socket, scenario.syscall_faults.clone(), power_loss)
-            .map_err(|e| named(&socket, e))?;
+        let faults = scenario.syscall_faults.clone();
+        let (traced, reached) = match resumed {
+            // The fault at the built state's point was hit there.
+            Some(state) => {
+                let hit = faults.iter().map(|f| *f == state.point.fault()).collect();
+                Tracing::resumed(&socket, faults, hit, state.trace.clone(), power_loss)
+            }
+            None => Tracing::new(&socket, faults, power_loss),
+        }
+        .map_err(|e| named(&socket, e))?;
         env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
         let mut args = vec!["--".to_owned(), target.program.display().to_string()];
         args.extend(target.args.iter().cloned());

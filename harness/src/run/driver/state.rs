@@ -77,6 +77,8 @@ pub(super) struct Driver<'a> {
     pub(super) last_seen: HashMap<String, String>,
     /// A restart's incarnation did not become ready: the error the run stops on is that one.
     pub(super) unready: bool,
+    /// In a run that builds crash states: the timeline, shared with the capture (`resume`).
+    pub(super) mirror: Option<std::sync::Arc<crate::run::built::marks::SharedMarks>>,
 }
 
 impl<'a> Driver<'a> {
@@ -120,14 +122,25 @@ impl<'a> Driver<'a> {
             submitted: HashMap::new(),
             last_seen: HashMap::new(),
             unready: false,
+            mirror: None,
         }
     }
 }
 
 impl Driver<'_> {
     pub(super) fn mark(&mut self, happening: Happening) {
+        // Ticked under the shared timeline's lock: a capture that reads the clock under it finds
+        // every mark numbered up to then.
+        let shared = self.mirror.as_ref().map(|m| m.lock());
         let seq = self.clock.tick();
-        self.timeline.push(Mark { seq, at_micros: self.clock.micros(), happening });
+        let mark = Mark { seq, at_micros: self.clock.micros(), happening };
+        if let Some(mut shared) = shared {
+            shared.push(mark.clone());
+        }
+        self.timeline.push(mark);
+        if let Some(mirror) = &self.mirror {
+            mirror.added();
+        }
     }
 
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).

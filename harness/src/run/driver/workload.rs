@@ -21,9 +21,21 @@ pub(super) async fn drive(
     unsettled: &mut Vec<(String, String)>,
 ) -> Result<LastWord, String> {
     let scenario = driver.scenario;
-    for wave in scenario.waves() {
+    let waves = scenario.waves();
+    // A run going on from a built state goes on in the wave it was in (the last one submitted
+    // to); the ones before it had settled. A fresh run has submitted nothing: the first.
+    let submitted = |op: &Operation| {
+        driver
+            .timeline
+            .iter()
+            .any(|m| matches!(&m.happening, Happening::Submitted { operation } if *operation == op.id))
+    };
+    let from = waves.iter().rposition(|w| w.iter().any(|op| submitted(op))).unwrap_or(0);
+    for wave in waves.into_iter().skip(from) {
         for op in &wave {
-            submit(driver, launch, op).await?;
+            if !driver.accepted.contains(&op.id) {
+                submit(driver, launch, op).await?;
+            }
         }
         settle(driver, launch, points, &wave, unsettled).await?;
         // The wave settled under the newer incarnation: now the outlived one wakes up.
@@ -35,8 +47,15 @@ pub(super) async fn drive(
 /// Submits one operation; an `after_submit` fault fires on its `202`.
 async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) -> Result<(), String> {
     let scenario = driver.scenario;
-    // Marked before the request: the runtime may start work before its answer arrives.
-    driver.mark(Happening::Submitted { operation: op.id.clone() });
+    // Marked before the request: the runtime may start work before its answer arrives. Once:
+    // a submission a built state's kill cut off is made again, as a re-run's client does.
+    let again = driver
+        .timeline
+        .iter()
+        .any(|m| matches!(&m.happening, Happening::Submitted { operation } if *operation == op.id));
+    if !again {
+        driver.mark(Happening::Submitted { operation: op.id.clone() });
+    }
     let mut submitted = driver.client.submit(op).await;
     // Killed at a syscall point while it handled the submission: no answer came, and a client with
     // no answer submits again (the same body), to the next incarnation.

@@ -19,7 +19,9 @@
 //! are copied with the sync (the model errs towards keeping, never towards losing).
 //!
 //! The interface is two calls: [`PowerLoss::record`] for every point (one call in the tracer's
-//! answer loop), [`PowerLoss::restore`] after the kill and before the restart.
+//! answer loop), [`PowerLoss::restore`] after the kill and before the restart. A crash state built
+//! at a point instead (explore's built states) takes [`PowerLoss::image`] there, and writes it out
+//! as a case's data dir later: the same bytes the restore would have left.
 
 mod restore;
 mod shadow;
@@ -61,8 +63,32 @@ impl PowerLoss {
         Ok(())
     }
 
+    /// What a power loss now would leave, kept apart from the data dir (which goes on changing):
+    /// `Err` if the model lost track, as [`PowerLoss::restore`] would say.
+    pub fn image(&self) -> std::io::Result<DurableImage> {
+        let shadow = self.lock();
+        if let Some(trouble) = &shadow.trouble {
+            return Err(std::io::Error::other(format!("the power-loss model lost track: {trouble}")));
+        }
+        Ok(DurableImage(shadow.durable_tree()))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Shadow> {
         self.shadow.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The data dir a power loss at one point leaves, in memory: the synced names with their synced
+/// bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DurableImage(shadow::Tree);
+
+impl DurableImage {
+    /// Writes the image as the directory `dest` (which must not exist).
+    pub fn write_to(&self, dest: &Path) -> std::io::Result<()> {
+        std::fs::create_dir(dest)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display())))?;
+        restore::write(dest, &self.0)
     }
 }
 

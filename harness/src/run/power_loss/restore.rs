@@ -17,7 +17,7 @@ pub(super) fn rebuild(root: &Path, tree: &Tree) -> std::io::Result<()> {
     write(root, tree)
 }
 
-fn write(dir: &Path, tree: &Tree) -> std::io::Result<()> {
+pub(super) fn write(dir: &Path, tree: &Tree) -> std::io::Result<()> {
     for (name, bytes) in &tree.files {
         let path = dir.join(name);
         std::fs::write(&path, bytes).map_err(|e| at(&path, "write", e))?;

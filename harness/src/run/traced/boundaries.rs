@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// What the fake world's exchanges have told so far, for the boundaries they mark (CONTRACT.md
 /// section 7, "Boundaries at system calls"). One per run: occurrences count across incarnations.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Boundaries {
     reached: HashMap<(Boundary, String), u32>,
     /// Idempotency key → operation, from the calls (a lookup by key names no operation).

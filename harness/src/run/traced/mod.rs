@@ -183,6 +183,43 @@ struct Shared {
     /// In machine-crash mode: what a power loss would leave, kept from every point.
     power_loss: Option<PowerLoss>,
     reached: UnboundedSender<Reached>,
+    /// Called at every point passed after the ready line while the runtime is held there.
+    hook: std::sync::OnceLock<Arc<dyn PointHook>>,
+}
+
+/// Something the harness does at a crash point while the tracer holds the runtime stopped there
+/// (every traced call of every thread waits until it returns): `killpoint explore` builds the
+/// crash state there (the `built` module of `run`). A point a fault kills at is not held for it.
+pub trait PointHook: Send + Sync {
+    fn held<'a>(&'a self, at: HeldPoint<'a>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+}
+
+/// A point as a [`PointHook`] sees it.
+pub struct HeldPoint<'a> {
+    pub point: &'a SyscallPoint,
+    /// Requests to the fake world the incarnation completely sent so far (the body's last byte
+    /// handed to the kernel): the world has them, or will record them, whatever happens next.
+    pub requests_sent: usize,
+    /// What the tracer's side of the run knows so far, to go on from ([`Tracing::resumed`]).
+    pub progress: TraceProgress,
+    /// In machine-crash mode, the power-loss model, this point recorded: what a power loss here
+    /// would leave of the data dir.
+    pub power_loss: Option<&'a PowerLoss>,
+}
+
+/// The tracer's side of a run at a point: the boundaries reached (occurrences count across
+/// incarnations) and every point passed, this one included.
+#[derive(Debug, Clone)]
+pub struct TraceProgress {
+    boundaries: Boundaries,
+    seen: Vec<SyscallPoint>,
+}
+
+impl TraceProgress {
+    /// Every point passed up to this one, this one included.
+    pub fn points(&self) -> &[SyscallPoint] {
+        &self.seen
+    }
 }
 
 struct State {
@@ -216,8 +253,34 @@ impl Tracing {
             seen: Vec::new(),
             boundaries: Boundaries::default(),
         };
-        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached });
+        let hook = Default::default();
+        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached, hook });
         Ok((Tracing { listener, shared, task: None }, receiver))
+    }
+
+    /// Tracing that goes on from `progress` (a crash state built at a point of a record run):
+    /// the points passed and boundaries reached until then are this run's, and each of `faults`
+    /// that `hit` says was hit there is spent.
+    pub fn resumed(
+        socket: &Path,
+        faults: Vec<SyscallFault>,
+        hit: Vec<bool>,
+        progress: TraceProgress,
+        power_loss: Option<PowerLoss>,
+    ) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
+        let (tracing, receiver) = Tracing::new(socket, faults, power_loss)?;
+        {
+            let mut state = tracing.shared.lock();
+            state.hits = hit;
+            state.boundaries = progress.boundaries;
+            state.seen = progress.seen;
+        }
+        Ok((tracing, receiver))
+    }
+
+    /// Calls `hook` at every point passed after a ready line (set once, before the first start).
+    pub fn hold_with(&self, hook: Arc<dyn PointHook>) {
+        let _ = self.shared.hook.set(hook);
     }
 
     /// Before incarnation `number` starts: a task that accepts its tracer's connection and answers
@@ -264,6 +327,11 @@ impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    fn progress(&self) -> TraceProgress {
+        let state = self.lock();
+        TraceProgress { boundaries: state.boundaries.clone(), seen: state.seen.clone() }
+    }
 }
 
 impl Drop for Tracing {
@@ -283,6 +351,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let mut lines = BufReader::new(read).lines();
     let mut counts = Counting::default();
     let mut state = CrashState::default();
+    let mut requests = crate::run::sent::Requests::default();
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
@@ -291,9 +360,17 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         shared.power_loss.iter().for_each(|model| model.record(&point));
         // Counted from the start: what the incarnation did before its ready line is on disk too.
         let crash_state = state.passing(&point, shared.power_loss.is_some());
-        if ready.load(Ordering::SeqCst)
-            && let Some((mut reached, freeze)) = shared.passed(incarnation, &point, crash_state, &mut counts)
+        requests.passing(&point);
+        let passed = ready.load(Ordering::SeqCst).then(|| shared.passed(incarnation, &point, crash_state, &mut counts));
+        if let Some((seen, None)) = &passed
+            && let Some(hook) = shared.hook.get()
         {
+            let progress = shared.progress();
+            let power_loss = shared.power_loss.as_ref();
+            let requests_sent = requests.complete();
+            hook.held(HeldPoint { point: seen, requests_sent, progress, power_loss }).await;
+        }
+        if let Some((_, Some((mut reached, freeze)))) = passed {
             if freeze {
                 // Held, not killed: answered when the driver resumes it, after its replacement ran.
                 reached.held = Some(held::hold(lines, write));
@@ -358,14 +435,15 @@ impl Counting {
 
 impl Shared {
     /// Records a point the incarnation passed after its ready line, and says which fault it is
-    /// the crash point of, if any (that fault is hit), and whether that fault freezes.
+    /// the crash point of, if any (that fault is hit), and whether that fault freezes; with the
+    /// point as recorded.
     fn passed(
         &self,
         incarnation: u32,
         point: &Point,
         crash_state: CrashState,
         counts: &mut Counting,
-    ) -> Option<(Reached, bool)> {
+    ) -> (SyscallPoint, Option<(Reached, bool)>) {
         let Counted { from_ready: from_ready_count, anchor, occurrence } = counts.count(point);
         let mut state = self.lock();
         let boundaries = state.boundaries.observe(point);
@@ -395,8 +473,8 @@ impl Shared {
         if let Some(last) = boundaries.last() {
             counts.since = Some((last.clone(), HashMap::new()));
         }
-        let reached = |target, inferred| Reached { target, point: seen_point, inferred, held: None };
-        match (syscall, boundary) {
+        let reached = |target, inferred| Reached { target, point: seen_point.clone(), inferred, held: None };
+        let fired = match (syscall, boundary) {
             (Some(i), _) => {
                 state.hits[i] = true;
                 let freeze = self.faults[i].action == crate::scenario::SyscallAction::Freeze;
@@ -409,7 +487,8 @@ impl Shared {
                 Some((reached(Target::Boundary(fault.index), inferred), fault.freeze))
             }
             (None, None) => None,
-        }
+        };
+        (seen_point, fired)
     }
 }
 

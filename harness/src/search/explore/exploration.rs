@@ -36,6 +36,10 @@ pub struct Exploration {
     pub not_reached: usize,
     /// Cases that passed only in part (a fault the runtime could not show without the probe).
     pub partial: usize,
+    /// Cases run from a crash state built in the record run (one recovery each), not re-run.
+    pub from_built: usize,
+    /// Depth-1 cases re-run because their point's state could not be built faithfully, by why.
+    pub unbuilt: std::collections::BTreeMap<&'static str, usize>,
     /// Boundaries a black-box exploration could not see.
     pub unseen: Vec<Boundary>,
     /// See [`Plan::exact`].
@@ -72,6 +76,7 @@ impl Exploration {
 
     /// Counts how a case of this shard ended.
     fn judge(&mut self, finding: &Finding) {
+        self.from_built += usize::from(finding.built);
         match finding.status() {
             CaseStatus::Pass => self.passed += 1,
             CaseStatus::Partial => self.partial += 1,
@@ -107,6 +112,7 @@ fn record_failure(workload: &Workload, plan: &Plan, story: &str) -> Finding {
         artifacts: plan.record_artifacts.clone(),
         story: Some(story.to_owned()),
         own_faults_reached: true,
+        built: false,
     }
 }
 
@@ -120,7 +126,7 @@ pub fn explore(
     progress: &(dyn Fn(&Finding, usize, usize, usize) + Sync),
 ) -> std::io::Result<Exploration> {
     let workload = Workload::of(scenario);
-    let plan = plan(&workload, target, options)?;
+    let mut plan = plan(&workload, target, options)?;
     let mut result = Exploration::of(&plan);
     if let Some(story) = &plan.record_story {
         let failure = record_failure(&workload, &plan, story);
@@ -140,7 +146,9 @@ pub fn explore(
     } else {
         options
     };
-    let explorer = Explorer { scenario, workload: &workload, target, options, progress, syscalls };
+    let built = plan.built.take();
+    let explorer =
+        Explorer { scenario, workload: &workload, target, options, progress, syscalls, built: built.as_ref() };
     let mut level: Vec<Case> = plan.cases;
     let mut depth = 1;
     loop {
@@ -163,6 +171,8 @@ struct Explorer<'a> {
     progress: &'a (dyn Fn(&Finding, usize, usize, usize) + Sync),
     /// The crash points are system calls.
     syscalls: bool,
+    /// The crash states built in the record run, for depth 1.
+    built: Option<&'a crate::run::built::BuiltStates>,
 }
 
 impl Explorer<'_> {
@@ -174,8 +184,13 @@ impl Explorer<'_> {
         let Level { run: to_run, other_shards } = shard_level(level, depth, &self.scenario.name, options);
         result.other_shards += other_shards;
         let keep_runs = depth == 1 && depth2;
+        let built = self.built.filter(|_| depth == 1);
+        for reason in built.into_iter().flat_map(|b| to_run.iter().filter_map(|case| super::built::unbuilt(case, b))) {
+            *result.unbuilt.entry(reason).or_default() += 1;
+        }
+        let failures = result.failures.len();
         let outcomes =
-            run_all(self.workload, &to_run, self.target, options, keep_runs, self.progress, result.failures.len())?;
+            run_all(self.workload, &to_run, built, self.target, options, keep_runs, self.progress, failures)?;
         result.ran.push(outcomes.len());
         let mut next = Vec::new();
         for (finding, run) in outcomes {

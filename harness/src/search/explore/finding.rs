@@ -19,6 +19,8 @@ pub struct Finding {
     /// kept world fault left unspoilt (a lookup fault with no unknown outcome left to look up)
     /// still tested its own kill and the recovery after it: it passed, it is not "not reached".
     pub own_faults_reached: bool,
+    /// It ran from a crash state built in the record run (only the recovery), not re-run.
+    pub built: bool,
 }
 
 /// How one explored case ended.
@@ -47,6 +49,7 @@ impl Finding {
             artifacts: self.artifacts.clone(),
             story: self.story.clone(),
             own_faults_reached: self.own_faults_reached,
+            built: self.built,
         }
     }
 }
@@ -74,10 +77,22 @@ pub fn run_case(
 ) -> std::io::Result<(Finding, Run)> {
     let scenario = case.scenario(workload);
     let (verdict, run) = crate::judge::run_scenario(&scenario, target, options)?;
+    Ok(finding_of(workload, case, scenario, verdict, run))
+}
+
+/// The finding of `case`, run (from the start or from a built state) as `scenario`.
+pub(super) fn finding_of(
+    workload: &Workload,
+    case: &Case,
+    scenario: Scenario,
+    verdict: Verdict,
+    run: Run,
+) -> (Finding, Run) {
     let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story::story(&scenario, &verdict, &run));
     let own_faults_reached = own_faults_reached(workload, &run);
-    Ok((Finding { case: case.clone(), scenario, verdict, artifacts: None, story, own_faults_reached }, run))
+    let built = false;
+    (Finding { case: case.clone(), scenario, verdict, artifacts: None, story, own_faults_reached, built }, run)
 }
 
 /// Whether the run reached every fault the case added to the workload: its kills follow the

@@ -1,19 +1,24 @@
 //! Cases run at once: `options.jobs` threads take the cases in order, each with its own data dir,
 //! fake world and ports, and the findings come back in the cases' order.
 
+use super::built::run_case_built;
 use super::case::{Case, Workload};
 use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
+use crate::run::built::BuiltStates;
 use crate::run::driver::{Run, RunOptions};
 use crate::run::incarnation::Target;
 
 /// A case run and judged, with its run when it is kept.
 type Outcome = std::io::Result<(Finding, Option<Run>)>;
 
-/// Runs `cases` on `options.jobs` threads; keeps each run only when asked (depth 2 reads them).
+/// Runs `cases` on `options.jobs` threads, each from its crash state in `built` when it has one;
+/// keeps each run only when asked (depth 2 reads them).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_all(
     workload: &Workload,
     cases: &[Case],
+    built: Option<&BuiltStates>,
     target: &Target,
     options: &ExploreOptions,
     keep_runs: bool,
@@ -39,7 +44,9 @@ pub(super) fn run_all(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
-                    let outcome = run_case(workload, case, target, &run_options).map(|(mut finding, run)| {
+                    let played = built.and_then(|b| run_case_built(workload, case, target, &run_options, b));
+                    let played = played.unwrap_or_else(|| run_case(workload, case, target, &run_options));
+                    let outcome = played.map(|(mut finding, run)| {
                         let failed = finding.status() == CaseStatus::Fail;
                         if failed {
                             failures.fetch_add(1, Ordering::Relaxed);

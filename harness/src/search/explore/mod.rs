@@ -8,6 +8,9 @@
 //! 2. **Depth 1.** For each point, the workload runs again with a SIGKILL exactly there (a
 //!    `[[fault]]` addressing that occurrence, so the case is an ordinary scenario), and every
 //!    invariant is checked.
+//!    Over system calls the record run builds the crash state at every point while the tracer
+//!    holds it there (`crate::run::built`), and a case runs only the recovery from it ([`built`]);
+//!    `--rerun-prefix` re-runs the prefix instead, as boundary points always do.
 //! 3. **Depth 2.** For each depth-1 case, each occurrence of its *recovery* (what operations in
 //!    flight at the kill did after the restart) is killed too: a crash while reconciling a crash.
 //!
@@ -29,7 +32,9 @@
 //! that leave the same crash state as the one before. This module imports the layers below
 //! `search` (model, scenario, run, judge, report), never `random` or `cli`.
 
+pub mod agreement;
 mod boundaries;
+mod built;
 mod case;
 mod depth;
 mod exploration;
@@ -44,6 +49,7 @@ mod point;
 mod prune;
 mod syscalls;
 
+pub use built::{record, run_case_built};
 pub use case::{Case, Workload};
 pub use exploration::{Exploration, explore};
 pub use finding::{CaseStatus, Finding, run_case};

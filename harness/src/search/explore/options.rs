@@ -43,6 +43,9 @@ pub struct ExploreOptions {
     /// depth-1 points the two runs disagree on (see `interleaving`). Trial lists, listed again in
     /// every process, turn it off: one record run each.
     pub second_record: bool,
+    /// Over system calls: re-run the workload's prefix for every case, instead of running only
+    /// the recovery from the crash state built in the record run (`crate::run::built`).
+    pub rerun_prefix: bool,
 }
 
 impl Default for ExploreOptions {
@@ -57,6 +60,7 @@ impl Default for ExploreOptions {
             keep_failures: true,
             prune: true,
             second_record: true,
+            rerun_prefix: false,
         }
     }
 }

@@ -11,6 +11,7 @@ use super::prune::{Pruned, select};
 use super::syscalls;
 use crate::judge::Verdict;
 use crate::model::boundary::Boundary;
+use crate::run::built::BuiltStates;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::SyscallFault;
@@ -37,13 +38,20 @@ pub struct Plan {
     pub exact: Vec<(Boundary, usize)>,
     /// With operations in flight together (boundary points): the two record runs compared.
     pub interleaving: Option<Interleaving>,
+    /// Over system calls (without `--rerun-prefix`): the crash states built in the record run.
+    pub built: Option<BuiltStates>,
 }
 
 /// The record run and the depth-1 cases of `workload`, without running them: what the trials list.
 pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
     let syscalls = options.points == Points::Syscalls;
     let record_options = RunOptions { fingerprints: !syscalls, syscalls, ..options.run.clone() };
-    let (verdict, run) = crate::judge::run_scenario(&workload.base, target, &record_options)?;
+    let (verdict, run, built) = if syscalls && !options.rerun_prefix {
+        super::built::record(&workload.base, target, &record_options)?
+    } else {
+        let (verdict, run) = crate::judge::run_scenario(&workload.base, target, &record_options)?;
+        (verdict, run, None)
+    };
     let failed = case_status(&verdict) == CaseStatus::Fail;
     let story = failed.then(|| crate::report::story::story(&workload.base, &verdict, &run));
     let mut exact = Vec::new();
@@ -91,5 +99,6 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
         probe,
         exact,
         interleaving,
+        built,
     })
 }
