@@ -8,8 +8,9 @@
 //!   explains. A naive version that passed would mean the scenario no longer shows the mistake.
 //!
 //! The frameworks come from a virtualenv (this test makes it once: `target/frameworks-venv`, pinned in
-//! `examples/frameworks/requirements.txt`); `KILLPOINT_FRAMEWORKS_PYTHON` names another
-//! interpreter. Where python3 itself is missing the trials are ignored, with the reason on stderr;
+//! `examples/frameworks/requirements.txt`, under a lock so that test processes started at once —
+//! nextest runs each trial in its own — make it once: `frameworks::venv_lock`, `frameworks/venv.rs`);
+//! `KILLPOINT_FRAMEWORKS_PYTHON` names another interpreter. Where python3 itself is missing the trials are ignored, with the reason on stderr;
 //! a virtualenv that could not be made (no network to the Python registry) is a failure of every
 //! trial that needs it, saying how to make it by hand.
 //!
@@ -27,6 +28,8 @@
 
 #[path = "frameworks/installed.rs"]
 mod installed;
+#[path = "frameworks/venv.rs"]
+mod venv;
 
 use killpoint::trials::arguments::TestArguments;
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
@@ -123,7 +126,7 @@ fn main() -> ExitCode {
             // fresh machine; a failure is reported by every trial that needs it.
             if python_present
                 && !args.libtest.list
-                && let Err(why) = make_venv(&root, &venv)
+                && let Err(why) = venv::make_venv(&root, &venv)
             {
                 eprintln!("killpoint: the frameworks' virtualenv could not be made: {why}");
             }
@@ -165,6 +168,7 @@ fn main() -> ExitCode {
     }
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
+    trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));
     let repository = root.clone();
     trials.push(
         Trial::test("frameworks::installed_kit", move || installed::installed_kit(&repository))
@@ -174,48 +178,6 @@ fn main() -> ExitCode {
         eprintln!("python3 not found: the frameworks:: trials (LangGraph and DBOS examples) are ignored, not passed");
     }
     args.run(trials).exit_code()
-}
-
-/// `python3 -m venv VENV` and the pinned frameworks with the kit, unless VENV already holds
-/// exactly these requirements (a marker file keeps the requirements it was made from).
-fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
-    let requirements = root.join("examples/frameworks/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let marker = venv.join("killpoint-requirements.txt");
-    if venv.join("bin/python").is_file() && std::fs::read_to_string(&marker).is_ok_and(|made| made == wanted) {
-        return Ok(());
-    }
-    eprintln!("making the frameworks' virtualenv at {} (once; pinned in {})", venv.display(), requirements.display());
-    let step = |program: &Path, args: &[&std::ffi::OsStr]| -> Result<(), String> {
-        let output = std::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} {:?} ended {}: {}",
-                program.display(),
-                args,
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ))
-        }
-    };
-    step(Path::new("python3"), &["-m".as_ref(), "venv".as_ref(), venv.as_os_str()])?;
-    step(
-        &venv.join("bin/pip"),
-        &[
-            "install".as_ref(),
-            "--quiet".as_ref(),
-            "-r".as_ref(),
-            requirements.as_os_str(),
-            root.join("probe-kit/python").as_os_str(),
-        ],
-    )?;
-    std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))
 }
 
 fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: bool) -> Result<(), Failed> {
