@@ -27,8 +27,10 @@
 //!   first is run (`only_the_first_killed`: two incarnations, not five or six): its duplicate is
 //!   the failure the trial asks for, and every other operation shows the same replayed step again.
 //! - corrected, with the probe (`CORRECTED`): where the engine's records meet the kill, before and
-//!   after the provider's answer and where the engine records the step's output; as a black box,
-//!   the boundaries the harness reaches without the probe (`BLACK_BOX`).
+//!   after the provider's answer and where the engine records the step's output.
+//! - as a black box, naive and corrected: the boundaries the harness reaches without the probe
+//!   (`BLACK_BOX`); by default, where the tracer runs, not `after_dispatch`, where the world kills
+//!   as it does with the probe (`black_box`).
 //! - DBOS corrected, as a black box under the tracer, every boundary (`DBOS_CORRECTED`): the engine
 //!   whose SQLite journal syncs before the runtime commits (issue 17). With the probe it keeps to
 //!   `CORRECTED` where the tracer runs; where this machine refuses tracing, the probe runs all six.
@@ -38,7 +40,8 @@
 //!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
 //!
 //! `KILLPOINT_FRAMEWORKS=all cargo test --test frameworks` runs the whole matrix: the naive
-//! versions on every operation of their scenarios, and DBOS with the probe at every boundary.
+//! versions on every operation of their scenarios, DBOS with the probe at every boundary, and the
+//! black box at `after_dispatch`.
 
 #[path = "frameworks/installed.rs"]
 mod installed;
@@ -66,10 +69,18 @@ const BLACK_BOX: [&str; 3] = ["after_dispatch", "after_provider_success", "after
 /// Whether `name` runs as a black box too. Under the tracer the harness reaches every boundary
 /// without the probe (CONTRACT.md §7, "Boundaries at system calls"): the corrected DBOS example,
 /// whose system database is SQLite in its default rollback-journal mode — an engine that syncs
-/// its own journal before the runtime commits — runs every scenario it runs with the probe.
-fn black_box(framework: &str, version: Version, name: &str) -> bool {
-    BLACK_BOX.contains(&name)
-        || (framework == "dbos" && version == Version::Corrected && killpoint::run::traced::permitted().is_ok())
+/// its own journal before the runtime commits — runs every scenario it runs with the probe, in
+/// every set. Elsewhere, by default and where the tracer runs, `after_dispatch` is left to the run
+/// with the probe: the world kills there (the provider holds its answer) with or without it, so
+/// its black box would show again only that the runtime runs without the probe, which the black
+/// box at `after_provider_success` shows too. Where tracing is refused, that one is not judged
+/// (`untimed`), and `after_dispatch` is the naive versions' only black box.
+fn black_box(framework: &str, version: Version, name: &str, matrix: Matrix) -> bool {
+    let traced = killpoint::run::traced::permitted().is_ok();
+    if framework == "dbos" && version == Version::Corrected && traced {
+        return true;
+    }
+    BLACK_BOX.contains(&name) && (matrix == Matrix::All || !traced || name != "after_dispatch")
 }
 
 /// What the naive versions' habits break, each time: a replayed call step sends the request again
@@ -120,7 +131,10 @@ impl Matrix {
         match std::env::var("KILLPOINT_FRAMEWORKS").as_deref() {
             Err(std::env::VarError::NotPresent) | Ok("" | "default") => Ok(Matrix::Default),
             Ok("all") => Ok(Matrix::All),
-            other => Err(format!("KILLPOINT_FRAMEWORKS: expected `all` or `default` (or nothing), found {other:?}")),
+            Ok(other) => {
+                Err(format!("KILLPOINT_FRAMEWORKS: expected `all` or `default` (or nothing), found `{other}`"))
+            }
+            Err(e) => Err(format!("KILLPOINT_FRAMEWORKS: expected `all` or `default` (or nothing), found {e}")),
         }
     }
 }
@@ -187,7 +201,7 @@ fn main() -> ExitCode {
         for version in [Version::Naive, Version::Corrected] {
             for name in scenarios(framework, version) {
                 for probe in [true, false] {
-                    if (!probe && !black_box(framework, version, name))
+                    if (!probe && !black_box(framework, version, name, matrix))
                         || (probe && !with_probe(framework, version, name, matrix))
                     {
                         continue;
