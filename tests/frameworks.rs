@@ -7,26 +7,46 @@
 //!   an operation the scenario kills at its boundary — the failure the guide (docs/frameworks.md)
 //!   explains. A naive version that passed would mean the scenario no longer shows the mistake.
 //!
-//! The frameworks come from a virtualenv (this test makes it once: `target/frameworks-venv`, pinned in
-//! `examples/frameworks/requirements.txt`); `KILLPOINT_FRAMEWORKS_PYTHON` names another
-//! interpreter. Where python3 itself is missing the trials are ignored, with the reason on stderr;
-//! a virtualenv that could not be made (no network to the Python registry) is a failure of every
-//! trial that needs it, saying how to make it by hand.
+//! The frameworks come from a virtualenv (this test makes it once: `target/frameworks-venv`,
+//! pinned in `examples/frameworks/requirements.txt`, under a lock so that test processes started
+//! at once — nextest runs each trial in its own — make it once: `frameworks::venv_lock`,
+//! `frameworks/venv.rs`); `KILLPOINT_FRAMEWORKS_PYTHON` names another interpreter. Where python3
+//! itself is missing the trials are ignored, with the reason on stderr; a virtualenv that could
+//! not be made (no network to the Python registry) is a failure of every trial that needs it,
+//! saying how to make it by hand.
 //!
-//! Each run starts a Python interpreter that imports its framework once per incarnation (one to
-//! several seconds, several incarnations a scenario), so the trials run a subset of the scenarios:
-//! where the framework's engine, not the kit, decides the outcome. The naive versions at the two
-//! boundaries where a step-replaying engine repeats the call (`NAIVE`); the corrected versions where
-//! the engine's records meet the kill: before and after the provider's answer, and where the engine
-//! records the step's output (`CORRECTED`), and DBOS, whose SQLite journal syncs before the runtime
-//! commits, at every boundary, traced (`DBOS_CORRECTED`). Pydantic AI's agent loop runs on the same
-//! DBOS engine, so it runs the boundaries where the agent loop differs: the tool call's answer and
-//! its record (`AGENT_LOOP`). The other scenarios exercise only the kit's contract shell
-//! (`killpoint_shell`, which every example is built on), certified in every mode by `python::`
-//! (examples/python-runtime).
+//! What a trial costs is its incarnations: each starts a Python interpreter that imports its
+//! framework (1.5 to 3.5 s of CPU), and a scenario kills and restarts four to six times. So the
+//! trials run a subset of the scenarios, where the framework's engine, not the kit, decides the
+//! outcome; the other scenarios exercise only the kit's contract shell (`killpoint_shell`, which
+//! every example is built on), certified in every mode by `python::` (examples/python-runtime).
+//! Why each trial is there:
+//!
+//! - naive, with the probe and as a black box (`NAIVE`): the two boundaries where a
+//!   step-replaying engine repeats the call. By default only the operation the scenario kills
+//!   first is run (`only_the_first_killed`: two incarnations, not five or six): its duplicate is
+//!   the failure the trial asks for, and every other operation shows the same replayed step again.
+//! - corrected, with the probe (`CORRECTED`): where the engine's records meet the kill, before and
+//!   after the provider's answer and where the engine records the step's output.
+//! - as a black box, naive and corrected: the boundaries the harness reaches without the probe
+//!   (`BLACK_BOX`); by default, where the tracer runs, not `after_dispatch`, where the world kills
+//!   as it does with the probe (`black_box`).
+//! - DBOS corrected, as a black box under the tracer, every boundary (`DBOS_CORRECTED`): the engine
+//!   whose SQLite journal syncs before the runtime commits (issue 17). With the probe it keeps to
+//!   `CORRECTED` where the tracer runs; where this machine refuses tracing, the probe runs all six.
+//! - Pydantic AI's agent loop runs on the same DBOS engine, so it runs the boundaries where the
+//!   agent loop differs: the tool call's answer and its record (`AGENT_LOOP`).
+//! - `python_kit` (the kit's own tests), `installed_kit` (issue 21's fresh install and 40-line
+//!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
+//!
+//! `KILLPOINT_FRAMEWORKS=all cargo test --test frameworks` runs the whole matrix: the naive
+//! versions on every operation of their scenarios, DBOS with the probe at every boundary, and the
+//! black box at `after_dispatch`.
 
 #[path = "frameworks/installed.rs"]
 mod installed;
+#[path = "frameworks/venv.rs"]
+mod venv;
 
 use killpoint::trials::arguments::TestArguments;
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
@@ -49,10 +69,18 @@ const BLACK_BOX: [&str; 3] = ["after_dispatch", "after_provider_success", "after
 /// Whether `name` runs as a black box too. Under the tracer the harness reaches every boundary
 /// without the probe (CONTRACT.md §7, "Boundaries at system calls"): the corrected DBOS example,
 /// whose system database is SQLite in its default rollback-journal mode — an engine that syncs
-/// its own journal before the runtime commits — runs every scenario it runs with the probe.
-fn black_box(framework: &str, version: Version, name: &str) -> bool {
-    BLACK_BOX.contains(&name)
-        || (framework == "dbos" && version == Version::Corrected && killpoint::run::traced::permitted().is_ok())
+/// its own journal before the runtime commits — runs every scenario it runs with the probe, in
+/// every set. Elsewhere, by default and where the tracer runs, `after_dispatch` is left to the run
+/// with the probe: the world kills there (the provider holds its answer) with or without it, so
+/// its black box would show again only that the runtime runs without the probe, which the black
+/// box at `after_provider_success` shows too. Where tracing is refused, that one is not judged
+/// (`untimed`), and `after_dispatch` is the naive versions' only black box.
+fn black_box(framework: &str, version: Version, name: &str, matrix: Matrix) -> bool {
+    let traced = killpoint::run::traced::permitted().is_ok();
+    if framework == "dbos" && version == Version::Corrected && traced {
+        return true;
+    }
+    BLACK_BOX.contains(&name) && (matrix == Matrix::All || !traced || name != "after_dispatch")
 }
 
 /// What the naive versions' habits break, each time: a replayed call step sends the request again
@@ -91,6 +119,36 @@ fn scenarios(framework: &str, version: Version) -> &'static [&'static str] {
     }
 }
 
+/// Which trials run: `KILLPOINT_FRAMEWORKS=all` the whole matrix, else the default set (module doc).
+#[derive(Clone, Copy, PartialEq)]
+enum Matrix {
+    Default,
+    All,
+}
+
+impl Matrix {
+    fn from_env() -> Result<Matrix, String> {
+        match std::env::var("KILLPOINT_FRAMEWORKS").as_deref() {
+            Err(std::env::VarError::NotPresent) | Ok("" | "default") => Ok(Matrix::Default),
+            Ok("all") => Ok(Matrix::All),
+            Ok(other) => {
+                Err(format!("KILLPOINT_FRAMEWORKS: expected `all` or `default` (or nothing), found `{other}`"))
+            }
+            Err(e) => Err(format!("KILLPOINT_FRAMEWORKS: expected `all` or `default` (or nothing), found {e}")),
+        }
+    }
+}
+
+/// Whether `framework`'s `version` runs `name` with the probe. In the default set, where the
+/// tracer runs the corrected DBOS example's every scenario as a black box, its runs with the probe
+/// keep to `CORRECTED`, as the other frameworks' do: the other three boundaries are the kit's
+/// (`python::` certifies them with the probe) and the engine's part in them is shown traced.
+fn with_probe(framework: &str, version: Version, name: &str, matrix: Matrix) -> bool {
+    let traced_all =
+        framework == "dbos" && version == Version::Corrected && killpoint::run::traced::permitted().is_ok();
+    matrix == Matrix::All || !traced_all || CORRECTED.contains(&name)
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Version {
     Naive,
@@ -108,6 +166,13 @@ impl Version {
 
 fn main() -> ExitCode {
     let args = TestArguments::from_args();
+    let matrix = match Matrix::from_env() {
+        Ok(matrix) => matrix,
+        Err(why) => {
+            eprintln!("{why}");
+            return ExitCode::from(2);
+        }
+    };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let python_present = std::process::Command::new("python3")
         .arg("--version")
@@ -123,7 +188,7 @@ fn main() -> ExitCode {
             // fresh machine; a failure is reported by every trial that needs it.
             if python_present
                 && !args.libtest.list
-                && let Err(why) = make_venv(&root, &venv)
+                && let Err(why) = venv::make_venv(&root, &venv)
             {
                 eprintln!("killpoint: the frameworks' virtualenv could not be made: {why}");
             }
@@ -136,12 +201,15 @@ fn main() -> ExitCode {
         for version in [Version::Naive, Version::Corrected] {
             for name in scenarios(framework, version) {
                 for probe in [true, false] {
-                    if !probe && !black_box(framework, version, name) {
+                    if (!probe && !black_box(framework, version, name, matrix))
+                        || (probe && !with_probe(framework, version, name, matrix))
+                    {
                         continue;
                     }
                     let script = root.join("examples").join(framework).join(format!("{}.py", version.name()));
                     let scenario = root.join("scenarios").join(format!("{name}.toml"));
                     let python = python.clone();
+                    let narrow = version == Version::Naive && matrix == Matrix::Default;
                     let prefix = if probe { "" } else { "black_box::" };
                     let trial_name = format!("frameworks::{prefix}{framework}::{}::{name}", version.name());
                     // Without the tracer, a black-box `after_provider_success` kill is not exact, so
@@ -156,7 +224,7 @@ fn main() -> ExitCode {
                         );
                     }
                     trials.push(
-                        Trial::test(trial_name, move || run(&python, &script, &scenario, version, probe))
+                        Trial::test(trial_name, move || run(&python, &script, &scenario, version, probe, narrow))
                             .with_ignored_flag(!python_present || untimed),
                     );
                 }
@@ -165,6 +233,7 @@ fn main() -> ExitCode {
     }
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
+    trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));
     let repository = root.clone();
     trials.push(
         Trial::test("frameworks::installed_kit", move || installed::installed_kit(&repository))
@@ -176,49 +245,14 @@ fn main() -> ExitCode {
     args.run(trials).exit_code()
 }
 
-/// `python3 -m venv VENV` and the pinned frameworks with the kit, unless VENV already holds
-/// exactly these requirements (a marker file keeps the requirements it was made from).
-fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
-    let requirements = root.join("examples/frameworks/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let marker = venv.join("killpoint-requirements.txt");
-    if venv.join("bin/python").is_file() && std::fs::read_to_string(&marker).is_ok_and(|made| made == wanted) {
-        return Ok(());
-    }
-    eprintln!("making the frameworks' virtualenv at {} (once; pinned in {})", venv.display(), requirements.display());
-    let step = |program: &Path, args: &[&std::ffi::OsStr]| -> Result<(), String> {
-        let output = std::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} {:?} ended {}: {}",
-                program.display(),
-                args,
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ))
-        }
-    };
-    step(Path::new("python3"), &["-m".as_ref(), "venv".as_ref(), venv.as_os_str()])?;
-    step(
-        &venv.join("bin/pip"),
-        &[
-            "install".as_ref(),
-            "--quiet".as_ref(),
-            "-r".as_ref(),
-            requirements.as_os_str(),
-            root.join("probe-kit/python").as_os_str(),
-        ],
-    )?;
-    std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))
-}
-
-fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: bool) -> Result<(), Failed> {
+fn run(
+    python: &Path,
+    script: &Path,
+    scenario: &Path,
+    version: Version,
+    probe: bool,
+    narrow: bool,
+) -> Result<(), Failed> {
     if !python.is_file() {
         return Err(format!(
             "expected the frameworks' virtualenv interpreter at {}, found nothing; make it with\n  python3 -m venv target/frameworks-venv && target/frameworks-venv/bin/pip install -r examples/frameworks/requirements.txt probe-kit/python\n(or set KILLPOINT_FRAMEWORKS_PYTHON)",
@@ -227,6 +261,9 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
         .into());
     }
     let mut scenario = Scenario::load(scenario).map_err(|e| e.to_string())?;
+    if narrow {
+        only_the_first_killed(&mut scenario)?;
+    }
     // The deadline is a hang bound: an engine that imports its framework after the ready line
     // (DBOS launches there), traced on a loaded 2-core machine, takes seconds to start working.
     scenario.deadline = scenario.deadline.max(std::time::Duration::from_secs(20));
@@ -289,6 +326,25 @@ fn run(python: &Path, script: &Path, scenario: &Path, version: Version, probe: b
             Ok(())
         }
     }
+}
+
+/// Keeps of `scenario` the operation its first fault kills, with its faults: the one a naive
+/// version must repeat. Each other operation costs an incarnation (an interpreter importing its
+/// framework) and shows the same replayed step again.
+fn only_the_first_killed(scenario: &mut Scenario) -> Result<(), String> {
+    let first = scenario.faults.first().map(|fault| fault.operation.clone());
+    let first =
+        first.ok_or_else(|| format!("expected `{}` to kill an operation, found no [[fault]]", scenario.name))?;
+    let others = !scenario.consumer_faults.is_empty()
+        || !scenario.syscall_faults.is_empty()
+        || !scenario.lookup_faults.is_empty()
+        || !scenario.policy_faults.is_empty();
+    if others {
+        return Err(format!("expected `{}` to have [[fault]]s only, found faults of other kinds", scenario.name));
+    }
+    scenario.operations.retain(|op| op.id == first);
+    scenario.faults.retain(|fault| fault.operation == first);
+    Ok(())
 }
 
 /// The Python kit's own tests (`probe-kit/python/test_killpoint_probe.py` and

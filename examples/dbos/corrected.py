@@ -45,7 +45,8 @@ def start():
     DBOS.launch()
     for pending in DBOS.list_workflows(status="PENDING"):
         try:
-            DBOS.retrieve_workflow(pending.workflow_id).get_result()
+            # The handle polls the system database, by default each second: the worker waits for it.
+            DBOS.retrieve_workflow(pending.workflow_id).get_result(polling_interval_sec=0.05)
         except Exception as error:  # the worker looks at the operation again
             ks.log(f"recovered workflow {pending.workflow_id} failed: {error!r}")
 
