@@ -504,3 +504,47 @@ fn an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine
     let (verdict, run) = run_scenario(&scenario, &no_sync, &machine_crash()).expect("it runs");
     assert!(verdict.failed_invariants().contains(&killpoint::Invariant::IntentDurable), "{}", story(&verdict, &run));
 }
+
+/// `delivery_dead_letter` with a kill at the sync (`occurrence`) after `boundary`.
+fn cut_off_at(boundary: &str, occurrence: u32) -> Scenario {
+    let path = root().join("scenarios/delivery_dead_letter.toml");
+    let shipped = std::fs::read_to_string(&path).expect("the shipped scenario");
+    let fault = format!(
+        "[[syscall_fault]]\nkind = \"sync\"\noccurrence = {occurrence}\nwhen = \"before\"\n\n[syscall_fault.since]\nboundary = \"{boundary}\"\noperation = \"charge\"\noccurrence = 1\n"
+    );
+    let mut cut_off = Scenario::parse(&path, &format!("{shipped}\n{fault}")).expect("the case parses");
+    cut_off.deadline = cut_off.deadline.max(std::time::Duration::from_secs(8));
+    cut_off.catches.clear();
+    cut_off
+}
+
+/// Two kills that cut off a counted request before it was sent (CONTRACT.md section 10, "Counts
+/// across a kill"), found by `explore delivery_dead_letter --points syscalls`, where the reference
+/// failed 3 of 34 cases and the Python example about 6 of 44:
+/// - at the sync that makes the ledger's `SENT` durable (§6-5): the runtime counted a send the
+///   ledger never saw, so with the ledger failing twice and a bound of 3 it rightly dead-letters
+///   it after two receipts — `delivered_once` owed an event the contract let the runtime give up;
+/// - at the sync of the first attempt's `DISPATCHED`: the next incarnation's attempt 2 is the
+///   provider's call 1 — the retry label check (§11-3) looked for call 2, found the ledger's send
+///   2, and called a true execution retry a delivery retry.
+///
+/// A runtime that gives up before its count reaches the bound still fails, on `dead_letter_bound`.
+#[test]
+fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
+    if tracing_refused() {
+        return;
+    }
+    for (boundary, occurrence) in [("after_result_write", 1), ("before_dispatch", 2)] {
+        let cut_off = cut_off_at(boundary, occurrence);
+        let (verdict, run) = run_scenario(&cut_off, &reference(), &traced_black_box()).expect("it runs");
+        assert!(
+            verdict.passed(),
+            "{boundary} sync {occurrence}: {:?}\n{}",
+            verdict.violations,
+            killpoint::report::story::story(&cut_off, &verdict, &run)
+        );
+    }
+    let cut_off = cut_off_at("after_result_write", 1);
+    let (verdict, _) = run_scenario(&cut_off, &broken("dead-letter-early"), &traced_black_box()).expect("it runs");
+    assert!(verdict.failed_invariants().iter().any(|i| i.as_str() == "dead_letter_bound"), "{:?}", verdict.violations);
+}

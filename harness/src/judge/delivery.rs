@@ -17,6 +17,7 @@ pub(super) fn delivered_once(
     op: &Operation,
     ledger: &OperationLedger,
     run: &Run,
+    in_flight: &InFlight,
     report: Option<&OperationReport>,
     found: &mut Found,
 ) {
@@ -51,6 +52,7 @@ pub(super) fn delivered_once(
             .filter(|e| matches!(&e.event, Event::ConsumerReceipt { destination: d, applied: true, .. } if d == destination))
             .collect();
         match applied.len() {
+            0 if given_up_at_the_bound(scenario, op, destination, ledger, in_flight, report) => {}
             0 => found(
                 Invariant::DeliveredOnce,
                 format!("`{}` succeeded at the provider but `{destination}` never applied it", op.id),
@@ -81,6 +83,32 @@ pub(super) fn delivered_once(
             ),
         }
     }
+}
+
+/// Whether the runtime gave `destination` up as the contract lets it: `DEAD_LETTERED` (not by
+/// policy) once its sends reached `DELIVERY_MAX_ATTEMPTS`, counting the sends a kill cut off
+/// between their durable `SENT` and their request (CONTRACT.md §6-5, "Counts across a kill"). A
+/// consumer that recovers only after that many failures may then never apply the event: a kill at
+/// the system call after `SENT` spends one send of the bound, and the contract counts it. Giving up
+/// sooner is `dead_letter_bound`'s to report, and is not excused here.
+fn given_up_at_the_bound(
+    scenario: &Scenario,
+    op: &Operation,
+    destination: &str,
+    ledger: &OperationLedger,
+    in_flight: &InFlight,
+    report: Option<&OperationReport>,
+) -> bool {
+    let Some(delivery) = report.and_then(|r| r.deliveries.iter().find(|d| d.destination == destination)) else {
+        return false;
+    };
+    let by_policy = delivery.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"));
+    let received = ledger.receipts_at(destination).len();
+    let cut = in_flight.sends(&op.id, destination).len();
+    delivery.state == DeliveryState::DeadLettered
+        && !by_policy
+        && cut > 0
+        && received + cut >= scenario.runtime.delivery_max_attempts as usize
 }
 
 /// The least wait the contract allows after the n-th failed send, in microseconds: the exact

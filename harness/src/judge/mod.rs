@@ -66,7 +66,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     submission::intent_durable(run, &mut violations);
     metrics::metrics_agree(scenario, run, &in_flight, &mut violations);
     if run.aborted.is_none() {
-        retry_label::retry_labels(run, &mut violations);
+        retry_label::retry_labels(run, &in_flight, &mut violations);
     }
     submission::idempotent_submission(run, &mut violations);
     fencing::fenced(run, &mut violations);
@@ -101,7 +101,7 @@ fn check_operation(
     execution::stable_keys(op, &ledger, &mut found);
     execution::no_blind_retry(op, &ledger, &mut found);
     execution::no_execution_for_delivery(op, &ledger, run, &mut found);
-    delivery::delivered_once(scenario, op, &ledger, run, report, &mut found);
+    delivery::delivered_once(scenario, op, &ledger, run, in_flight, report, &mut found);
     policy::policy_respected(op, &ledger, run, report, &mut found);
     policy::policy_checked(op, &ledger, run, &mut found);
     delivery::delivery_backoff(scenario, op, &ledger, run, &mut found);

@@ -8,6 +8,7 @@
 //! is wrong when the request it names is not in the ledger and the other kind's is: the provider
 //! call with the line's attempt number, or the consumer's receipt with that send number.
 
+use super::in_flight::InFlight;
 use super::ledger::evidence;
 use super::verdict::Violation;
 use crate::model::invariant::Invariant;
@@ -56,11 +57,20 @@ fn send_refused(run: &Run, op: &str, destination: Option<&str>, by: u32) -> bool
     })
 }
 
+/// Whether `found` holds for number `n` or, where kills cut off `cut` counted requests before they
+/// were sent (CONTRACT.md section 10, "Counts across a kill"), for one of the `cut` numbers below
+/// it: the runtime's attempt 2 is then the provider's call 1.
+fn numbered_within(n: u64, cut: usize, found: impl Fn(u64) -> bool) -> bool {
+    (0..=cut as u64).any(|k| n > k && found(n - k))
+}
+
 /// What is wrong with `line`'s label, and the request that shows it, if anything.
-fn mislabelled<'a>(run: &'a Run, line: &RetryLine, by: u32) -> Option<(String, &'a Entry)> {
+fn mislabelled<'a>(run: &'a Run, in_flight: &InFlight, line: &RetryLine, by: u32) -> Option<(String, &'a Entry)> {
     let (op, n, destination) = (line.operation_id.as_str(), line.attempt, line.destination.as_deref());
+    let cut_attempts = in_flight.attempts(op).len();
+    let cut_sends = destination.map_or(0, |d| in_flight.sends(op, d).len());
     match line.retry {
-        RetryKind::Execution if call(run, op, n, by).is_none() => {
+        RetryKind::Execution if !numbered_within(n, cut_attempts, |m| call(run, op, m, by).is_some()) => {
             let sent = receipt(run, op, destination, n, by)?;
             let to = match &sent.event {
                 Event::ConsumerReceipt { destination, .. } => destination.clone(),
@@ -75,7 +85,8 @@ fn mislabelled<'a>(run: &'a Run, line: &RetryLine, by: u32) -> Option<(String, &
             ))
         }
         RetryKind::Delivery
-            if receipt(run, op, destination, n, by).is_none() && !send_refused(run, op, destination, by) =>
+            if !numbered_within(n, cut_sends, |m| receipt(run, op, destination, m, by).is_some())
+                && !send_refused(run, op, destination, by) =>
         {
             let called = call(run, op, n, by)?;
             Some((
@@ -92,7 +103,7 @@ fn mislabelled<'a>(run: &'a Run, line: &RetryLine, by: u32) -> Option<(String, &
 }
 
 /// §11-3 for every retry line the last incarnation logged.
-pub(super) fn retry_labels(run: &Run, violations: &mut Vec<Violation>) {
+pub(super) fn retry_labels(run: &Run, in_flight: &InFlight, violations: &mut Vec<Violation>) {
     if run.timeline.iter().any(|m| matches!(m.happening, Happening::Resumed { .. })) {
         return;
     }
@@ -101,7 +112,7 @@ pub(super) fn retry_labels(run: &Run, violations: &mut Vec<Violation>) {
         if by != last {
             continue;
         }
-        if let Some((message, proof)) = mislabelled(run, &line, by) {
+        if let Some((message, proof)) = mislabelled(run, in_flight, &line, by) {
             violations.push(Violation {
                 invariant: Invariant::TruthfulStatus,
                 operation: Some(line.operation_id.clone()),
