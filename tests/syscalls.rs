@@ -507,10 +507,16 @@ fn an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine
 
 /// `delivery_dead_letter` with a kill at the sync (`occurrence`) after `boundary`.
 fn cut_off_at(boundary: &str, occurrence: u32) -> Scenario {
-    let path = root().join("scenarios/delivery_dead_letter.toml");
+    with_kill("delivery_dead_letter", "sync", occurrence, "before", boundary, "charge")
+}
+
+/// A shipped scenario with a kill at the `occurrence`-th system call of `kind` (`when` it runs)
+/// since `operation` reached `boundary`, as explore writes it; its `[[catches]]` dropped.
+fn with_kill(name: &str, kind: &str, occurrence: u32, when: &str, boundary: &str, operation: &str) -> Scenario {
+    let path = root().join(format!("scenarios/{name}.toml"));
     let shipped = std::fs::read_to_string(&path).expect("the shipped scenario");
     let fault = format!(
-        "[[syscall_fault]]\nkind = \"sync\"\noccurrence = {occurrence}\nwhen = \"before\"\n\n[syscall_fault.since]\nboundary = \"{boundary}\"\noperation = \"charge\"\noccurrence = 1\n"
+        "[[syscall_fault]]\nkind = \"{kind}\"\noccurrence = {occurrence}\nwhen = \"{when}\"\n\n[syscall_fault.since]\nboundary = \"{boundary}\"\noperation = \"{operation}\"\noccurrence = 1\n"
     );
     let mut cut_off = Scenario::parse(&path, &format!("{shipped}\n{fault}")).expect("the case parses");
     cut_off.deadline = cut_off.deadline.max(std::time::Duration::from_secs(8));
@@ -547,4 +553,20 @@ fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
     let cut_off = cut_off_at("after_result_write", 1);
     let (verdict, _) = run_scenario(&cut_off, &broken("dead-letter-early"), &traced_black_box()).expect("it runs");
     assert!(verdict.failed_invariants().iter().any(|i| i.as_str() == "dead_letter_bound"), "{:?}", verdict.violations);
+}
+
+/// A kill just after the provider's 422 reached the runtime, before it recorded it: the next
+/// incarnation finds nothing by lookup and attempts again, and the provider (its one rejection
+/// spent) accepts. `provider_rejects` expected `failed`, and failed the reference on
+/// `expected_outcome` (found by `explore provider_rejects --points syscalls`: 2 of 28 cases).
+/// Without the kill, a runtime that retries after a 4xx is still caught
+/// (`broken::retry_on_4xx::provider_rejects`, tests/scenarios.rs).
+#[test]
+fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
+    if tracing_refused() {
+        return;
+    }
+    let killed = with_kill("provider_rejects", "answer", 1, "after", "before_dispatch", "charge-refused");
+    let (verdict, run) = run_scenario(&killed, &reference(), &traced_black_box()).expect("it runs");
+    assert!(verdict.passed(), "{:?}\n{}", verdict.violations, killpoint::report::story::story(&killed, &verdict, &run));
 }

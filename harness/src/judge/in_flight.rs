@@ -25,7 +25,7 @@ use crate::model::boundary::Boundary;
 use crate::run::client::OperationReport;
 use crate::run::driver::{Happening, Mark};
 use crate::run::probe::ProbeMessage;
-use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Subject};
+use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Response, Subject};
 use std::collections::BTreeMap;
 
 /// The steps in flight at the kills of one run, each by the `seq` of the ledger line that began it.
@@ -40,12 +40,16 @@ pub(super) struct InFlight {
     /// Lookups and refusals whose record may have been lost, in all.
     lookups: Vec<u64>,
     refusals: Vec<u64>,
+    /// Operations the provider rejected (a 4xx, nothing applied) as the last step of a killed
+    /// incarnation: the runtime may never have read or recorded that definitive answer.
+    rejections: std::collections::BTreeSet<String>,
 }
 
 /// The last step an incarnation took for one attempt or one delivery.
 #[derive(Clone, Copy)]
 enum Last {
     Allowed(u64),
+    Rejected,
     Refused(u64),
     Lookup(u64),
     Receipt(u64),
@@ -87,6 +91,9 @@ impl InFlight {
                 Last::Allowed(seq) => self.attempts.entry(op).or_default().push(seq),
                 Last::Lookup(seq) => self.lookups.push(seq),
                 Last::Refused(seq) => self.refusals.push(seq),
+                Last::Rejected => {
+                    self.rejections.insert(op);
+                }
                 Last::Receipt(_) | Last::Other => {}
             }
         }
@@ -94,7 +101,7 @@ impl InFlight {
             match last {
                 Last::Allowed(seq) => self.sends.entry(delivery).or_default().push(seq),
                 Last::Receipt(seq) => self.answers.entry(delivery).or_default().push(seq),
-                Last::Refused(_) | Last::Lookup(_) | Last::Other => {}
+                Last::Refused(_) | Last::Rejected | Last::Lookup(_) | Last::Other => {}
             }
         }
     }
@@ -121,6 +128,11 @@ impl InFlight {
     pub(super) fn refusals(&self) -> &[u64] {
         &self.refusals
     }
+
+    /// Whether a kill may have lost the provider's rejection of `op` before the runtime read it.
+    pub(super) fn rejection_lost(&self, op: &str) -> bool {
+        self.rejections.contains(op)
+    }
 }
 
 /// "#12, #40": the ledger lines of steps in flight, for a message.
@@ -137,8 +149,9 @@ fn step(
 ) {
     let seq = entry.seq;
     match &entry.event {
-        Event::ProviderCall { operation: Some(op), .. } => {
-            execution.insert(op.clone(), Last::Other);
+        Event::ProviderCall { operation: Some(op), effect, response, .. } => {
+            let rejected = *effect == Effect::NotApplied && matches!(response, Response::Sent(400..=499));
+            execution.insert(op.clone(), if rejected { Last::Rejected } else { Last::Other });
         }
         Event::ProviderLookup { operation, by_key, by_ref, .. } => {
             // A lookup by a key the provider never saw names no operation: the key's owner is the

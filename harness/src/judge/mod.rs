@@ -108,7 +108,7 @@ fn check_operation(
     delivery::dead_letter_bound(scenario, op, &ledger, in_flight, report, &mut found);
     if run.aborted.is_none() {
         status::truthful_status(op, &ledger, report, in_flight, &mut found);
-        if let Some(expect) = outcome::expectation(scenario, run, op) {
+        if let Some(expect) = outcome::expectation(scenario, run, op, in_flight) {
             outcome::expected_outcome(op, expect, report, &mut found);
         }
     }

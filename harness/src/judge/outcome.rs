@@ -1,6 +1,7 @@
 //! Settling and outcomes: every operation settles within its deadline (from its submission or the
 //! last restart's ready line, extended by that start-up), and ends as its scenario expects.
 
+use super::in_flight::InFlight;
 use super::ledger::Found;
 use super::verdict::Violation;
 use crate::model::boundary::Boundary;
@@ -44,7 +45,15 @@ pub(super) fn settled(scenario: &Scenario, run: &Run, violations: &mut Vec<Viola
 /// commit at a sync may have come just before that commit (CONTRACT.md section 7, "Boundaries at
 /// system calls"): the operation is held to what a kill just after the provider's answer allows,
 /// the weaker expectation the harness can prove — a tool with no lookup may pause.
-pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation) -> Option<Outcome> {
+pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_flight: &InFlight) -> Option<Outcome> {
+    // A kill just after the provider's rejection (a 4xx, nothing applied) may take the runtime's
+    // only knowledge of it: its next incarnation rightly finds nothing, and attempts again, which
+    // the provider may accept. Either ending is then correct; `truthful_status` still holds the
+    // one it reports against the ledgers. (Found at system-call points: `provider_rejects` killed
+    // at `answer.1.after` failed the reference on `expected_outcome`.)
+    if op.expect == Outcome::Failed && in_flight.rejection_lost(&op.id) {
+        return None;
+    }
     let mine = || scenario.faults.iter().zip(&run.hits).filter(|(f, _)| f.operation == op.id);
     let open =
         mine().any(|(f, hit)| *hit == Hit::NeedsProbe || (*hit == Hit::Approximate && !before_commit_possible(f.at)));
