@@ -4,7 +4,7 @@
 use super::in_flight::{InFlight, lines};
 use super::ledger::{Found, OperationLedger, evidence, revocations, show_effects};
 use crate::model::invariant::Invariant;
-use crate::run::client::{DeliveryState, ExecutionState, OperationReport};
+use crate::run::client::{DeliveryReport, DeliveryState, ExecutionState, OperationReport};
 use crate::run::driver::{Happening, Run};
 use crate::run::trace::describe_entry;
 use crate::scenario::{Operation, Scenario};
@@ -85,12 +85,11 @@ pub(super) fn delivered_once(
     }
 }
 
-/// Whether the runtime gave `destination` up as the contract lets it: `DEAD_LETTERED` (not by
-/// policy) once its sends reached `DELIVERY_MAX_ATTEMPTS`, counting the sends a kill cut off
-/// between their durable `SENT` and their request (CONTRACT.md §6-5, "Counts across a kill"). A
-/// consumer that recovers only after that many failures may then never apply the event: a kill at
-/// the system call after `SENT` spends one send of the bound, and the contract counts it. Giving up
-/// sooner is `dead_letter_bound`'s to report, and is not excused here.
+/// Whether the runtime gave `destination` up as the contract lets it once its counted sends
+/// reached `DELIVERY_MAX_ATTEMPTS`, one of them cut off by a kill between its durable `SENT` and
+/// its request (CONTRACT.md §6-5, "Counts across a kill"). A consumer that recovers only after
+/// that many failures may then never apply the event: the kill spent one send of the bound, and
+/// the contract counts it. Giving up sooner is `dead_letter_bound`'s to report, and is not excused.
 fn given_up_at_the_bound(
     scenario: &Scenario,
     op: &Operation,
@@ -99,16 +98,23 @@ fn given_up_at_the_bound(
     in_flight: &InFlight,
     report: Option<&OperationReport>,
 ) -> bool {
-    let Some(delivery) = report.and_then(|r| r.deliveries.iter().find(|d| d.destination == destination)) else {
-        return false;
-    };
+    let cut = in_flight.sends(&op.id, destination);
+    dead_lettered(report, destination).is_some()
+        && !cut.is_empty()
+        && counted_sends(ledger.receipts_at(destination).len(), cut) >= scenario.runtime.delivery_max_attempts
+}
+
+/// `destination`'s delivery, if the runtime reports it `DEAD_LETTERED` other than by policy.
+fn dead_lettered<'r>(report: Option<&'r OperationReport>, destination: &str) -> Option<&'r DeliveryReport> {
+    let delivery = report?.deliveries.iter().find(|d| d.destination == destination)?;
     let by_policy = delivery.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"));
-    let received = ledger.receipts_at(destination).len();
-    let cut = in_flight.sends(&op.id, destination).len();
-    delivery.state == DeliveryState::DeadLettered
-        && !by_policy
-        && cut > 0
-        && received + cut >= scenario.runtime.delivery_max_attempts as usize
+    (delivery.state == DeliveryState::DeadLettered && !by_policy).then_some(delivery)
+}
+
+/// The sends the runtime counted: those the consumer `received`, and those a kill may have cut
+/// off between their durable `SENT` and their request (`cut`, from `in_flight`).
+fn counted_sends(received: usize, cut: &[u64]) -> u32 {
+    u32::try_from(received.saturating_add(cut.len())).unwrap_or(u32::MAX)
 }
 
 /// The least wait the contract allows after the n-th failed send, in microseconds: the exact
@@ -203,16 +209,14 @@ pub(super) fn dead_letter_bound(
             );
             continue;
         }
-        let Some(delivery) = report.and_then(|r| r.deliveries.iter().find(|d| d.destination == *destination)) else {
+        let Some(delivery) = dead_lettered(report, destination) else {
             continue;
         };
-        let by_policy = delivery.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"));
         // Never fewer: every counted send reaches the consumer, but for one whose SENT a kill may
         // have cut off before its request (`in_flight`): the runtime counted it, and rightly gives
         // up once its count reaches the bound.
         let cut = in_flight.sends(&op.id, destination);
-        let sends = received.saturating_add(u32::try_from(cut.len()).unwrap_or(u32::MAX));
-        if delivery.state == DeliveryState::DeadLettered && !by_policy && sends < max {
+        if counted_sends(receipts.len(), cut) < max {
             let counted = if cut.is_empty() {
                 String::new()
             } else {

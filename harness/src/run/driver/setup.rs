@@ -37,11 +37,7 @@ impl Ground {
         let logs = artifacts.path().join("logs");
         std::fs::create_dir(&data)?;
         std::fs::create_dir(&logs)?;
-        let probe_path = artifacts.socket("probe.sock");
-        let listener = match options.probe {
-            true => Some(tokio::net::UnixListener::bind(&probe_path).map_err(|e| named(&probe_path, e))?),
-            false => None,
-        };
+        let (probe_path, listener) = probe_socket(artifacts, options.probe)?;
 
         let clock = Clock::default();
         let (world, points) = World::start(clock.clone()).await?;
@@ -66,15 +62,21 @@ impl Ground {
         for (name, bytes) in &state.logs {
             std::fs::write(logs.join(name), bytes)?;
         }
-        let probe_path = artifacts.socket("probe.sock");
-        let listener = match options.probe {
-            true => Some(tokio::net::UnixListener::bind(&probe_path).map_err(|e| named(&probe_path, e))?),
-            false => None,
-        };
+        let (probe_path, listener) = probe_socket(artifacts, options.probe)?;
         let clock = state.world.clock();
         let (world, points) = World::start_from(&state.world, clock.clone()).await?;
         Ok((Ground { data, logs, probe_path, listener, clock, world }, points))
     }
+}
+
+/// The probe socket's path under `artifacts`, bound when the run has the probe.
+fn probe_socket(artifacts: &Artifacts, probe: bool) -> std::io::Result<(PathBuf, Option<UnixListener>)> {
+    let path = artifacts.socket("probe.sock");
+    let listener = match probe {
+        true => Some(tokio::net::UnixListener::bind(&path).map_err(|e| named(&path, e))?),
+        false => None,
+    };
+    Ok((path, listener))
 }
 
 /// A socket that cannot be bound, said with its path (the OS's message does not name it).
