@@ -25,6 +25,15 @@ fn workload() -> Scenario {
     scenario("after_result_write")
 }
 
+/// `scenario` with a deadline of `seconds`, for a run or an exploration whose failures are found
+/// at the deadline (a success never delivered): each such case waits it out, three times over
+/// under the tracer, so the room `scenario` gives passing runs on a loaded machine would cost it
+/// 24 s a case. The deadline still counts from the ready line and grows with a slow start-up.
+fn failing_at_deadline(mut scenario: Scenario, seconds: u64) -> Scenario {
+    scenario.deadline = std::time::Duration::from_secs(seconds);
+    scenario
+}
+
 fn options(first_failure: bool) -> ExploreOptions {
     ExploreOptions {
         points: Points::Syscalls,
@@ -65,10 +74,11 @@ fn split_step_fixture() -> Option<Target> {
     Some(Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() })
 }
 
-/// Explores `target` and returns the first failing case, written as a file and read back, after
-/// checking that the file fails the same target again on an invariant the case failed on.
-fn found(target: &Target) -> Option<(String, Vec<String>)> {
-    let result = explore::explore(&workload(), target, &options(true), &|_, _, _, _| {}).expect("explore runs");
+/// Explores `workload` against `target` and returns the first failing case, written as a file
+/// and read back, after checking that the file fails the same target again on an invariant the
+/// case failed on.
+fn found(workload: &Scenario, target: &Target) -> Option<(String, Vec<String>)> {
+    let result = explore::explore(workload, target, &options(true), &|_, _, _, _| {}).expect("explore runs");
     let finding = result.failures.first()?;
     let dir = tempfile::tempdir().expect("a temp dir");
     let path = dir.path().join(format!("{}.toml", finding.scenario.name));
@@ -111,7 +121,7 @@ fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
     if tracing_refused() {
         return;
     }
-    let (case, violated) = found(&broken("split-outbox")).expect("a failing syscall point");
+    let (case, violated) = found(&failing_at_deadline(workload(), 2), &broken("split-outbox")).expect("a failing syscall point");
     assert!(case.starts_with("syscall."), "{case}");
     assert!(violated.iter().any(|i| i == "delivered_once"), "{violated:?}");
 }
@@ -123,7 +133,7 @@ fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
     if tracing_refused() {
         return;
     }
-    let (_, violated) = found(&broken("no-write-ahead")).expect("a failing syscall point");
+    let (_, violated) = found(&failing_at_deadline(workload(), 2), &broken("no-write-ahead")).expect("a failing syscall point");
     assert!(violated.iter().any(|i| i == "at_most_once"), "{violated:?}");
 }
 
@@ -134,7 +144,7 @@ fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
     if tracing_refused() {
         return;
     }
-    let (case, violated) = found(&broken("result-before-call")).expect("a failing syscall point");
+    let (case, violated) = found(&failing_at_deadline(workload(), 2), &broken("result-before-call")).expect("a failing syscall point");
     assert!(case.starts_with("syscall."), "{case}");
     assert!(violated.iter().any(|i| i == "truthful_status"), "{violated:?}");
 }
@@ -150,7 +160,7 @@ fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
         ExploreOptions { points: Points::Boundaries, keep_failures: false, ..ExploreOptions::default() };
     let result = explore::explore(&workload(), &fixture, &at_boundaries, &|_, _, _, _| {}).expect("explore runs");
     assert!(result.failures.is_empty(), "{:?}", result.failures.iter().map(|f| f.case.name()).collect::<Vec<_>>());
-    let (case, violated) = found(&fixture).expect("a failing syscall point");
+    let (case, violated) = found(&failing_at_deadline(workload(), 3), &fixture).expect("a failing syscall point");
     assert!(case.contains("sync"), "the window lies between two commits: {case}");
     assert!(violated.iter().any(|i| i == "delivered_once" || i == "settled"), "{violated:?}");
 }
@@ -324,6 +334,7 @@ fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
     let scenario = scenario("after_result_write");
     let (with_probe, _run) = run_scenario(&scenario, &fixture, &RunOptions::default()).expect("it runs");
     assert!(with_probe.passed(), "{:?}", with_probe.failed_invariants());
+    let scenario = failing_at_deadline(scenario, 3);
     let (traced, run) = run_scenario(&scenario, &fixture, &traced_black_box()).expect("it runs");
     let violated = traced.failed_invariants();
     assert!(
@@ -414,7 +425,7 @@ fn zombies_are_frozen_at_system_calls_without_the_probe() {
         assert!(zombie_exited(&run), "{}: {story}", target.program.display());
     }
     // One hanging zombie proves it, and each waits out its time to exit: `sms`'s freeze alone.
-    let mut one = scenario.clone();
+    let mut one = failing_at_deadline(scenario.clone(), 2);
     one.faults.retain(|f| f.operation == "sms");
     let (verdict, run) = run_scenario(&one, &broken("fenced-hangs"), &traced_black_box()).expect("it runs");
     let story = killpoint::report::story::story(&one, &verdict, &run);

@@ -27,11 +27,10 @@ pub(super) async fn settle(
     unsettled: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
     let mut wave = Settling::new(driver, launch, wave);
-    let mut poll = tokio::time::interval(Duration::from_millis(5));
+    let mut pace = Pace::new();
     // After a world entry, the runtime's last commit follows within a millisecond or two: read
     // again each millisecond, a few times, before falling back to the slow tick.
     let mut follow_ups = 0u32;
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         if wave.over() {
             return Ok(());
@@ -51,16 +50,27 @@ pub(super) async fn settle(
         let earliest = wave.earliest();
         let driver = &mut *wave.driver;
         let incarnation = &mut driver.incarnation;
+        let next_poll = pace.next();
         tokio::select! {
             biased;
-            message = next_probe(&mut incarnation.probe) => wave.announced(message).await?,
-            Some(reached) = next_syscall(&mut driver.syscall_reached) => wave.syscall_restart(reached).await?,
-            Some(point) = points.recv() => wave.kill_point(point).await?,
+            message = next_probe(&mut incarnation.probe) => {
+                pace.activity();
+                wave.announced(message).await?;
+            }
+            Some(reached) = next_syscall(&mut driver.syscall_reached) => {
+                pace.activity();
+                wave.syscall_restart(reached).await?;
+            }
+            Some(point) = points.recv() => {
+                pace.activity();
+                wave.kill_point(point).await?;
+            }
             status = incarnation.child.wait() => return Err(wave.exited(status.ok())),
             // Settling shows in the fake world's ledger (a call, a receipt) a moment before the
             // runtime's last commit: read at each entry, and on a slow tick for what the world
             // cannot see (an ACK written after the consumer's answer).
             _ = driver.world.changed() => {
+                pace.activity();
                 wave.read().await;
                 follow_ups = 4;
             }
@@ -68,7 +78,12 @@ pub(super) async fn settle(
                 follow_ups -= 1;
                 wave.read().await;
             }
-            _ = poll.tick() => wave.read().await,
+            _ = tokio::time::sleep_until(next_poll) => {
+                if wave.read().await {
+                    pace.activity();
+                }
+                pace.polled();
+            }
             _ = tokio::time::sleep_until(earliest) => wave.expire(unsettled).await,
         }
     }
@@ -225,9 +240,59 @@ impl<'s, 'a> Settling<'s, 'a> {
         )
     }
 
-    async fn read(&mut self) {
-        read_pending(self.driver, &mut self.pending).await
+    /// Reads every pending operation; whether any answered otherwise than last time.
+    async fn read(&mut self) -> bool {
+        let before: Vec<String> = self.pending.iter().map(|op| self.driver.seen(&op.id)).collect();
+        let ids: Vec<&str> = self.pending.iter().map(|op| op.id.as_str()).collect();
+        read_pending(self.driver, &mut self.pending).await;
+        // An operation that settled was read otherwise; one still pending is compared.
+        ids.len() != self.pending.len()
+            || ids.iter().zip(&before).any(|(id, before)| self.driver.seen(id) != *before)
     }
+}
+
+/// The slow tick's pace: a read each 5 ms while the run is busy (an announcement, a kill, a world
+/// entry, an operation answered otherwise than before), slowing to one each 50 ms once it has
+/// been quiet for a while. Only what the world cannot see waits on it (an ACK written after the
+/// consumer's answer), and that comes a moment after the last activity, when the pace is still
+/// fast; a runtime that never settles is read ten times less over its deadline. Under the tracer
+/// every read is several stops of the runtime: polled at 5 ms, a traced Python runtime spent most
+/// of a failing run's deadline answering reads.
+struct Pace {
+    last_activity: tokio::time::Instant,
+    next: tokio::time::Instant,
+}
+
+impl Pace {
+    const FAST: Duration = Duration::from_millis(5);
+    const SLOW: Duration = Duration::from_millis(50);
+
+    fn new() -> Pace {
+        let now = tokio::time::Instant::now();
+        Pace { last_activity: now, next: now + Pace::FAST }
+    }
+
+    fn next(&self) -> tokio::time::Instant {
+        self.next
+    }
+
+    /// Something happened: read soon again.
+    fn activity(&mut self) {
+        let now = tokio::time::Instant::now();
+        self.last_activity = now;
+        self.next = self.next.min(now + Pace::FAST);
+    }
+
+    /// A read was made: the next one a fifth of the quiet time later, between FAST and SLOW.
+    fn polled(&mut self) {
+        let now = tokio::time::Instant::now();
+        self.next = now + interval(now - self.last_activity);
+    }
+}
+
+/// How long after a read the next one comes, when the run has been quiet for `quiet`.
+fn interval(quiet: Duration) -> Duration {
+    (quiet / 5).clamp(Pace::FAST, Pace::SLOW)
 }
 
 fn waiting_for(pending: &[&Operation]) -> String {
@@ -253,5 +318,19 @@ async fn read_pending(driver: &mut Driver<'_>, pending: &mut Vec<&Operation>) {
         && let Some(killed_at) = driver.last_kill.take()
     {
         driver.recoveries.push(killed_at.elapsed());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Pace, interval};
+    use std::time::Duration;
+
+    #[test]
+    fn the_poll_slows_only_once_the_run_has_been_quiet() {
+        assert_eq!(interval(Duration::ZERO), Pace::FAST);
+        assert_eq!(interval(Duration::from_millis(20)), Pace::FAST);
+        assert_eq!(interval(Duration::from_millis(100)), Duration::from_millis(20));
+        assert_eq!(interval(Duration::from_secs(20)), Pace::SLOW);
     }
 }
