@@ -33,7 +33,8 @@ def operation(op_id):
 
 def run(op_id):
     with SetWorkflowID(op_id):
-        DBOS.start_workflow(operation, op_id).get_result()
+        # The handle polls the system database, by default each second (DBOS on SQLite).
+        DBOS.start_workflow(operation, op_id).get_result(polling_interval_sec=0.05)
 
 
 def start():

@@ -80,7 +80,8 @@ def main():
     def run(op_id):
         with SetWorkflowID(op_id):
             try:
-                DBOS.start_workflow(operation, op_id).get_result()
+                # The handle polls the system database, by default each second (DBOS on SQLite).
+                DBOS.start_workflow(operation, op_id).get_result(polling_interval_sec=0.05)
             except Exception as error:
                 ks.log(f"{op_id}: {error!r}")
 

@@ -132,13 +132,13 @@ fn assert_absolute_program(words: &BTreeSet<String>) {
 /// `one.toml`: one charge killed at `after_dispatch`; `late.toml`: killed at `after_result_write`
 /// (which a black box reaches only under the tracer); `workload.toml`: the charge without kills.
 /// `late.toml`'s charge never settles under `split-outbox` (its delivery is lost), so its deadline
-/// is short: 5 s (15 s under the tracer), not the default 20 s (60 s), for the run and its rerun.
+/// is short: 2 s (6 s under the tracer), not the default 20 s (60 s), for the run and its rerun.
 fn write_scenarios(dir: &Path) {
     let charge =
         "[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n";
     std::fs::write(dir.join("workload.toml"), format!("description = \"one charge\"\n\n{charge}")).unwrap();
     for (file, at, deadline) in
-        [("one.toml", "after_dispatch", ""), ("late.toml", "after_result_write", "deadline_seconds = 5\n")]
+        [("one.toml", "after_dispatch", ""), ("late.toml", "after_result_write", "deadline_seconds = 2\n")]
     {
         let text = format!(
             "description = \"one charge killed at {at}\"\n{deadline}\n{charge}\n[[fault]]\nat = \"{at}\"\noperation = \"charge\"\n"
