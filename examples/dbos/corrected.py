@@ -33,7 +33,8 @@ def operation(op_id):
 
 def run(op_id):
     with SetWorkflowID(op_id):
-        # The handle polls the system database, by default each second (DBOS on SQLite).
+        # A workflow DBOS already holds (run again after a restart) gets a handle that
+        # polls, by default each second.
         DBOS.start_workflow(operation, op_id).get_result(polling_interval_sec=0.05)
 
 

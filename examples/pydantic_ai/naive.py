@@ -80,7 +80,8 @@ def main():
     def run(op_id):
         with SetWorkflowID(op_id):
             try:
-                # The handle polls the system database, by default each second (DBOS on SQLite).
+                # A workflow DBOS already holds (run again after a restart) gets a handle that
+                # polls, by default each second.
                 DBOS.start_workflow(operation, op_id).get_result(polling_interval_sec=0.05)
             except Exception as error:
                 ks.log(f"{op_id}: {error!r}")
