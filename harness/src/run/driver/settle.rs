@@ -53,17 +53,19 @@ pub(super) async fn settle(
         let next_poll = pace.next();
         tokio::select! {
             biased;
+            // Each marks activity once handled: a kill's restart takes a runtime's start-up, and
+            // its recovery is read at the fast pace from its ready line on.
             message = next_probe(&mut incarnation.probe) => {
-                pace.activity();
                 wave.announced(message).await?;
+                pace.activity();
             }
             Some(reached) = next_syscall(&mut driver.syscall_reached) => {
-                pace.activity();
                 wave.syscall_restart(reached).await?;
+                pace.activity();
             }
             Some(point) = points.recv() => {
-                pace.activity();
                 wave.kill_point(point).await?;
+                pace.activity();
             }
             status = incarnation.child.wait() => return Err(wave.exited(status.ok())),
             // Settling shows in the fake world's ledger (a call, a receipt) a moment before the
