@@ -471,6 +471,30 @@ fn an_exploration_reads_the_same() {
     assert_reads_the_same("explore_after_submit", &stdout);
 }
 
+/// A workload that fails with no kill at all (the record run): that run is the case `no_kill`,
+/// counted as run as well as failed — the summary once said "cases run: 56 (…, 57 failed)".
+#[test]
+fn a_failing_record_run_is_counted_as_a_case_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = killpoint();
+    command
+        .arg("explore")
+        .arg(repository().join("scenarios/provider_rejects.toml"))
+        .args(["--first-failure", "--quiet", "--out"])
+        .arg(dir.path().join("found"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .args(["--", "--broken", "retry-on-4xx"])
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let output = output_within(command, Duration::from_secs(120), "`killpoint explore` of a failing record run");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let summary = stdout.lines().find(|l| l.contains("cases run: ")).unwrap_or_else(|| panic!("no summary:\n{stdout}"));
+    assert!(summary.contains("cases run: 1 (0 passed, 0 partial, 0 not reached, 1 failed)"), "{summary}");
+}
+
 /// Two operations in flight together, explored at depth 2: which points they pass and which share
 /// a crash state is the interleaving's, so the summary says what was compared and what came from
 /// one run, and its counts add up to the points found.

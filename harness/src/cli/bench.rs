@@ -143,7 +143,7 @@ fn agree_once(scenario: &Scenario, target: &Target, options: &ExploreOptions, i:
 
 fn print_explored(explored: &explore::agreement::Explored, i: u32, how: &str) {
     let result = &explored.exploration;
-    let ran: usize = result.ran.iter().sum();
+    let ran: usize = result.cases_run();
     outln!(
         "  run {i:>3}{how}: {ran} crash point(s) in {:.1} ms = {:.1}/s ({} failed, {} pruned, {} from built states)",
         ms(explored.elapsed),

@@ -233,7 +233,7 @@ fn show_progress(bar: &ProgressBar, plain: bool, finding: &Finding, done: usize,
 
 /// On stdout, the crash points found, the cases run and why the others were pruned.
 fn print_summary(result: &Exploration, elapsed: Duration) {
-    let ran: usize = result.ran.iter().sum();
+    let ran: usize = result.cases_run();
     let found: Vec<String> = result.points.iter().enumerate().map(|(d, n)| format!("{n} at depth {}", d + 1)).collect();
     outln!(
         "crash points found: {}; cases run: {ran} ({} passed, {} partial, {} not reached, {} failed) in {:.1} s ({:.1} cases/s); pruned: {}{}",

@@ -43,7 +43,7 @@ pub struct Explored {
 impl Explored {
     /// Cases per second.
     pub fn rate(&self) -> f64 {
-        let ran: usize = self.exploration.ran.iter().sum();
+        let ran: usize = self.exploration.cases_run();
         ran as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }

@@ -25,8 +25,10 @@ pub struct Exploration {
     /// Crash points found, per depth (index 0: depth 1).
     pub points: Vec<usize>,
     pub pruned: Vec<(Point, Pruned)>,
-    /// Cases run, per depth.
+    /// Cases run, per depth (not the record run: see [`Exploration::cases_run`]).
     pub ran: Vec<usize>,
+    /// Whether the record run failed: then it is the first of `failures`, the case with no kill.
+    pub record_failed: bool,
     /// Depth-1 cases outside this shard (their depth-2 cases are found and run by their shard).
     pub other_shards: usize,
     pub failures: Vec<Finding>,
@@ -52,6 +54,13 @@ pub struct Exploration {
 }
 
 impl Exploration {
+    /// Cases run at every depth, with the record run when it failed: it is then a case of
+    /// `failures` (`no_kill`), and a summary that counted it as failed but not as run said
+    /// "cases run: 56 (…, 57 failed)".
+    pub fn cases_run(&self) -> usize {
+        self.ran.iter().sum::<usize>() + usize::from(self.record_failed)
+    }
+
     /// What the plan says before any case runs: the record run and the points found in it.
     fn of(plan: &Plan) -> Exploration {
         let mut result = Exploration {
@@ -132,6 +141,7 @@ pub fn explore(
         let failure = record_failure(&workload, &plan, story);
         progress(&failure, 1, 1, 1);
         result.failures.push(failure);
+        result.record_failed = true;
         if options.first_failure {
             return Ok(result);
         }
