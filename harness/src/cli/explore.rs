@@ -192,11 +192,11 @@ impl ExploreCommand {
     }
 }
 
-/// How a failing case's replay line begins: `reproduce` when its operations run one at a time
-/// (it runs the same way each time); with operations in flight together, how often it came back
-/// in [`replay::REPLAYS`] replays (which are run now, before `until`).
+/// How a failing case's replay line begins: `reproduce` when it runs the same way each time; when
+/// it may not ([`replay::timing_dependent`]: operations in flight together, a kill at
+/// `after_submit`), how often it came back in [`replay::REPLAYS`] replays (run now, before `until`).
 fn replayed(finding: &Finding, target: &Target, options: &RunOptions, until: Instant) -> String {
-    if !replay::concurrent(&finding.scenario) {
+    if !replay::timing_dependent(&finding.scenario) {
         return "reproduce".to_owned();
     }
     let found = finding.verdict.failed_invariants();

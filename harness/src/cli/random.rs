@@ -54,7 +54,7 @@ fn search(target: &Target, runtime: &Runtime, cases: u32, seed: Option<u64>, out
                 failure.file.display(),
             );
             match &failure.replays {
-                // Operations in flight together: how often it came back, not a promise.
+                // A run that may go otherwise (waves, a kill at after_submit): how often it came back.
                 Some(replays) => outln!("{}:\n  {}", replays.told(), failure.command),
                 None => outln!("rerun it with:\n  {}", failure.command),
             }

@@ -1,10 +1,13 @@
 //! Replaying a written case before saying it reproduces. A case whose operations share a wave is
 //! written with its kill points, not with which other operation was mid-flight when the kill
 //! landed: run again, it may pass. So such a case is replayed [`REPLAYS`] times (within a deadline)
-//! and told as "reproduced k of N replays"; a case with one operation in flight at a time runs the
-//! same way each time, and one replay says what it violates.
+//! and told as "reproduced k of N replays", as is a case killed at `after_submit`
+//! ([`timing_dependent`]); a case with one operation in flight at a time, killed where the runtime
+//! waits for the harness or the world, runs the same way each time, and one replay says what it
+//! violates.
 
 use crate::judge::Verdict;
+use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::driver::{Run, RunOptions};
 use crate::run::incarnation::Target;
@@ -22,6 +25,16 @@ pub const BUDGET: Duration = Duration::from_secs(120);
 /// Whether `scenario` has operations in flight at once (a wave of more than one).
 pub fn concurrent(scenario: &Scenario) -> bool {
     scenario.waves().iter().any(|w| w.len() > 1)
+}
+
+/// Whether a run of `scenario` may go otherwise when run again, so that one replay cannot say what
+/// it violates: operations in flight together ([`concurrent`]), or a kill at `after_submit`. That
+/// kill lands when the harness reads the `202`, while the runtime goes on with the operation:
+/// whether its worker had committed the next step by then (a policy answer, say) is timing. A
+/// stress run saw `explore` find `after_submit.charge.1` failing `--broken no-policy-recheck` and
+/// its written file pass once.
+pub fn timing_dependent(scenario: &Scenario) -> bool {
+    concurrent(scenario) || scenario.faults.iter().any(|f| f.at == Boundary::AfterSubmit)
 }
 
 /// How a written case's replays went.

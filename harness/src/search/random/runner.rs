@@ -11,7 +11,7 @@ use crate::model::invariant::Invariant;
 use crate::report::evidence::keep_case;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
-use crate::search::replay::{BUDGET, REPLAYS, Replays, concurrent, replay};
+use crate::search::replay::{BUDGET, REPLAYS, Replays, replay, timing_dependent};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -155,7 +155,7 @@ fn check(
 }
 
 /// Writes the shrunk case `minimal` as a scenario file that says how it was found, and runs it
-/// again (once; [`REPLAYS`] times when its operations are in flight together), keeping the first
+/// again (once; [`REPLAYS`] times when a run may go otherwise: `timing_dependent`), keeping the first
 /// failing replay's evidence. `story` and `violated_then`: the report of its failing run during the
 /// search.
 fn write_failure(
@@ -167,7 +167,7 @@ fn write_failure(
 ) -> std::io::Result<Failure> {
     let (scenario, file, command) = write_case(minimal, target, options, violated_then, true)?;
     // The file is what a person reruns, so what it violates is said from it.
-    let times = if concurrent(&scenario) { REPLAYS } else { 1 };
+    let times = if timing_dependent(&scenario) { REPLAYS } else { 1 };
     let mut artifacts = None;
     let mut keep = |verdict: &crate::judge::Verdict, run| {
         let story = crate::report::story::story(&scenario, verdict, &run);
