@@ -3,7 +3,7 @@
 
 use super::case::{Case, Workload};
 use super::depth::{Recovery, recovery};
-use super::finding::{CaseStatus, Finding};
+use super::finding::{CaseStatus, Finding, case_status};
 use super::interleaving::Interleaving;
 use super::jobs::run_all;
 use super::options::{ExploreOptions, Level, Points, level as shard_level};
@@ -27,8 +27,6 @@ pub struct Exploration {
     pub pruned: Vec<(Point, Pruned)>,
     /// Cases run, per depth (not the record run: see [`Exploration::cases_run`]).
     pub ran: Vec<usize>,
-    /// Whether the record run failed: then it is the first of `failures`, the case with no kill.
-    pub record_failed: bool,
     /// Depth-1 cases outside this shard (their depth-2 cases are found and run by their shard).
     pub other_shards: usize,
     pub failures: Vec<Finding>,
@@ -58,7 +56,8 @@ impl Exploration {
     /// `failures` (`no_kill`), and a summary that counted it as failed but not as run said
     /// "cases run: 56 (…, 57 failed)".
     pub fn cases_run(&self) -> usize {
-        self.ran.iter().sum::<usize>() + usize::from(self.record_failed)
+        let record_failed = self.record.as_ref().is_some_and(|record| case_status(record) == CaseStatus::Fail);
+        self.ran.iter().sum::<usize>() + usize::from(record_failed)
     }
 
     /// What the plan says before any case runs: the record run and the points found in it.
@@ -141,7 +140,6 @@ pub fn explore(
         let failure = record_failure(&workload, &plan, story);
         progress(&failure, 1, 1, 1);
         result.failures.push(failure);
-        result.record_failed = true;
         if options.first_failure {
             return Ok(result);
         }
