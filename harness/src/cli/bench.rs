@@ -125,7 +125,7 @@ fn agree_once(scenario: &Scenario, target: &Target, options: &ExploreOptions, i:
     print_explored(&agreement.rerun, i, " --rerun-prefix");
     let (built, rerun) = (agreement.built.rate(), agreement.rerun.rate());
     outln!(
-        "  run {i:>3}: built / re-run = {:.2}x the cases per second; verdicts differ on {} case(s), {} unsteady when re-run, {} found by one record run only",
+        "  run {i:>3}: built / re-run = {:.2}x the cases per second; verdicts differ on {} case(s), {} unsteady when re-run, {} found or reached one way only",
         built / rerun.max(1e-9),
         agreement.differ.len(),
         agreement.unsteady.len(),

@@ -49,6 +49,8 @@ pub struct Capture {
     /// The driver's marks as it makes them (`Driver::mark` ticks the clock under this lock).
     timeline: Arc<SharedMarks>,
     wanted: fn(&SyscallPoint) -> bool,
+    /// The incarnation whose points are taken (a record run's first; a depth-1 case's recovery).
+    incarnation: u32,
     taken: Mutex<Taken>,
     /// Where the copies are kept; handed to the [`BuiltStates`] at the end.
     store: Mutex<Option<tempfile::TempDir>>,
@@ -67,18 +69,20 @@ struct Taken {
 }
 
 impl Capture {
-    /// A capture of `data` and `world` at each point `wanted` says, with the driver's `timeline`.
+    /// A capture of `data` and `world` at each point `wanted` says of `incarnation`, with the
+    /// driver's `timeline`.
     pub fn new(
         data: PathBuf,
         logs: PathBuf,
         world: WorldState,
         timeline: Arc<SharedMarks>,
         wanted: fn(&SyscallPoint) -> bool,
+        incarnation: u32,
     ) -> std::io::Result<Capture> {
         let store = tempfile::Builder::new().prefix("killpoint-built-").tempdir()?;
         let root = store.path().to_owned();
         let taken = Mutex::new(Taken::default());
-        Ok(Capture { data, logs, world, timeline, wanted, taken, store: Mutex::new(Some(store)), root })
+        Ok(Capture { data, logs, world, timeline, wanted, incarnation, taken, store: Mutex::new(Some(store)), root })
     }
 
     /// Everything taken (once the run is over); the copies live as long as the result.
@@ -170,8 +174,8 @@ impl Capture {
 impl PointHook for Capture {
     fn held<'a>(&'a self, at: HeldPoint<'a>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
-            // Incarnation 1 only: a depth-1 case's crash; what a recovery does is re-run.
-            if at.point.incarnation == 1 && (self.wanted)(at.point) {
+            // One incarnation's points: those of the depth the states are for.
+            if at.point.incarnation == self.incarnation && (self.wanted)(at.point) {
                 self.take(at).await;
             }
         })

@@ -49,8 +49,10 @@
 //! - What the power-loss model cannot see (writes through `mmap`, `io_uring`; see its module) is
 //!   missing from a machine crash's image exactly as from a re-run's restore.
 //!
-//! Process and machine crashes at depth 1 are built here; a depth-2 case (a second point in the
-//! recovery) is re-run.
+//! Process and machine crashes are built here, at depth 1 and 2: a run that builds states
+//! (`driver::Recording`) takes them at the points of one incarnation, the first in a record run,
+//! the recovery (the second) in a depth-1 case's run, whether that run went on from a built
+//! state or was re-run.
 
 pub mod capture;
 mod disk;

@@ -54,40 +54,49 @@ use state::Driver;
 /// Runs `scenario` against `target`. Never panics on a misbehaving runtime: whatever happens is
 /// in the returned [`Run`] (`aborted`, `unsettled`, …) for the checker to report.
 pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> std::io::Result<Run> {
-    Ok(play(scenario, target, options, Start::Fresh).await?.0)
+    Ok(play(scenario, target, options, Start { from: None, recording: None }).await?.0)
 }
 
-/// Runs `scenario` traced, and builds the crash state at every point `wanted` says of its first
-/// incarnation (`crate::run::built`); `None` when this machine cannot trace (then nothing is built).
+/// Which crash states a traced run builds: at each point `wanted` says of incarnation
+/// `incarnation` (1 in a record run; the recovery, 2, in a depth-1 case's run, for depth 2).
+#[derive(Clone, Copy)]
+pub struct Recording {
+    pub wanted: fn(&SyscallPoint) -> bool,
+    pub incarnation: u32,
+}
+
+/// Runs `scenario` traced from the start, and builds the crash states `recording` says
+/// (`crate::run::built`); `None` when this machine cannot trace (then nothing is built).
 pub async fn record_states(
     scenario: &Scenario,
     target: &Target,
     options: &RunOptions,
-    wanted: fn(&SyscallPoint) -> bool,
+    recording: Recording,
 ) -> std::io::Result<(Run, Option<BuiltStates>)> {
     let options = RunOptions { syscalls: true, ..options.clone() };
-    play(scenario, target, &options, Start::Record(wanted)).await
+    play(scenario, target, &options, Start { from: None, recording: Some(recording) }).await
 }
 
-/// Runs `scenario` from a crash state built at the point its one `[[syscall_fault]]` names: the
-/// world from the snapshot, the recovery (incarnation 2) on a copy of the data dir, then the rest
-/// of the workload. The [`Run`] is the whole run's, as if its prefix had been played.
+/// Runs `scenario` from a crash state built at the point its last `[[syscall_fault]]` names: the
+/// world from the snapshot, the recovery (the next incarnation) on a copy of the data dir, then
+/// the rest of the workload, building the crash states `recording` says on the way. The [`Run`]
+/// is the whole run's, as if its prefix had been played.
 pub async fn run_built(
     scenario: &Scenario,
     target: &Target,
     options: &RunOptions,
     state: &BuiltState,
-) -> std::io::Result<Run> {
+    recording: Option<Recording>,
+) -> std::io::Result<(Run, Option<BuiltStates>)> {
     let options = RunOptions { syscalls: true, ..options.clone() };
-    Ok(play(scenario, target, &options, Start::From(state)).await?.0)
+    play(scenario, target, &options, Start { from: Some(state), recording }).await
 }
 
-/// How a run begins: afresh, afresh building crash states, or from one.
+/// How a run begins: afresh or from a built crash state, building crash states or not.
 #[derive(Clone, Copy)]
-enum Start<'s> {
-    Fresh,
-    Record(fn(&SyscallPoint) -> bool),
-    From(&'s BuiltState),
+struct Start<'s> {
+    from: Option<&'s BuiltState>,
+    recording: Option<Recording>,
 }
 
 async fn play(
@@ -97,9 +106,9 @@ async fn play(
     start: Start<'_>,
 ) -> std::io::Result<(Run, Option<BuiltStates>)> {
     let artifacts = Artifacts::create_in(options.artifacts_root.as_deref(), &scenario.name)?;
-    let (ground, mut points) = match start {
-        Start::From(state) => Ground::resume(&artifacts, state, options).await?,
-        Start::Fresh | Start::Record(_) => Ground::prepare(&artifacts, scenario, options).await?,
+    let (ground, mut points) = match start.from {
+        Some(state) => Ground::resume(&artifacts, state, options).await?,
+        None => Ground::prepare(&artifacts, scenario, options).await?,
     };
 
     let mut env = environment(&ground.world, &ground.data, &scenario.runtime);
@@ -121,7 +130,7 @@ async fn play(
     // From a built state the data dir is already what the crash left (a power loss's, in machine
     // mode): it is the new baseline, as after a re-run's restore.
     let power_loss = if machine { Some(PowerLoss::new(&ground.data)?) } else { None };
-    let resumed = start_point(start);
+    let resumed = start.from;
     let (mut tracer, traced_target) = match tracing {
         true => Tracer::start(&artifacts, scenario, &mut env, target, power_loss, resumed)
             .map(|(t, target)| (t, Some(target)))?,
@@ -135,9 +144,9 @@ async fn play(
         probe: ground.listener.as_ref(),
         ready_timeout: options.ready_timeout,
     };
-    let mut opening = resume::Opening::new(&ground, start_point(start));
-    let capture = match (start, &tracer.tracing) {
-        (Start::Record(wanted), Some(tracing)) => Some(opening.capture(&ground, tracing, wanted)?),
+    let mut opening = resume::Opening::new(&ground, start.from);
+    let capture = match (start.recording, &tracer.tracing) {
+        (Some(recording), Some(tracing)) => Some(opening.capture(&ground, tracing, recording)?),
         _ => None,
     };
 
@@ -150,9 +159,9 @@ async fn play(
         }
     };
     let probe = first.probe.is_some();
-    let hits = match start {
-        Start::From(_) => arming::standing(scenario, probe, tracer.tracing.is_some()),
-        _ => arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe),
+    let hits = match start.from {
+        Some(_) => arming::standing(scenario, probe, tracer.tracing.is_some()),
+        None => arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe),
     };
     let mut driver = Driver::new(scenario, &ground, options, opening.timeline, hits, first, tracer);
     driver.mirror = opening.mirror.take();
@@ -171,12 +180,4 @@ async fn play(
     ground.world.shutdown().await;
     let built = capture.map(|c| c.finish()).transpose()?;
     Ok((run, built))
-}
-
-/// The timeline a run begins with, and the point it goes on from.
-fn start_point(start: Start<'_>) -> Option<&BuiltState> {
-    match start {
-        Start::From(state) => Some(state),
-        Start::Fresh | Start::Record(_) => None,
-    }
 }

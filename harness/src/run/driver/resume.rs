@@ -3,12 +3,13 @@
 //! at the point is marked as a re-run marks it, and the recovery (incarnation 2) is next. A record
 //! run's opening also hands the driver's marks to the capture, as it makes them.
 
+use super::Recording;
 use super::record::{Happening, Mark};
 use super::setup::Ground;
 use super::state::Driver;
 use crate::run::built::marks::SharedMarks;
 use crate::run::built::{BuiltState, Capture};
-use crate::run::traced::{SyscallPoint, Tracing};
+use crate::run::traced::Tracing;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,16 +46,18 @@ impl Opening {
         }
     }
 
-    /// The capture of a record run: at each point `wanted` says, while the tracer holds it.
+    /// The capture of a run that builds crash states: at each point `recording` says, while the
+    /// tracer holds it.
     pub(super) fn capture(
         &mut self,
         ground: &Ground,
         tracing: &Tracing,
-        wanted: fn(&SyscallPoint) -> bool,
+        recording: Recording,
     ) -> std::io::Result<Arc<Capture>> {
         let mirror = Arc::new(SharedMarks::new(self.timeline.clone()));
         self.mirror = Some(mirror.clone());
-        let capture = Capture::new(ground.data.clone(), ground.logs.clone(), ground.world.state(), mirror, wanted)?;
+        let (data, logs) = (ground.data.clone(), ground.logs.clone());
+        let capture = Capture::new(data, logs, ground.world.state(), mirror, recording.wanted, recording.incarnation)?;
         let capture = Arc::new(capture);
         tracing.hold_with(capture.clone());
         Ok(capture)

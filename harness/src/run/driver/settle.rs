@@ -248,8 +248,7 @@ impl<'s, 'a> Settling<'s, 'a> {
         let ids: Vec<&str> = self.pending.iter().map(|op| op.id.as_str()).collect();
         read_pending(self.driver, &mut self.pending).await;
         // An operation that settled was read otherwise; one still pending is compared.
-        ids.len() != self.pending.len()
-            || ids.iter().zip(&before).any(|(id, before)| self.driver.seen(id) != *before)
+        ids.len() != self.pending.len() || ids.iter().zip(&before).any(|(id, before)| self.driver.seen(id) != *before)
     }
 }
 

@@ -153,9 +153,11 @@ impl Tracer {
         let socket = artifacts.socket("trace.sock");
         let faults = scenario.syscall_faults.clone();
         let (traced, reached) = match resumed {
-            // The fault at the built state's point was hit there.
+            // The fault at the built state's point was hit there, and those before it (a
+            // depth-2 case's first) in the run it was built in.
             Some(state) => {
-                let hit = faults.iter().map(|f| *f == state.point.fault()).collect();
+                let at = faults.iter().position(|f| *f == state.point.fault());
+                let hit = (0..faults.len()).map(|i| at.is_some_and(|at| i <= at)).collect();
                 Tracing::resumed(&socket, faults, hit, state.trace.clone(), power_loss)
             }
             None => Tracing::new(&socket, faults, power_loss),

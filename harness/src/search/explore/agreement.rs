@@ -12,10 +12,12 @@
 //! re-run is unsteady there and the case is set apart (`unsteady`); only a steady re-run verdict
 //! that differs from the built state's is a disagreement.
 
+use super::built::run_case_built;
 use super::case::{Case, Workload};
 use super::exploration::{Exploration, explore};
 use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
+use super::plan::plan;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,8 +58,9 @@ pub struct Agreement {
     pub differ: Vec<String>,
     /// One line per case whose re-runs from the start gave different verdicts.
     pub unsteady: Vec<String>,
-    /// Cases only one of the two record runs found: with operations in flight together, which
-    /// points a run passes depends on thread timing (`interleaving`), so these are not compared.
+    /// Cases only one of the two record runs found, or (with operations in flight together) only
+    /// one way reached: which points a run passes then depends on thread timing
+    /// (`interleaving`), so these are not compared.
     pub unmatched: Vec<String>,
 }
 
@@ -69,9 +72,16 @@ pub fn agreement(scenario: &Scenario, target: &Target, options: &ExploreOptions)
     let (mut differ, mut unsteady, mut unmatched) = (Vec::new(), Vec::new(), Vec::new());
     let names: BTreeSet<&String> = built.verdicts.keys().chain(rerun.verdicts.keys()).collect();
     let workload = Workload::of(scenario);
+    let concurrent = crate::search::replay::concurrent(scenario);
     for name in names {
         match (built.verdicts.get(name), rerun.verdicts.get(name)) {
             (Some(b), Some(r)) if b == r => {}
+            // With operations in flight together, a re-run's prefix may pass another interleaving
+            // and never reach the point (or the built run a re-run of an unbuilt point): one way
+            // tested nothing there, so there is nothing to compare.
+            (Some(b), Some(r)) if concurrent && (b.0 == CaseStatus::NotReached || r.0 == CaseStatus::NotReached) => {
+                unmatched.push(format!("{name}: reached one way only (from its built state {b:?}, re-run {r:?})"));
+            }
             (Some(b), Some(r)) => {
                 let again = rerun_again(&workload, &rerun.cases[name], target, options)?;
                 let line = format!("{name}: from its built state {b:?}, re-run {r:?}, then {again:?}");
@@ -85,6 +95,63 @@ pub fn agreement(scenario: &Scenario, target: &Target, options: &ExploreOptions)
         }
     }
     Ok(Agreement { built, rerun, differ, unsteady, unmatched })
+}
+
+/// What [`sampled`] compared, and where the two ways differ.
+#[derive(Debug, Default)]
+pub struct Sampled {
+    /// Cases run both ways with the same verdict.
+    pub agree: usize,
+    /// Crash points of the record run whose state was built.
+    pub built: usize,
+    pub differ: Vec<String>,
+    pub unsteady: Vec<String>,
+    /// With operations in flight together, cases one way did not reach.
+    pub unmatched: Vec<String>,
+}
+
+/// A cheaper comparison than [`agreement`], for a test over many workloads: one record run
+/// building the states (as explore's), then up to `count` of its depth-1 cases with a built state,
+/// spread evenly over them, each run from its state and re-run from the start.
+pub fn sampled(
+    scenario: &Scenario,
+    target: &Target,
+    options: &ExploreOptions,
+    count: usize,
+) -> std::io::Result<Sampled> {
+    let workload = Workload::of(scenario);
+    let options = ExploreOptions { rerun_prefix: false, ..options.clone() };
+    let plan = plan(&workload, target, &options)?;
+    let Some(built) = plan.built else { return Ok(Sampled::default()) };
+    let run = crate::run::driver::RunOptions { syscalls: true, fingerprints: false, ..options.run.clone() };
+    let ready = |case: &&Case| {
+        case.syscalls.last().is_some_and(|f| matches!(built.at(f), Some(crate::run::built::Built::Ready(_))))
+    };
+    let candidates: Vec<&Case> = plan.cases.iter().filter(ready).collect();
+    let step = candidates.len().div_ceil(count.max(1)).max(1);
+    let concurrent = crate::search::replay::concurrent(scenario);
+    let mut sampled = Sampled { built: candidates.len(), ..Sampled::default() };
+    for case in candidates.into_iter().step_by(step) {
+        let Some(played) = run_case_built(&workload, case, target, &run, &built, None) else { continue };
+        let b = verdict_of(&played?.0);
+        let r = verdict_of(&run_case(&workload, case, target, &run)?.0);
+        let name = case.name();
+        if b == r {
+            sampled.agree += 1;
+            continue;
+        }
+        if concurrent && (b.0 == CaseStatus::NotReached || r.0 == CaseStatus::NotReached) {
+            sampled.unmatched.push(format!("{name}: reached one way only (from its built state {b:?}, re-run {r:?})"));
+            continue;
+        }
+        let again = rerun_again(&workload, case, target, &options)?;
+        let line = format!("{name}: from its built state {b:?}, re-run {r:?}, then {again:?}");
+        match again.iter().all(|v| *v == r) {
+            true => sampled.differ.push(line),
+            false => sampled.unsteady.push(line),
+        }
+    }
+    Ok(sampled)
 }
 
 /// `case` re-run from the start [`STEADY`] times, as `--rerun-prefix` runs it.

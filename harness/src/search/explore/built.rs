@@ -1,20 +1,23 @@
-//! Depth-1 cases over system calls run from crash states built in the record run
-//! (`crate::run::built`), not by re-running the workload's prefix: one recovery per case.
+//! Cases over system calls run from crash states built in an earlier run (`crate::run::built`),
+//! not by re-running the workload's prefix: one recovery per case.
 //!
-//! A case runs from a built state when its one kill is a `[[syscall_fault]]` of the record run's
-//! first incarnation and that point's state could be built; every other case (a boundary held
-//! exactly without the probe, a depth-2 case, a point whose world could not be recorded in
-//! time) is re-run, as is everything with `--rerun-prefix`. Both give the same [`Finding`]: the
-//! case's scenario, which `killpoint run` replays by re-running the prefix.
+//! Depth 1: the record run builds the state at every explored point of its first incarnation.
+//! Depth 2: each depth-1 case's run (from its built state, or re-run when its point had none)
+//! builds the states of its recovery, the incarnation after its kill, where its depth-2 kills
+//! land. A case runs from a built state when its kills are all `[[syscall_fault]]`s and its last
+//! point's state could be built; every other case (a boundary held exactly without the probe and
+//! what follows it, a point whose world could not be recorded in time) is re-run, as is
+//! everything with `--rerun-prefix`. Both give the same [`Finding`]: the case's scenario, which
+//! `killpoint run` replays by re-running the prefix.
 
 use super::case::{Case, Workload};
 use super::finding::{Finding, finding_of};
 use super::syscalls::explored;
 use crate::judge::Verdict;
 use crate::run::built::{Built, BuiltStates};
-use crate::run::driver::{Run, RunOptions};
+use crate::run::driver::{Recording, Run, RunOptions};
 use crate::run::incarnation::Target;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, SyscallFault};
 
 /// The record run of `scenario`, building the crash state at every explored point of its first
 /// incarnation (`None` when this machine cannot trace: nothing is built, every case re-runs).
@@ -24,43 +27,91 @@ pub fn record(
     options: &RunOptions,
 ) -> std::io::Result<(Verdict, Run, Option<BuiltStates>)> {
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (run, built) = tokio.block_on(crate::run::driver::record_states(scenario, target, options, explored))?;
+    let recording = Recording { wanted: explored, incarnation: 1 };
+    let (run, built) = tokio.block_on(crate::run::driver::record_states(scenario, target, options, recording))?;
     let verdict = crate::judge::check(scenario, &run);
     Ok((verdict, run, built))
 }
 
-/// Why `case`, a depth-1 case at a system-call point, is re-run though states were built: the
+/// The crash states an exploration has built: the record run's, and each depth-1 case's
+/// recovery's (by that case's point).
+#[derive(Debug, Default)]
+pub(super) struct Shelf {
+    pub(super) record: Option<BuiltStates>,
+    pub(super) recoveries: Vec<(SyscallFault, BuiltStates)>,
+}
+
+impl Shelf {
+    /// The states `case` may run from: its depth's, when every kill of it is a system call.
+    pub(super) fn for_case(&self, case: &Case) -> Option<&BuiltStates> {
+        if !case.kills.is_empty() || !case.revoke.is_empty() || case.freeze {
+            return None;
+        }
+        match case.syscalls.as_slice() {
+            [_] => self.record.as_ref(),
+            [first, _] => self.recoveries.iter().find(|(f, _)| f == first).map(|(_, states)| states),
+            _ => None,
+        }
+    }
+}
+
+/// What a depth-1 case's run builds for depth 2: the states of its recovery (incarnation 2),
+/// when its one kill is a system call (a boundary's depth-2 cases are re-run).
+pub(super) fn for_depth_two(case: &Case) -> Option<Recording> {
+    let syscall_only = case.kills.is_empty() && case.revoke.is_empty() && !case.freeze;
+    (syscall_only && case.syscalls.len() == 1).then_some(Recording { wanted: explored, incarnation: 2 })
+}
+
+/// Why `case`, whose kills are system calls, is re-run though states were built: its last
 /// point's state could not be built faithfully (`None`: it has a state, or is no such case).
 pub(super) fn unbuilt(case: &Case, built: &BuiltStates) -> Option<&'static str> {
-    let [fault] = case.syscalls.as_slice() else { return None };
+    let fault = case.syscalls.last()?;
     match built.at(fault)? {
         Built::Unbuilt { reason, .. } => Some(reason),
         Built::Ready(_) => None,
     }
 }
 
-/// Runs `case` from its built state, if it has one (`None`: it must be re-run).
-pub fn run_case_built(
+/// A case run, with the crash states its run built for the next depth.
+pub(super) type Played = (Finding, Run, Option<BuiltStates>);
+
+/// Runs `case` from its built state in `built` (the states of its depth), if it has one (`None`:
+/// it must be re-run), building what `recording` says on the way.
+pub(super) fn run_case_built(
     workload: &Workload,
     case: &Case,
     target: &Target,
     options: &RunOptions,
     built: &BuiltStates,
-) -> Option<std::io::Result<(Finding, Run)>> {
-    let [fault] = case.syscalls.as_slice() else { return None };
-    if !case.kills.is_empty() || !case.revoke.is_empty() || case.freeze {
-        return None;
-    }
-    let Some(Built::Ready(state)) = built.at(fault) else { return None };
+    recording: Option<Recording>,
+) -> Option<std::io::Result<Played>> {
+    let Some(Built::Ready(state)) = built.at(case.syscalls.last()?) else { return None };
     let scenario = case.scenario(workload);
     let played = (|| {
         let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let run = tokio.block_on(crate::run::driver::run_built(&scenario, target, options, state))?;
+        let (run, states) =
+            tokio.block_on(crate::run::driver::run_built(&scenario, target, options, state, recording))?;
         let verdict = crate::judge::check(&scenario, &run);
-        Ok((verdict, run))
+        Ok((verdict, run, states))
     })();
-    Some(played.map(|(verdict, run)| {
+    Some(played.map(|(verdict, run, states)| {
         let (finding, run) = finding_of(workload, case, scenario, verdict, run);
-        (Finding { built: true, ..finding }, run)
+        (Finding { built: true, ..finding }, run, states)
     }))
+}
+
+/// Re-runs `case` from the start, building what `recording` says on the way.
+pub(super) fn rerun_building(
+    workload: &Workload,
+    case: &Case,
+    target: &Target,
+    options: &RunOptions,
+    recording: Recording,
+) -> std::io::Result<Played> {
+    let scenario = case.scenario(workload);
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (run, states) = tokio.block_on(crate::run::driver::record_states(&scenario, target, options, recording))?;
+    let verdict = crate::judge::check(&scenario, &run);
+    let (finding, run) = finding_of(workload, case, scenario, verdict, run);
+    Ok((finding, run, states))
 }

@@ -1,6 +1,7 @@
 //! An exploration as a whole: the plan's record run, then each depth's cases run and judged, the
 //! cases of the next depth drawn from the recoveries of the first.
 
+use super::built::Shelf;
 use super::case::{Case, Workload};
 use super::depth::{Recovery, recovery};
 use super::finding::{CaseStatus, Finding, case_status};
@@ -154,13 +155,14 @@ pub fn explore(
     } else {
         options
     };
-    let built = plan.built.take();
-    let explorer =
-        Explorer { scenario, workload: &workload, target, options, progress, syscalls, built: built.as_ref() };
+    // Built states, unless `--rerun-prefix` (or this machine cannot trace): the record run's,
+    // then each depth-1 case's recovery's.
+    let mut shelf = plan.built.take().map(|record| Shelf { record: Some(record), recoveries: Vec::new() });
+    let explorer = Explorer { scenario, workload: &workload, target, options, progress, syscalls };
     let mut level: Vec<Case> = plan.cases;
     let mut depth = 1;
     loop {
-        let next = explorer.level(&mut result, level, depth)?;
+        let next = explorer.level(&mut result, level, depth, shelf.as_mut())?;
         if next.is_empty() || (options.first_failure && !result.failures.is_empty()) {
             break;
         }
@@ -179,34 +181,46 @@ struct Explorer<'a> {
     progress: &'a (dyn Fn(&Finding, usize, usize, usize) + Sync),
     /// The crash points are system calls.
     syscalls: bool,
-    /// The crash states built in the record run, for depth 1.
-    built: Option<&'a crate::run::built::BuiltStates>,
 }
 
 impl Explorer<'_> {
-    /// Runs and judges the cases of one depth that are this shard's; returns the cases of the next
-    /// depth (the recoveries of this shard's depth-1 runs).
-    fn level(&self, result: &mut Exploration, level: Vec<Case>, depth: u32) -> std::io::Result<Vec<Case>> {
+    /// Runs and judges the cases of one depth that are this shard's, each from its built state on
+    /// the `shelf` when it has one; returns the cases of the next depth (the recoveries of this
+    /// shard's depth-1 runs), and puts the states their runs built on the shelf.
+    fn level(
+        &self,
+        result: &mut Exploration,
+        level: Vec<Case>,
+        depth: u32,
+        mut shelf: Option<&mut Shelf>,
+    ) -> std::io::Result<Vec<Case>> {
         let options = self.options;
         let depth2 = options.depth >= 2;
         let Level { run: to_run, other_shards } = shard_level(level, depth, &self.scenario.name, options);
         result.other_shards += other_shards;
         let keep_runs = depth == 1 && depth2;
-        let built = self.built.filter(|_| depth == 1);
-        for reason in built.into_iter().flat_map(|b| to_run.iter().filter_map(|case| super::built::unbuilt(case, b))) {
-            *result.unbuilt.entry(reason).or_default() += 1;
+        if let Some(shelf) = shelf.as_deref() {
+            let built = to_run.iter().filter_map(|case| Some((case, shelf.for_case(case)?)));
+            for reason in built.filter_map(|(case, states)| super::built::unbuilt(case, states)) {
+                *result.unbuilt.entry(reason).or_default() += 1;
+            }
         }
         let failures = result.failures.len();
+        let on_shelf = shelf.as_deref();
         let outcomes =
-            run_all(self.workload, &to_run, built, self.target, options, keep_runs, self.progress, failures)?;
+            run_all(self.workload, &to_run, on_shelf, self.target, options, keep_runs, self.progress, failures)?;
         result.ran.push(outcomes.len());
         let mut next = Vec::new();
-        for (finding, run) in outcomes {
+        for (finding, run, states) in outcomes {
             result.judge(&finding);
-            if let Some(run) = run
-                && let Some(found) = recovery(&finding, &run, self.syscalls, options.prune)
-            {
+            let Some(run) = run else { continue };
+            if let Some(found) = recovery(&finding, &run, self.syscalls, options.prune) {
                 next.extend(result.recovered(found));
+            }
+            if let (Some(shelf), Some(states), [fault]) =
+                (shelf.as_deref_mut(), states, finding.case.syscalls.as_slice())
+            {
+                shelf.recoveries.push((fault.clone(), states));
             }
         }
         Ok(next)

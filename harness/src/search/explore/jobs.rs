@@ -1,7 +1,7 @@
 //! Cases run at once: `options.jobs` threads take the cases in order, each with its own data dir,
 //! fake world and ports, and the findings come back in the cases' order.
 
-use super::built::run_case_built;
+use super::built::{Played, Shelf, for_depth_two, rerun_building, run_case_built};
 use super::case::{Case, Workload};
 use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
@@ -9,22 +9,23 @@ use crate::run::built::BuiltStates;
 use crate::run::driver::{Run, RunOptions};
 use crate::run::incarnation::Target;
 
-/// A case run and judged, with its run when it is kept.
-type Outcome = std::io::Result<(Finding, Option<Run>)>;
+/// A case run and judged, with its run when it is kept, and the crash states it built.
+pub(super) type Outcome = (Finding, Option<Run>, Option<BuiltStates>);
 
-/// Runs `cases` on `options.jobs` threads, each from its crash state in `built` when it has one;
-/// keeps each run only when asked (depth 2 reads them).
+/// Runs `cases` on `options.jobs` threads, each from its crash state on the `shelf` when it has
+/// one; keeps each run only when asked (depth 2 reads them), and then, when the shelf is in use,
+/// builds the states of each run's recovery for depth 2.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_all(
     workload: &Workload,
     cases: &[Case],
-    built: Option<&BuiltStates>,
+    shelf: Option<&Shelf>,
     target: &Target,
     options: &ExploreOptions,
     keep_runs: bool,
     progress: &(dyn Fn(&Finding, usize, usize, usize) + Sync),
     failures_so_far: usize,
-) -> std::io::Result<Vec<(Finding, Option<Run>)>> {
+) -> std::io::Result<Vec<Outcome>> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
@@ -32,7 +33,7 @@ pub(super) fn run_all(
     let failures = AtomicUsize::new(failures_so_far);
     let done = AtomicUsize::new(0);
     let total = cases.len();
-    let out: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
+    let out: Mutex<Vec<(usize, std::io::Result<Outcome>)>> = Mutex::new(Vec::new());
     // Runs whose recoveries become depth-2 points take fingerprints, so those points can be pruned.
     let run_options = RunOptions { fingerprints: keep_runs, ..options.run.clone() };
     std::thread::scope(|scope| {
@@ -44,9 +45,8 @@ pub(super) fn run_all(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
-                    let played = built.and_then(|b| run_case_built(workload, case, target, &run_options, b));
-                    let played = played.unwrap_or_else(|| run_case(workload, case, target, &run_options));
-                    let outcome = played.map(|(mut finding, run)| {
+                    let played = play(workload, case, target, &run_options, shelf, keep_runs);
+                    let outcome = played.map(|(mut finding, run, states)| {
                         let failed = finding.status() == CaseStatus::Fail;
                         if failed {
                             failures.fetch_add(1, Ordering::Relaxed);
@@ -74,7 +74,7 @@ pub(super) fn run_all(
                         } else {
                             None
                         };
-                        (finding, run)
+                        (finding, run, states)
                     });
                     out.lock().unwrap_or_else(|p| p.into_inner()).push((i, outcome));
                 }
@@ -84,4 +84,26 @@ pub(super) fn run_all(
     let mut out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     out.sort_by_key(|(i, _)| *i);
     out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// One case: from its built state when the shelf has one, else re-run; building its recovery's
+/// states when its run is kept for depth 2 and the shelf is in use.
+fn play(
+    workload: &Workload,
+    case: &Case,
+    target: &Target,
+    options: &RunOptions,
+    shelf: Option<&Shelf>,
+    keep_runs: bool,
+) -> std::io::Result<Played> {
+    let recording = shelf.and(for_depth_two(case)).filter(|_| keep_runs);
+    if let Some(played) =
+        shelf.and_then(|s| s.for_case(case)).and_then(|b| run_case_built(workload, case, target, options, b, recording))
+    {
+        return played;
+    }
+    match recording {
+        Some(recording) => rerun_building(workload, case, target, options, recording),
+        None => run_case(workload, case, target, options).map(|(finding, run)| (finding, run, None)),
+    }
 }

@@ -49,7 +49,7 @@ mod point;
 mod prune;
 mod syscalls;
 
-pub use built::{record, run_case_built};
+pub use built::record;
 pub use case::{Case, Workload};
 pub use exploration::{Exploration, explore};
 pub use finding::{CaseStatus, Finding, run_case};
