@@ -70,17 +70,17 @@ fn agreed(name: &str, agreement: &Agreement, concurrent: bool) {
     let (built, rerun) = (&agreement.built, &agreement.rerun);
     assert_eq!(rerun.exploration.from_built, 0, "{name}: --rerun-prefix ran case(s) from built states");
     assert!(
-        concurrent || agreement.unmatched.is_empty(),
+        concurrent || agreement.apart.unmatched.is_empty(),
         "{name}: the two record runs found different cases: {:?}",
-        agreement.unmatched
+        agreement.apart.unmatched
     );
     assert!(
-        agreement.differ.is_empty(),
+        agreement.apart.differ.is_empty(),
         "{name}: built states and re-runs disagree on {} case(s):\n{}",
-        agreement.differ.len(),
-        agreement.differ.join("\n")
+        agreement.apart.differ.len(),
+        agreement.apart.differ.join("\n")
     );
-    for line in &agreement.unsteady {
+    for line in &agreement.apart.unsteady {
         eprintln!("{name}: unsteady when re-run from the start (not held against built states): {line}");
     }
     let from_built = built.exploration.from_built;
@@ -162,18 +162,18 @@ fn compare_sampled(scenario: &Scenario, crash: Crash) -> usize {
         sampled(&scenario, &reference(), &ExploreOptions { jobs: 1, ..options(crash) }, 2).expect("the cases run");
     let concurrent = killpoint::search::replay::concurrent(&scenario);
     assert!(
-        sampled.agree > 0 || (concurrent && !sampled.unmatched.is_empty()),
+        sampled.agree > 0 || (concurrent && !sampled.apart.unmatched.is_empty()),
         "{name}: no case compared ({} points with a built state; {:?})",
         sampled.built,
         sampled
     );
     assert!(
-        sampled.differ.is_empty(),
+        sampled.apart.differ.is_empty(),
         "{name}: built states and re-runs disagree on {} case(s):\n{}",
-        sampled.differ.len(),
-        sampled.differ.join("\n")
+        sampled.apart.differ.len(),
+        sampled.apart.differ.join("\n")
     );
-    for line in sampled.unsteady.iter().chain(&sampled.unmatched) {
+    for line in sampled.apart.unsteady.iter().chain(&sampled.apart.unmatched) {
         eprintln!("{name}: not compared: {line}");
     }
     sampled.agree

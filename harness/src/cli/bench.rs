@@ -127,17 +127,17 @@ fn agree_once(scenario: &Scenario, target: &Target, options: &ExploreOptions, i:
     outln!(
         "  run {i:>3}: built / re-run = {:.2}x the cases per second; verdicts differ on {} case(s), {} unsteady when re-run, {} found or reached one way only",
         built / rerun.max(1e-9),
-        agreement.differ.len(),
-        agreement.unsteady.len(),
-        agreement.unmatched.len()
+        agreement.apart.differ.len(),
+        agreement.apart.unsteady.len(),
+        agreement.apart.unmatched.len()
     );
-    for line in &agreement.differ {
+    for line in &agreement.apart.differ {
         outln!("    differ: {line}");
     }
-    for line in &agreement.unsteady {
+    for line in &agreement.apart.unsteady {
         outln!("    unsteady re-run: {line}");
     }
-    let fails = !agreement.built.exploration.failures.is_empty() || !agreement.differ.is_empty();
+    let fails = !agreement.built.exploration.failures.is_empty() || !agreement.apart.differ.is_empty();
     Some((built, fails))
 }
 

@@ -1,8 +1,9 @@
 //! Built crash states against re-runs: one workload explored over system calls both ways, each
 //! case's verdict compared. A case whose verdict from its built state differs from its re-run's
 //! would be a false alarm (or a false pass) of built states, the worst a testing tool can give:
-//! `tests/built_states.rs` holds a representative set to none, and `killpoint bench SCENARIO
-//! --points syscalls` says how many cases of its workload differ.
+//! `tests/built_states.rs` holds every standard workload ([`sampled`]: two cases each) and a few
+//! whole explorations to none, and `killpoint bench SCENARIO --points syscalls` says how many
+//! cases of its workload differ.
 //!
 //! A case is addressed by counts (the 8th request since a boundary), and where the runtime's own
 //! timing orders its calls (two destinations' retries on wall-clock backoffs, operations in flight
@@ -54,6 +55,12 @@ impl Explored {
 pub struct Agreement {
     pub built: Explored,
     pub rerun: Explored,
+    pub apart: Apart,
+}
+
+/// The cases whose two verdicts were not the same, by why.
+#[derive(Debug, Default)]
+pub struct Apart {
     /// One line per case whose built verdict differs from a steady re-run verdict.
     pub differ: Vec<String>,
     /// One line per case whose re-runs from the start gave different verdicts.
@@ -64,37 +71,57 @@ pub struct Agreement {
     pub unmatched: Vec<String>,
 }
 
+impl Apart {
+    /// Compares case `name`'s verdicts, `b` from its built state and `r` re-run; when they differ,
+    /// files it, re-running it from the start (`again`) to tell a disagreement from an unsteady
+    /// re-run. Whether they were the same.
+    fn compare(
+        &mut self,
+        name: &str,
+        (b, r): (&Verdict, &Verdict),
+        concurrent: bool,
+        again: impl FnOnce() -> std::io::Result<Vec<Verdict>>,
+    ) -> std::io::Result<bool> {
+        if b == r {
+            return Ok(true);
+        }
+        // With operations in flight together, a re-run's prefix may pass another interleaving and
+        // never reach the point (or the built run a re-run of an unbuilt point): one way tested
+        // nothing there, so there is nothing to compare.
+        if concurrent && (b.0 == CaseStatus::NotReached || r.0 == CaseStatus::NotReached) {
+            self.unmatched.push(format!("{name}: reached one way only (from its built state {b:?}, re-run {r:?})"));
+            return Ok(false);
+        }
+        let again = again()?;
+        let line = format!("{name}: from its built state {b:?}, re-run {r:?}, then {again:?}");
+        match again.iter().all(|v| v == r) {
+            true => self.differ.push(line),
+            false => self.unsteady.push(line),
+        }
+        Ok(false)
+    }
+}
+
 /// Explores `scenario` from built states, then (right after, under the same load) with
 /// `--rerun-prefix`, and compares every case's verdict.
 pub fn agreement(scenario: &Scenario, target: &Target, options: &ExploreOptions) -> std::io::Result<Agreement> {
     let built = explored(scenario, target, &ExploreOptions { rerun_prefix: false, ..options.clone() })?;
     let rerun = explored(scenario, target, &ExploreOptions { rerun_prefix: true, ..options.clone() })?;
-    let (mut differ, mut unsteady, mut unmatched) = (Vec::new(), Vec::new(), Vec::new());
+    let mut apart = Apart::default();
     let names: BTreeSet<&String> = built.verdicts.keys().chain(rerun.verdicts.keys()).collect();
     let workload = Workload::of(scenario);
     let concurrent = crate::search::replay::concurrent(scenario);
     for name in names {
         match (built.verdicts.get(name), rerun.verdicts.get(name)) {
-            (Some(b), Some(r)) if b == r => {}
-            // With operations in flight together, a re-run's prefix may pass another interleaving
-            // and never reach the point (or the built run a re-run of an unbuilt point): one way
-            // tested nothing there, so there is nothing to compare.
-            (Some(b), Some(r)) if concurrent && (b.0 == CaseStatus::NotReached || r.0 == CaseStatus::NotReached) => {
-                unmatched.push(format!("{name}: reached one way only (from its built state {b:?}, re-run {r:?})"));
-            }
             (Some(b), Some(r)) => {
-                let again = rerun_again(&workload, &rerun.cases[name], target, options)?;
-                let line = format!("{name}: from its built state {b:?}, re-run {r:?}, then {again:?}");
-                match again.iter().all(|v| v == r) {
-                    true => differ.push(line),
-                    false => unsteady.push(line),
-                }
+                let again = || rerun_again(&workload, &rerun.cases[name], target, options);
+                apart.compare(name, (b, r), concurrent, again)?;
             }
-            (Some(_), None) => unmatched.push(format!("{name}: found by the built record run only")),
-            (None, _) => unmatched.push(format!("{name}: found by the re-run's record run only")),
+            (Some(_), None) => apart.unmatched.push(format!("{name}: found by the built record run only")),
+            (None, _) => apart.unmatched.push(format!("{name}: found by the re-run's record run only")),
         }
     }
-    Ok(Agreement { built, rerun, differ, unsteady, unmatched })
+    Ok(Agreement { built, rerun, apart })
 }
 
 /// What [`sampled`] compared, and where the two ways differ.
@@ -104,10 +131,7 @@ pub struct Sampled {
     pub agree: usize,
     /// Crash points of the record run whose state was built.
     pub built: usize,
-    pub differ: Vec<String>,
-    pub unsteady: Vec<String>,
-    /// With operations in flight together, cases one way did not reach.
-    pub unmatched: Vec<String>,
+    pub apart: Apart,
 }
 
 /// A cheaper comparison than [`agreement`], for a test over many workloads: one record run
@@ -135,21 +159,8 @@ pub fn sampled(
         let Some(played) = run_case_built(&workload, case, target, &run, &built, None) else { continue };
         let b = verdict_of(&played?.0);
         let r = verdict_of(&run_case(&workload, case, target, &run)?.0);
-        let name = case.name();
-        if b == r {
-            sampled.agree += 1;
-            continue;
-        }
-        if concurrent && (b.0 == CaseStatus::NotReached || r.0 == CaseStatus::NotReached) {
-            sampled.unmatched.push(format!("{name}: reached one way only (from its built state {b:?}, re-run {r:?})"));
-            continue;
-        }
-        let again = rerun_again(&workload, case, target, &options)?;
-        let line = format!("{name}: from its built state {b:?}, re-run {r:?}, then {again:?}");
-        match again.iter().all(|v| *v == r) {
-            true => sampled.differ.push(line),
-            false => sampled.unsteady.push(line),
-        }
+        let again = || rerun_again(&workload, case, target, &options);
+        sampled.agree += usize::from(sampled.apart.compare(&case.name(), (&b, &r), concurrent, again)?);
     }
     Ok(sampled)
 }
