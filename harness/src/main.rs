@@ -201,7 +201,7 @@ struct CertifyArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
-    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point in the record run
+    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point (in the record run; at depth 2, in the depth-1 case's run)
     #[arg(long)]
     rerun_prefix: bool,
 }
@@ -221,7 +221,7 @@ struct RunArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
-    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point in the record run
+    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point (in the record run; at depth 2, in the depth-1 case's run)
     #[arg(long)]
     rerun_prefix: bool,
 }
@@ -257,7 +257,7 @@ struct ExploreKnobs {
     /// Where the crash points are: every named boundary occurrence, or every sync, rename, unlink, request and answer of the runtime's system calls (Linux x86_64, through killpoint-tracer: no probe needed). `bench` without a scenario: run the matrix under the tracer, and say what tracing costs
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
-    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point in the record run
+    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point (in the record run; at depth 2, in the depth-1 case's run)
     #[arg(long)]
     rerun_prefix: bool,
 }
