@@ -53,6 +53,11 @@
 //! (`driver::Recording`) takes them at the points of one incarnation, the first in a record run,
 //! the recovery (the second) in a depth-1 case's run, whether that run went on from a built
 //! state or was re-run.
+//!
+//! A run from a built state traces its recovery only when it builds states there: every kill of
+//! its case has happened, and untraced the runtime recovers as it would in production (and
+//! faster: a traced Python recovery took 1.4 times as long). Its `syscall_hits` say the case's
+//! kills were hit; its `syscall_points` are empty, as in any untraced run.
 
 pub mod capture;
 mod disk;

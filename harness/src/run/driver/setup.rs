@@ -8,7 +8,7 @@ use crate::run::built::BuiltState;
 use crate::run::incarnation::Target;
 use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{Reached, Tracing};
-use crate::scenario::{RuntimeSettings, Scenario};
+use crate::scenario::{RuntimeSettings, Scenario, SyscallFault};
 use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, PolicyFault, World};
 use std::path::{Path, PathBuf};
 use tokio::net::UnixListener;
@@ -153,11 +153,8 @@ impl Tracer {
         let socket = artifacts.socket("trace.sock");
         let faults = scenario.syscall_faults.clone();
         let (traced, reached) = match resumed {
-            // The fault at the built state's point was hit there, and those before it (a
-            // depth-2 case's first) in the run it was built in.
             Some(state) => {
-                let at = faults.iter().position(|f| *f == state.point.fault());
-                let hit = (0..faults.len()).map(|i| at.is_some_and(|at| i <= at)).collect();
+                let hit = hit_up_to(&faults, state);
                 Tracing::resumed(&socket, faults, hit, state.trace.clone(), power_loss)
             }
             None => Tracing::new(&socket, faults, power_loss),
@@ -168,4 +165,11 @@ impl Tracer {
         args.extend(target.args.iter().cloned());
         Ok((Tracer { tracing: Some(traced), reached: Some(reached) }, Target { program: tracer, args }))
     }
+}
+
+/// Which of `faults` a run going on from `state` has hit: the one at the built state's point, and
+/// those before it (a depth-2 case's first) in the run it was built in.
+pub(super) fn hit_up_to(faults: &[SyscallFault], state: &BuiltState) -> Vec<bool> {
+    let at = faults.iter().position(|f| *f == state.point.fault());
+    (0..faults.len()).map(|i| at.is_some_and(|at| i <= at)).collect()
 }
