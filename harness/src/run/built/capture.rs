@@ -39,6 +39,14 @@ impl BuiltStates {
     pub fn at(&self, fault: &SyscallFault) -> Option<&Built> {
         self.states.iter().find(|b| &b.point().fault() == fault)
     }
+
+    /// The state a case whose last kill is `fault` runs from, when it could be built.
+    pub fn ready_at(&self, fault: &SyscallFault) -> Option<&BuiltState> {
+        match self.at(fault)? {
+            Built::Ready(state) => Some(state),
+            Built::Unbuilt { .. } => None,
+        }
+    }
 }
 
 /// The hook that takes them.

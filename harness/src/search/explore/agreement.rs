@@ -148,9 +148,7 @@ pub fn sampled(
     let plan = plan(&workload, target, &options)?;
     let Some(built) = plan.built else { return Ok(Sampled::default()) };
     let run = crate::run::driver::RunOptions { syscalls: true, fingerprints: false, ..options.run.clone() };
-    let ready = |case: &&Case| {
-        case.syscalls.last().is_some_and(|f| matches!(built.at(f), Some(crate::run::built::Built::Ready(_))))
-    };
+    let ready = |case: &&Case| case.syscalls.last().is_some_and(|f| built.ready_at(f).is_some());
     let candidates: Vec<&Case> = plan.cases.iter().filter(ready).collect();
     let step = candidates.len().div_ceil(count.max(1)).max(1);
     let concurrent = crate::search::replay::concurrent(scenario);

@@ -26,8 +26,17 @@ pub fn record(
     target: &Target,
     options: &RunOptions,
 ) -> std::io::Result<(Verdict, Run, Option<BuiltStates>)> {
+    building(scenario, target, options, Recording { wanted: explored, incarnation: 1 })
+}
+
+/// `scenario` run traced from the start and judged, building the states `recording` says.
+fn building(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    recording: Recording,
+) -> std::io::Result<(Verdict, Run, Option<BuiltStates>)> {
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let recording = Recording { wanted: explored, incarnation: 1 };
     let (run, built) = tokio.block_on(crate::run::driver::record_states(scenario, target, options, recording))?;
     let verdict = crate::judge::check(scenario, &run);
     Ok((verdict, run, built))
@@ -44,7 +53,7 @@ pub(super) struct Shelf {
 impl Shelf {
     /// The states `case` may run from: its depth's, when every kill of it is a system call.
     pub(super) fn for_case(&self, case: &Case) -> Option<&BuiltStates> {
-        if !case.kills.is_empty() || !case.revoke.is_empty() || case.freeze {
+        if !case.syscalls_only() {
             return None;
         }
         match case.syscalls.as_slice() {
@@ -58,8 +67,7 @@ impl Shelf {
 /// What a depth-1 case's run builds for depth 2: the states of its recovery (incarnation 2),
 /// when its one kill is a system call (a boundary's depth-2 cases are re-run).
 pub(super) fn for_depth_two(case: &Case) -> Option<Recording> {
-    let syscall_only = case.kills.is_empty() && case.revoke.is_empty() && !case.freeze;
-    (syscall_only && case.syscalls.len() == 1).then_some(Recording { wanted: explored, incarnation: 2 })
+    (case.syscalls_only() && case.syscalls.len() == 1).then_some(Recording { wanted: explored, incarnation: 2 })
 }
 
 /// Why `case`, whose kills are system calls, is re-run though states were built: its last
@@ -85,7 +93,7 @@ pub(super) fn run_case_built(
     built: &BuiltStates,
     recording: Option<Recording>,
 ) -> Option<std::io::Result<Played>> {
-    let Some(Built::Ready(state)) = built.at(case.syscalls.last()?) else { return None };
+    let state = built.ready_at(case.syscalls.last()?)?;
     let scenario = case.scenario(workload);
     let played = (|| {
         let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -109,9 +117,7 @@ pub(super) fn rerun_building(
     recording: Recording,
 ) -> std::io::Result<Played> {
     let scenario = case.scenario(workload);
-    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (run, states) = tokio.block_on(crate::run::driver::record_states(&scenario, target, options, recording))?;
-    let verdict = crate::judge::check(&scenario, &run);
+    let (verdict, run, states) = building(&scenario, target, options, recording)?;
     let (finding, run) = finding_of(workload, case, scenario, verdict, run);
     Ok((finding, run, states))
 }

@@ -50,6 +50,12 @@ impl Case {
         name
     }
 
+    /// Whether every kill of this schedule is a system call (no boundary kill, freeze or revoke):
+    /// what a crash state built by the tracer can stand for.
+    pub fn syscalls_only(&self) -> bool {
+        self.kills.is_empty() && self.revoke.is_empty() && !self.freeze
+    }
+
     /// The workload with this schedule's kills: a scenario like any other, which `killpoint run`
     /// replays. Expectations follow the kills: a tool with no lookup killed after its call may
     /// have acted, so it must pause; an operation cancelled before its first call must be refused.
