@@ -26,18 +26,53 @@ pub(super) fn sockaddr(tid: i32, address: u64, len: u64) -> Option<SocketAddr> {
 
 /// The remote address of the TCP socket with this inode, from the tracee's network namespace.
 pub(super) fn socket_peer(tid: i32, inode: u64) -> Option<SocketAddr> {
-    ["tcp", "tcp6"].into_iter().find_map(|table| {
-        let text = std::fs::read_to_string(format!("/proc/{tid}/net/{table}")).ok()?;
-        text.lines().skip(1).find_map(|line| parse_tcp_line(line).filter(|(i, _)| *i == inode).map(|(_, a)| a))
+    tcp_table(&format!("/proc/{tid}/net")).into_iter().find(|row| row.inode == inode).map(|row| row.remote)
+}
+
+/// One row of the kernel's TCP table (`/proc/net/tcp` and `tcp6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpRow {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// The kernel's `TCP_*` state number (`0x0A`: listening).
+    pub state: u8,
+    /// Bytes sent and not yet acknowledged by the peer.
+    pub tx_queue: u64,
+    /// Bytes received and not yet read by the socket's owner (for a listening socket: the
+    /// connections waiting to be accepted).
+    pub rx_queue: u64,
+    pub inode: u64,
+}
+
+impl TcpRow {
+    pub const LISTEN: u8 = 0x0A;
+}
+
+/// Every row of the TCP tables under `net` (`/proc/self/net`, `/proc/<tid>/net`), IPv4 and IPv6;
+/// a table that cannot be read gives none.
+pub fn tcp_table(net: &str) -> Vec<TcpRow> {
+    let tables = ["tcp", "tcp6"].into_iter().filter_map(|table| std::fs::read_to_string(format!("{net}/{table}")).ok());
+    tables.flat_map(|text| text.lines().skip(1).filter_map(parse_tcp_line).collect::<Vec<_>>()).collect()
+}
+
+/// One row of /proc/net/tcp{,6}. Addresses are hex words in the kernel's byte order
+/// (little-endian on x86_64), ports and queues plain hex.
+fn parse_tcp_line(line: &str) -> Option<TcpRow> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let (tx_queue, rx_queue) = fields.get(4)?.split_once(':')?;
+    Some(TcpRow {
+        local: parse_address(fields.get(1)?)?,
+        remote: parse_address(fields.get(2)?)?,
+        state: u8::from_str_radix(fields.get(3)?, 16).ok()?,
+        tx_queue: u64::from_str_radix(tx_queue, 16).ok()?,
+        rx_queue: u64::from_str_radix(rx_queue, 16).ok()?,
+        inode: fields.get(9)?.parse().ok()?,
     })
 }
 
-/// One row of /proc/net/tcp{,6}: (inode, remote address). Addresses are hex words in the
-/// kernel's byte order (little-endian on x86_64), ports plain hex.
-fn parse_tcp_line(line: &str) -> Option<(u64, SocketAddr)> {
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    let (ip, port) = fields.get(2)?.split_once(':')?;
-    let inode = fields.get(9)?.parse().ok()?;
+/// `0100007F:1F90` is 127.0.0.1:8080; an IPv4-mapped IPv6 address is given as IPv4.
+fn parse_address(field: &str) -> Option<SocketAddr> {
+    let (ip, port) = field.split_once(':')?;
     let port = u16::from_str_radix(port, 16).ok()?;
     let words: Vec<u32> =
         (0..ip.len() / 8).map(|i| u32::from_str_radix(&ip[i * 8..i * 8 + 8], 16)).collect::<Result<_, _>>().ok()?;
@@ -50,7 +85,7 @@ fn parse_tcp_line(line: &str) -> Option<(u64, SocketAddr)> {
         }
         _ => return None,
     };
-    Some((inode, SocketAddr::new(ip, port)))
+    Some(SocketAddr::new(ip, port))
 }
 
 #[cfg(test)]
@@ -58,10 +93,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tcp_rows_give_inode_and_peer() {
-        let v4 = "   0: 0100007F:A3F2 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0000000000000000 20 4 30 10 -1";
-        assert_eq!(parse_tcp_line(v4), Some((4242, "127.0.0.1:8080".parse().unwrap())));
-        let v6 = "   0: 0000000000000000FFFF00000100007F:A3F2 0000000000000000FFFF00000100007F:0050 01 00000000:00000000 00:00000000 00000000  1000        0 77 1";
-        assert_eq!(parse_tcp_line(v6), Some((77, "127.0.0.1:80".parse().unwrap())));
+    fn tcp_rows_give_addresses_queues_and_inode() {
+        let v4 = "   0: 0100007F:A3F2 0100007F:1F90 01 0000002A:00000010 00:00000000 00000000  1000        0 4242 1 0000000000000000 20 4 30 10 -1";
+        let row = parse_tcp_line(v4).expect("a v4 row");
+        assert_eq!(row.local, "127.0.0.1:41970".parse().unwrap());
+        assert_eq!(row.remote, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!((row.state, row.tx_queue, row.rx_queue, row.inode), (1, 42, 16, 4242));
+        let v6 = "   0: 0000000000000000FFFF00000100007F:A3F2 0000000000000000FFFF00000100007F:0050 0A 00000000:00000000 00:00000000 00000000  1000        0 77 1";
+        let row = parse_tcp_line(v6).expect("a v6 row");
+        assert_eq!((row.remote, row.state, row.inode), ("127.0.0.1:80".parse().unwrap(), TcpRow::LISTEN, 77));
     }
 }

@@ -2,8 +2,8 @@
 //! runtime there (`crate::run::traced::PointHook`).
 
 use super::marks::{ANSWER_SHOWS, SharedMarks};
-use super::{Built, BuiltState, DiskImage};
-use crate::run::driver::record::Mark;
+use super::{Built, BuiltState, DiskImage, Fired};
+use crate::run::driver::record::{Hit, Mark};
 use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{CrashState, HeldPoint, PointHook, SyscallPoint};
 use crate::scenario::SyscallFault;
@@ -93,9 +93,16 @@ impl Capture {
         Ok(Capture { data, logs, world, timeline, wanted, incarnation, taken, store: Mutex::new(Some(store)), root })
     }
 
-    /// Everything taken (once the run is over); the copies live as long as the result.
-    pub fn finish(&self) -> std::io::Result<BuiltStates> {
-        let taken = std::mem::take(&mut *self.taken.lock().unwrap_or_else(|p| p.into_inner()));
+    /// Everything taken (once the run is over, its faults' `hits` and `killed` known: each state
+    /// keeps those that fired before it); the copies live as long as the result.
+    pub fn finish(&self, hits: &[Hit], killed: &[Option<u64>]) -> std::io::Result<BuiltStates> {
+        let mut taken = std::mem::take(&mut *self.taken.lock().unwrap_or_else(|p| p.into_inner()));
+        for state in taken.states.iter_mut().filter_map(|b| match b {
+            Built::Ready(state) => Some(state),
+            Built::Unbuilt { .. } => None,
+        }) {
+            state.fired = fired_before(hits, killed, state.timeline.last().map_or(0, |m| m.seq));
+        }
         let store = self.store.lock().unwrap_or_else(|p| p.into_inner()).take();
         let store = store.ok_or_else(|| std::io::Error::other("the built states were already handed over"))?;
         Ok(BuiltStates {
@@ -152,7 +159,7 @@ impl Capture {
                 Some((name.to_owned(), bytes))
             })
             .collect();
-        Ok(BuiltState { point, disk, world, timeline, trace: at.progress, logs })
+        Ok(BuiltState { point, disk, world, timeline, trace: at.progress, logs, fired: Vec::new() })
     }
 
     /// The data dir's image at the point: a copy of the dir for a process crash, what the
@@ -177,6 +184,12 @@ impl Capture {
         taken.last = Some((changes, image.clone()));
         Ok(image)
     }
+}
+
+/// The faults whose kill came at or before `seq` on the run's clock.
+fn fired_before(hits: &[Hit], killed: &[Option<u64>], seq: u64) -> Vec<Fired> {
+    let fired = hits.iter().zip(killed).enumerate();
+    fired.filter_map(|(fault, (&hit, at))| at.filter(|&at| at <= seq).map(|at| Fired { fault, hit, at })).collect()
 }
 
 impl PointHook for Capture {

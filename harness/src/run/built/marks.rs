@@ -6,13 +6,21 @@
 //! harness): a re-run's client, killed there, would still read it and count the operation as
 //! accepted, while a built state would submit it again to the recovery — and a runtime that lost
 //! the intent would pass there where the re-run fails. So the capture waits for the answer's
-//! mark, with a deadline; an answer that does not show is not guessed at: the point's case is
-//! re-run.
+//! mark, with a deadline, until the kernel's TCP table shows no byte on its way from the API to
+//! the harness ([`super::quiet`]) for a few of the driver's turns: then no answer was sent, and
+//! the state is built unanswered (its recovery is submitted the operation again, as a re-run's
+//! client does). An answer that neither shows nor can be ruled out is not guessed at: the
+//! point's case is re-run.
 
 use crate::run::driver::record::{Happening, Mark};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
+
+/// How long nothing must be on its way, and no answer marked, before a submission in flight is
+/// taken as unanswered: the driver's turns to read and mark an answer the harness already has.
+const QUIET_FOR: Duration = Duration::from_millis(2);
 
 /// How long an answer the runtime may have sent is waited for. The driver's task runs on the
 /// capture's thread while it waits, so an answer already in the harness's socket shows in well
@@ -24,11 +32,19 @@ pub const ANSWER_SHOWS: Duration = Duration::from_millis(100);
 pub struct SharedMarks {
     marks: Mutex<Vec<Mark>>,
     added: Notify,
+    /// The port of the API the driver's client talks to (0: none yet).
+    api: AtomicU16,
 }
 
 impl SharedMarks {
     pub fn new(marks: Vec<Mark>) -> SharedMarks {
-        SharedMarks { marks: Mutex::new(marks), added: Notify::new() }
+        SharedMarks { marks: Mutex::new(marks), added: Notify::new(), api: AtomicU16::new(0) }
+    }
+
+    /// The driver's client now talks to the API at `base` (`http://127.0.0.1:PORT`).
+    pub fn serving(&self, base: &str) {
+        let port = base.rsplit_once(':').and_then(|(_, port)| port.trim_end_matches('/').parse().ok());
+        self.api.store(port.unwrap_or(0), Ordering::SeqCst);
     }
 
     /// The marks, locked: the driver ticks the clock and pushes under this lock, so a capture
@@ -55,13 +71,24 @@ impl SharedMarks {
         submitted.into_iter().find(|op| !answered(op)).cloned()
     }
 
-    /// Waits until no submission is in flight; `Err` names the one still in flight at the
-    /// deadline.
+    /// Waits until no submission is in flight, or the one in flight is shown unanswered: nothing
+    /// on its way from the API for [`QUIET_FOR`] and still no answer marked. `Err` names the one
+    /// still in flight at the deadline.
     pub async fn settled_submissions(&self, deadline: tokio::time::Instant) -> Result<(), String> {
+        let port = self.api.load(Ordering::SeqCst);
+        let quiet = || port != 0 && super::quiet::nothing_on_the_way(port);
+        let mut quiet_since = None;
         loop {
             let notified = self.added.notified();
             let Some(op) = self.in_flight() else { return Ok(()) };
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            let now = tokio::time::Instant::now();
+            quiet_since = if quiet() { quiet_since.or(Some(now)) } else { None };
+            if quiet_since.is_some_and(|since| now - since >= QUIET_FOR) {
+                return Ok(());
+            }
+            // A mark wakes this at once; otherwise look at the table again shortly.
+            let next = (now + Duration::from_millis(1)).min(deadline);
+            if tokio::time::timeout_at(next, notified).await.is_err() && next == deadline {
                 return Err(op);
             }
         }
@@ -93,5 +120,34 @@ mod tests {
         let later = tokio::time::Instant::now() + Duration::from_secs(5);
         assert_eq!(marks.settled_submissions(later).await, Ok(()));
         answer.await.expect("the answer task ran");
+    }
+
+    /// The API's side of a connection with the harness's client, both on this machine.
+    fn connection() -> (std::net::TcpStream, std::net::TcpStream, u16) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let (api, _) = listener.accept().expect("accept");
+        (api, client, port)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_submission_with_nothing_on_its_way_is_taken_as_unanswered_at_once() {
+        let (_api, _client, port) = connection();
+        let marks = SharedMarks::new(vec![mark(1, Happening::Submitted { operation: "charge".to_owned() })]);
+        marks.serving(&format!("http://127.0.0.1:{port}"));
+        let later = tokio::time::Instant::now() + Duration::from_secs(5);
+        assert_eq!(marks.settled_submissions(later).await, Ok(()), "no byte was on its way: no answer was sent");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_answer_the_harness_has_not_read_keeps_the_submission_in_flight() {
+        use std::io::Write;
+        let (mut api, _client, port) = connection();
+        api.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n").expect("the API answers");
+        let marks = SharedMarks::new(vec![mark(1, Happening::Submitted { operation: "charge".to_owned() })]);
+        marks.serving(&format!("http://127.0.0.1:{port}"));
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert_eq!(marks.settled_submissions(soon).await, Err("charge".to_owned()), "the 202 may be read yet");
     }
 }

@@ -22,7 +22,8 @@
 //!   every request the tracer saw completely sent ([`crate::run::traced::HeldPoint::requests_sent`]):
 //!   a request sent before a kill reaches the world whatever happens next;
 //! - the harness's progress: its timeline up to the point (submissions made and answered,
-//!   boundaries announced, what the runtime forgot), from which the driver knows which operations
+//!   boundaries announced, what the runtime forgot), the faults that fired before it (a depth-2
+//!   case's first kill at a boundary: [`Fired`]), from which the driver knows which operations
 //!   were accepted and where the workload was; and the tracer's (points passed, boundaries reached,
 //!   counted across incarnations, so a recovery's points are numbered as in a re-run).
 //!
@@ -62,11 +63,12 @@
 pub mod capture;
 mod disk;
 pub mod marks;
+mod quiet;
 
 pub use capture::{BuiltStates, Capture};
 pub use disk::DiskImage;
 
-use crate::run::driver::record::Mark;
+use crate::run::driver::record::{Hit, Mark};
 use crate::run::traced::{SyscallPoint, TraceProgress};
 use fake_tool::WorldSnapshot;
 use std::sync::Arc;
@@ -83,6 +85,19 @@ pub struct BuiltState {
     /// The runtime's logs so far (`stderr.log`, `stdout.log`), each cut after its last complete
     /// line: the judge reads incarnation 1's retry lines from them (CONTRACT.md §11).
     pub logs: Vec<(String, Vec<u8>)>,
+    /// The scenario's faults that fired before the point in the run that built it (a depth-2
+    /// state's first kill, at a boundary): a run going on from here has hit them, as that run did.
+    pub fired: Vec<Fired>,
+}
+
+/// A fault of the scenario that fired before a built state's point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    /// Its index in `scenario.faults`.
+    pub fault: usize,
+    pub hit: Hit,
+    /// Where its kill came on the run's clock (`Run::killed`).
+    pub at: u64,
 }
 
 /// A point's crash state, or why it could not be built.

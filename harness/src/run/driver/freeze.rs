@@ -6,7 +6,6 @@
 use super::record::Happening;
 use super::restart::start;
 use super::state::{Driver, Frozen, Zombie, next_probe};
-use crate::run::client::Client;
 use crate::run::held::Held;
 use crate::run::incarnation::{Launch, describe_status};
 use std::time::Instant;
@@ -45,7 +44,7 @@ impl Driver<'_> {
         let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
         let frozen = std::mem::replace(&mut self.incarnation, next);
         self.zombies.push(Zombie { incarnation: frozen, message, held });
-        self.client = Client::new(&self.incarnation.api);
+        self.connect();
         self.restarts.push(frozen_at.elapsed());
         self.after_restart().await;
         Ok(())

@@ -166,12 +166,24 @@ async fn play(
         }
     };
     let probe = first.probe.is_some();
-    let hits = match start.from {
+    let mut hits = match start.from {
         Some(_) => arming::standing(scenario, probe, tracer.tracing.is_some()),
         None => arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe),
     };
+    let fired = start.from.map_or(&[][..], |state| &state.fired);
+    for f in fired {
+        if let Some(hit) = hits.get_mut(f.fault) {
+            *hit = f.hit;
+        }
+    }
     let mut driver = Driver::new(scenario, &ground, options, opening.timeline, hits, first, tracer);
+    for f in fired {
+        if let Some(killed) = driver.killed.get_mut(f.fault) {
+            *killed = Some(f.at);
+        }
+    }
     driver.mirror = opening.mirror.take();
+    driver.tell_capture_the_api();
     if opening.number > 1 {
         driver.recovering(opening.killed_at).await;
     }
@@ -189,6 +201,6 @@ async fn play(
         run.syscall_hits = setup::hit_up_to(&scenario.syscall_faults, state);
     }
     ground.world.shutdown().await;
-    let built = capture.map(|c| c.finish()).transpose()?;
+    let built = capture.map(|c| c.finish(&run.hits, &run.killed)).transpose()?;
     Ok((run, built))
 }

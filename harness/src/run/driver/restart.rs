@@ -5,7 +5,7 @@
 use super::abort::Abort;
 use super::record::Happening;
 use super::state::Driver;
-use crate::run::client::{Client, ReadError, Resubmission};
+use crate::run::client::{ReadError, Resubmission};
 use crate::run::incarnation::{Incarnation, Launch, StartError};
 use crate::run::traced::Tracing;
 use std::time::Instant;
@@ -46,7 +46,7 @@ impl Driver<'_> {
         }
         self.mark(Happening::Started { incarnation: next });
         self.incarnation = start(launch, next, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
-        self.client = Client::new(&self.incarnation.api);
+        self.connect();
         self.restarts.push(killed_at.elapsed());
         Ok(())
     }

@@ -143,6 +143,19 @@ impl Driver<'_> {
         }
     }
 
+    /// Talks to the current incarnation's API from now on (and tells a capture which it is).
+    pub(super) fn connect(&mut self) {
+        self.client = Client::new(&self.incarnation.api);
+        self.tell_capture_the_api();
+    }
+
+    /// A capture's check that no answer is on its way watches the current incarnation's API.
+    pub(super) fn tell_capture_the_api(&self) {
+        if let Some(mirror) = &self.mirror {
+            mirror.serving(&self.incarnation.api);
+        }
+    }
+
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
     pub(super) fn forgot(&mut self, operation: &str, answer: String) {
         let incarnation = self.incarnation.number;

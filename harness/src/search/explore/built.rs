@@ -2,12 +2,12 @@
 //! not by re-running the workload's prefix: one recovery per case.
 //!
 //! Depth 1: the record run builds the state at every explored point of its first incarnation.
-//! Depth 2: each depth-1 case's run (from its built state, or re-run when its point had none)
-//! builds the states of its recovery, the incarnation after its kill, where its depth-2 kills
-//! land. A case runs from a built state when its kills are all `[[syscall_fault]]`s and its last
-//! point's state could be built; every other case (a boundary held exactly without the probe and
-//! what follows it, a point whose world could not be recorded in time) is re-run, as is
-//! everything with `--rerun-prefix`. Both give the same [`Finding`]: the case's scenario, which
+//! Depth 2: each depth-1 case's run (from its built state, or re-run when its point had none,
+//! or its kill was at a boundary) builds the states of its recovery, the incarnation after its
+//! kill, where its depth-2 kills land. A case runs from a built state when its last kill is a
+//! `[[syscall_fault]]` whose state could be built; every other case (a boundary held exactly
+//! without the probe, a freeze or revocation and what follows it, a point whose world could not
+//! be recorded in time) is re-run, as is everything with `--rerun-prefix`. Both give the same [`Finding`]: the case's scenario, which
 //! `killpoint run` replays by re-running the prefix.
 
 use super::case::{Case, Workload};
@@ -17,7 +17,7 @@ use crate::judge::Verdict;
 use crate::run::built::{Built, BuiltStates};
 use crate::run::driver::{Recording, Run, RunOptions};
 use crate::run::incarnation::Target;
-use crate::scenario::{Scenario, SyscallFault};
+use crate::scenario::Scenario;
 
 /// The record run of `scenario`, building the crash state at every explored point of its first
 /// incarnation (`None` when this machine cannot trace: nothing is built, every case re-runs).
@@ -43,31 +43,29 @@ fn building(
 }
 
 /// The crash states an exploration has built: the record run's, and each depth-1 case's
-/// recovery's (by that case's point).
+/// recovery's (by that case).
 #[derive(Debug, Default)]
 pub(super) struct Shelf {
     pub(super) record: Option<BuiltStates>,
-    pub(super) recoveries: Vec<(SyscallFault, BuiltStates)>,
+    pub(super) recoveries: Vec<(Case, BuiltStates)>,
 }
 
 impl Shelf {
-    /// The states `case` may run from: its depth's, when every kill of it is a system call.
+    /// The states `case` may run from: its depth's, when its last kill is a system call.
     pub(super) fn for_case(&self, case: &Case) -> Option<&BuiltStates> {
-        if !case.syscalls_only() {
-            return None;
+        if case.syscalls_only() && case.syscalls.len() == 1 {
+            return self.record.as_ref();
         }
-        match case.syscalls.as_slice() {
-            [_] => self.record.as_ref(),
-            [first, _] => self.recoveries.iter().find(|(f, _)| f == first).map(|(_, states)| states),
-            _ => None,
-        }
+        let first = case.first_kill()?;
+        self.recoveries.iter().find(|(c, _)| *c == first).map(|(_, states)| states)
     }
 }
 
 /// What a depth-1 case's run builds for depth 2: the states of its recovery (incarnation 2),
-/// when its one kill is a system call (a boundary's depth-2 cases are re-run).
+/// when it has one plain kill, at a system call or a boundary (not a freeze or a revocation,
+/// whose recoveries are re-run).
 pub(super) fn for_depth_two(case: &Case) -> Option<Recording> {
-    (case.syscalls_only() && case.syscalls.len() == 1).then_some(Recording { wanted: explored, incarnation: 2 })
+    case.single_kill().then_some(Recording { wanted: explored, incarnation: 2 })
 }
 
 /// Why `case`, whose kills are system calls, is re-run though states were built: its last

@@ -56,6 +56,21 @@ impl Case {
         self.kills.is_empty() && self.revoke.is_empty() && !self.freeze
     }
 
+    /// Whether this schedule is one plain kill, at a system call or a boundary: a depth-1 case
+    /// whose recovery's states can be built (a freeze leaves a frozen incarnation beside the
+    /// recovery, and a revocation is not part of a state's scenario).
+    pub fn single_kill(&self) -> bool {
+        self.kills.len() + self.syscalls.len() == 1 && self.revoke.is_empty() && !self.freeze
+    }
+
+    /// The depth-1 case this one goes on from, when its last kill is a system call of that
+    /// case's recovery and that case is one plain kill (`None` otherwise).
+    pub fn first_kill(&self) -> Option<Case> {
+        let (_, before) = self.syscalls.split_last()?;
+        let first = Case { syscalls: before.to_vec(), ..self.clone() };
+        first.single_kill().then_some(first)
+    }
+
     /// The workload with this schedule's kills: a scenario like any other, which `killpoint run`
     /// replays. Expectations follow the kills: a tool with no lookup killed after its call may
     /// have acted, so it must pause; an operation cancelled before its first call must be refused.

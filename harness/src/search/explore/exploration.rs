@@ -217,10 +217,8 @@ impl Explorer<'_> {
             if let Some(found) = recovery(&finding, &run, self.syscalls, options.prune) {
                 next.extend(result.recovered(found));
             }
-            if let (Some(shelf), Some(states), [fault]) =
-                (shelf.as_deref_mut(), states, finding.case.syscalls.as_slice())
-            {
-                shelf.recoveries.push((fault.clone(), states));
+            if let (Some(shelf), Some(states)) = (shelf.as_deref_mut(), states) {
+                shelf.recoveries.push((finding.case.clone(), states));
             }
         }
         Ok(next)

@@ -1,0 +1,71 @@
+//! Whether an answer of the runtime's API can still be on its way to the harness: bytes the
+//! runtime sent that the harness has not read, seen in the kernel's TCP table.
+//!
+//! While the tracer holds the runtime at a point, every thread of it stops at its next traced
+//! call, and every send is one: nothing new can be sent. An answer sent before the point is then
+//! either unacknowledged on the runtime's side of its connection (the loopback has not carried
+//! it yet), or unread on the harness's side, or read, and its mark follows once the driver has
+//! had its turn. When neither side holds a byte, a submission with no answer marked had none
+//! sent: a kill at the point leaves it unanswered, and a built state can say so.
+
+use crate::tracer::{TcpRow, tcp_table};
+
+/// Whether no connection to the API at `port` (127.0.0.1, the harness's client and the
+/// runtime's side of it) holds a byte the runtime sent and the harness has not read.
+pub fn nothing_on_the_way(port: u16) -> bool {
+    !tcp_table("/proc/self/net").iter().any(|row| on_the_way(row, port))
+}
+
+fn on_the_way(row: &TcpRow, port: u16) -> bool {
+    if row.state == TcpRow::LISTEN {
+        return false;
+    }
+    let runtime_sent = row.local.port() == port && row.tx_queue > 0;
+    let harness_unread = row.remote.port() == port && row.rx_queue > 0;
+    runtime_sent || harness_unread
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(local: &str, remote: &str, state: u8, tx_queue: u64, rx_queue: u64) -> TcpRow {
+        TcpRow { local: local.parse().unwrap(), remote: remote.parse().unwrap(), state, tx_queue, rx_queue, inode: 1 }
+    }
+
+    #[test]
+    fn only_bytes_from_the_api_to_the_harness_are_on_the_way() {
+        let api = 8080;
+        // The runtime's side, sent and not acknowledged; the harness's side, received and unread.
+        assert!(on_the_way(&row("127.0.0.1:8080", "127.0.0.1:50000", 1, 120, 0), api));
+        assert!(on_the_way(&row("127.0.0.1:50000", "127.0.0.1:8080", 1, 0, 120), api));
+        // The harness's request not yet read by the runtime, or acknowledged: nothing for it.
+        assert!(!on_the_way(&row("127.0.0.1:8080", "127.0.0.1:50000", 1, 0, 300), api));
+        assert!(!on_the_way(&row("127.0.0.1:50000", "127.0.0.1:8080", 1, 300, 0), api));
+        // Connections waiting to be accepted, and other ports.
+        assert!(!on_the_way(&row("127.0.0.1:8080", "0.0.0.0:0", TcpRow::LISTEN, 0, 2), api));
+        assert!(!on_the_way(&row("127.0.0.1:9090", "127.0.0.1:50001", 1, 120, 0), api));
+    }
+
+    #[test]
+    fn an_unread_answer_on_a_real_connection_is_on_the_way_until_read() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let (mut server, _) = listener.accept().expect("accept");
+        assert!(nothing_on_the_way(port), "a fresh connection holds nothing");
+        server.write_all(b"HTTP/1.1 202 Accepted\r\n\r\n").expect("answer");
+        assert!(!nothing_on_the_way(port), "an answer written and not read is on its way");
+        let mut read = [0u8; 64];
+        let n = client.read(&mut read).expect("read the answer");
+        assert_eq!(n, 25);
+        // The harness's read makes the kernel acknowledge it (a delayed ACK may take a moment):
+        // wait for it, on the table, with a deadline.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !nothing_on_the_way(port) {
+            assert!(std::time::Instant::now() < deadline, "the read answer was still on its way after 5 s");
+            std::thread::yield_now();
+        }
+    }
+}
