@@ -364,7 +364,8 @@ fn shard(value: &str) -> Result<(u64, u64), String> {
         .ok_or(format!("expected K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
 }
 
-/// Ctrl-C (or SIGTERM) mid-run: say where the unfinished run's data dir and logs are, then exit.
+/// Ctrl-C (or SIGTERM) mid-run: remove the scratch directories, say where the failing runs'
+/// artifacts and the unfinished runs' data dirs and logs are, then exit.
 /// The runtime dies with this process (PDEATHSIG), and the watchdog sweeps what it started.
 /// The signals are blocked before any other thread exists, so only this thread receives them.
 fn on_interrupt() {
@@ -377,6 +378,14 @@ fn on_interrupt() {
     }
     std::thread::spawn(move || {
         let signal = signals.wait().unwrap_or(Signal::SIGINT);
+        // Sockets and the copies of built crash states are no evidence: gone before the exit.
+        killpoint::run::scratch::remove_all();
+        for path in killpoint::run::artifacts::kept() {
+            cli::console::err(format_args!(
+                "\nkillpoint: interrupted ({signal}); a failing run's artifacts are kept at {}\n",
+                path.display()
+            ));
+        }
         for path in killpoint::run::artifacts::live() {
             cli::console::err(format_args!(
                 "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}\n",

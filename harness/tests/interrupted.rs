@@ -166,3 +166,26 @@ fn an_interrupted_random_search_leaves_its_failure_in_out() {
     assert!(written.description.contains("still shrinking"), "{}", written.description);
     assert!(!written.faults.is_empty(), "{}", written.to_toml());
 }
+
+/// An interrupt leaves in the temp dir only the unfinished runs' dirs it names: the sockets' dirs
+/// and the copies of built crash states are scratch, removed before the exit.
+#[test]
+fn an_interrupted_explore_over_built_states_leaves_only_the_runs_it_names() {
+    let (out, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let scenario = repository().join("scenarios/after_dispatch.toml");
+    let runtime = reference_runtime();
+    let out_arg = out.path().to_str().unwrap();
+    let args = ["explore", scenario.to_str().unwrap(), "--points", "syscalls", "--no-probe", "--jobs", "2"];
+    let mut args = args.to_vec();
+    args.extend(["--out", out_arg, "--runtime", runtime.to_str().unwrap(), "--", "--broken", "blind-retry"]);
+    let mut search = Search::start(&args, tmp.path());
+    if let Err(why) = search.wait_for_file(out.path(), Duration::from_secs(120)) {
+        search.fail(why);
+    }
+    let (status, stdout, stderr) = search.interrupt(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "not stopped by the interrupt\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let left: Vec<PathBuf> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
+    let unnamed: Vec<&PathBuf> =
+        left.iter().filter(|p| !stderr.contains(&format!("kept at {}", p.display()))).collect();
+    assert!(unnamed.is_empty(), "left in the temp dir and not named by the interrupt: {unnamed:#?}\nstderr:\n{stderr}");
+}

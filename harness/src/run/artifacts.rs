@@ -10,8 +10,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::scratch::Scratch;
+
 /// The artifact directories that exist right now in this process.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The artifact directories this process kept (a failing run's), for an interrupt to name: the
+/// report that would have said where they are is never printed.
+static KEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The most bytes a Unix socket's path may have: `sun_path` is 108 bytes, with its NUL.
 pub const SOCKET_PATH_MAX: usize = 107;
@@ -25,7 +31,7 @@ const LONGEST_SOCKET: &str = "trace.sock";
 pub struct Artifacts {
     dir: Option<tempfile::TempDir>,
     /// The sockets' own short directory; gone when the run is kept or dropped.
-    sockets: Option<tempfile::TempDir>,
+    sockets: Option<Scratch>,
 }
 
 impl Artifacts {
@@ -46,10 +52,7 @@ impl Artifacts {
             Some(root) => builder.tempdir_in(root)?,
             None => builder.tempdir()?,
         };
-        let sockets = tempfile::Builder::new()
-            .prefix(SOCKETS_PREFIX)
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()
+        let sockets = Scratch::new(SOCKETS_PREFIX)
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot make the sockets' directory: {e}")))?;
         LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.path().to_owned());
         Ok(Artifacts { dir: Some(dir), sockets: Some(sockets) })
@@ -70,7 +73,9 @@ impl Artifacts {
         // The run is over: its sockets are of no use to anyone.
         drop(self.sockets.take());
         forget(dir.path());
-        dir.keep()
+        let kept = dir.keep();
+        KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(kept.clone());
+        kept
     }
 }
 
@@ -115,4 +120,9 @@ pub fn kept_at(path: &Path) -> String {
 /// The artifact directories of runs still in progress (for an interrupt handler to report).
 pub fn live() -> Vec<PathBuf> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The artifact directories this process kept (failing runs), for an interrupt handler to report.
+pub fn kept() -> Vec<PathBuf> {
+    KEPT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

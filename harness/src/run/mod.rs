@@ -18,6 +18,7 @@ pub mod power_loss;
 pub mod preflight;
 pub mod probe;
 pub mod retry_log;
+pub mod scratch;
 pub mod sent;
 pub mod trace;
 pub mod traced;

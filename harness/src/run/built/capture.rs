@@ -5,6 +5,7 @@ use super::marks::{ANSWER_SHOWS, SharedMarks};
 use super::{Built, BuiltState, DiskImage, Fired};
 use crate::run::driver::record::{Hit, Mark};
 use crate::run::power_loss::PowerLoss;
+use crate::run::scratch::Scratch;
 use crate::run::traced::{CrashState, HeldPoint, PointHook, SyscallPoint};
 use crate::scenario::SyscallFault;
 use fake_tool::WorldState;
@@ -24,7 +25,7 @@ pub struct BuiltStates {
     pub capturing: Duration,
     /// How many data-dir copies were made (points that changed nothing under it share one).
     pub copies: usize,
-    _store: tempfile::TempDir,
+    _store: Scratch,
 }
 
 impl std::fmt::Debug for BuiltStates {
@@ -61,7 +62,7 @@ pub struct Capture {
     incarnation: u32,
     taken: Mutex<Taken>,
     /// Where the copies are kept; handed to the [`BuiltStates`] at the end.
-    store: Mutex<Option<tempfile::TempDir>>,
+    store: Mutex<Option<Scratch>>,
     root: PathBuf,
 }
 
@@ -87,7 +88,7 @@ impl Capture {
         wanted: fn(&SyscallPoint) -> bool,
         incarnation: u32,
     ) -> std::io::Result<Capture> {
-        let store = tempfile::Builder::new().prefix("killpoint-built-").tempdir()?;
+        let store = Scratch::new("killpoint-built-")?;
         let root = store.path().to_owned();
         let taken = Mutex::new(Taken::default());
         Ok(Capture { data, logs, world, timeline, wanted, incarnation, taken, store: Mutex::new(Some(store)), root })
