@@ -37,8 +37,10 @@
 //!   case is re-run. Explore's summary counts the cases re-run so, by reason.
 //! - The harness's own submission in flight at the point: the tracer does not see the runtime's
 //!   answers to the harness, so a `202` may be on its way (a re-run's client would still read it).
-//!   The capture waits for its mark, with a deadline ([`marks`]); one that does not show makes
-//!   the point [`Built::Unbuilt`] and its case is re-run. Other requests of the harness (reads)
+//!   The capture waits for its mark ([`marks`]) until the kernel's TCP table shows no byte on its
+//!   way from the API to the harness ([`quiet`]): then none was sent, and the state is built with
+//!   the submission unanswered, to be made again to the recovery. One that neither shows nor can
+//!   be ruled out by the deadline makes the point [`Built::Unbuilt`] and its case is re-run. Other requests of the harness (reads)
 //!   change nothing the recovery depends on: the driver makes them again.
 //! - Timing: a re-run's kill lands a moment after the point (the tracer's task kills at once, the
 //!   driver notices later), in which the world may record what was sent; a built state waits for
