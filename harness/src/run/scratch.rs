@@ -1,7 +1,7 @@
 //! Directories that hold nothing worth keeping (the sockets' short directory, the copies of built
 //! crash states): removed when dropped, and all at once by the CLI's interrupt handler, which
 //! exits without running destructors. A run's own directory is evidence, not scratch: an
-//! interrupt keeps it and says where (`super::artifacts::live`).
+//! interrupt keeps it and says where (the artifacts module keeps its own list).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
