@@ -203,3 +203,19 @@ impl PointHook for Capture {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_keeps_the_kills_that_came_at_or_before_its_point() {
+        // Fault 0 killed at seq 7, fault 1 never killed (a world fault), fault 2 killed at 40.
+        let hits = [Hit::Exact, Hit::NotReached, Hit::AtSyscall];
+        let killed = [Some(7), None, Some(40)];
+        assert_eq!(fired_before(&hits, &killed, 6), vec![]);
+        assert_eq!(fired_before(&hits, &killed, 7), vec![Fired { fault: 0, hit: Hit::Exact, at: 7 }]);
+        let both = vec![Fired { fault: 0, hit: Hit::Exact, at: 7 }, Fired { fault: 2, hit: Hit::AtSyscall, at: 40 }];
+        assert_eq!(fired_before(&hits, &killed, 41), both);
+    }
+}

@@ -2,13 +2,13 @@
 //! not by re-running the workload's prefix: one recovery per case.
 //!
 //! Depth 1: the record run builds the state at every explored point of its first incarnation.
-//! Depth 2: each depth-1 case's run (from its built state, or re-run when its point had none,
+//! Depth 2: each depth-1 case's run (from its built state, or re-run when its point had none
 //! or its kill was at a boundary) builds the states of its recovery, the incarnation after its
 //! kill, where its depth-2 kills land. A case runs from a built state when its last kill is a
 //! `[[syscall_fault]]` whose state could be built; every other case (a boundary held exactly
 //! without the probe, a freeze or revocation and what follows it, a point whose world could not
-//! be recorded in time) is re-run, as is everything with `--rerun-prefix`. Both give the same [`Finding`]: the case's scenario, which
-//! `killpoint run` replays by re-running the prefix.
+//! be recorded in time) is re-run, as is everything with `--rerun-prefix`. Both give the same
+//! [`Finding`]: the case's scenario, which `killpoint run` replays by re-running the prefix.
 
 use super::case::{Case, Workload};
 use super::finding::{Finding, finding_of};
@@ -56,8 +56,8 @@ impl Shelf {
         if case.syscalls_only() && case.syscalls.len() == 1 {
             return self.record.as_ref();
         }
-        let first = case.first_kill()?;
-        self.recoveries.iter().find(|(c, _)| *c == first).map(|(_, states)| states)
+        let parent = case.parent()?;
+        self.recoveries.iter().find(|(c, _)| *c == parent).map(|(_, states)| states)
     }
 }
 

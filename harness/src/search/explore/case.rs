@@ -65,10 +65,10 @@ impl Case {
 
     /// The depth-1 case this one goes on from, when its last kill is a system call of that
     /// case's recovery and that case is one plain kill (`None` otherwise).
-    pub fn first_kill(&self) -> Option<Case> {
+    pub fn parent(&self) -> Option<Case> {
         let (_, before) = self.syscalls.split_last()?;
-        let first = Case { syscalls: before.to_vec(), ..self.clone() };
-        first.single_kill().then_some(first)
+        let parent = Case { syscalls: before.to_vec(), ..self.clone() };
+        parent.single_kill().then_some(parent)
     }
 
     /// The workload with this schedule's kills: a scenario like any other, which `killpoint run`
