@@ -45,4 +45,4 @@ pub use error::{NOT_PERMITTED_EXIT, TracerError};
 pub use launch::run;
 pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 pub use seccomp::Call;
-pub use sockets::{TcpRow, tcp_table};
+pub use sockets::{TcpRow, find_tcp_row};

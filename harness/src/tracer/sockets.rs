@@ -26,7 +26,7 @@ pub(super) fn sockaddr(tid: i32, address: u64, len: u64) -> Option<SocketAddr> {
 
 /// The remote address of the TCP socket with this inode, from the tracee's network namespace.
 pub(super) fn socket_peer(tid: i32, inode: u64) -> Option<SocketAddr> {
-    tcp_table(&format!("/proc/{tid}/net")).into_iter().find(|row| row.inode == inode).map(|row| row.remote)
+    find_tcp_row(&format!("/proc/{tid}/net"), |row| row.inode == inode).map(|row| row.remote)
 }
 
 /// One row of the kernel's TCP table (`/proc/net/tcp` and `tcp6`).
@@ -48,11 +48,16 @@ impl TcpRow {
     pub const LISTEN: u8 = 0x0A;
 }
 
-/// Every row of the TCP tables under `net` (`/proc/self/net`, `/proc/<tid>/net`), IPv4 and IPv6;
-/// a table that cannot be read gives none.
-pub fn tcp_table(net: &str) -> Vec<TcpRow> {
-    let tables = ["tcp", "tcp6"].into_iter().filter_map(|table| std::fs::read_to_string(format!("{net}/{table}")).ok());
-    tables.flat_map(|text| text.lines().skip(1).filter_map(parse_tcp_line).collect::<Vec<_>>()).collect()
+/// The first row of the TCP tables under `net` (`/proc/self/net`, `/proc/<tid>/net`), IPv4 then
+/// IPv6, that `wanted` takes. Rows are parsed only up to it, and the IPv6 table is read only when
+/// the IPv4 one has none: the tables hold every socket of the machine (thousands in TIME_WAIT
+/// after a sweep), and the tracer asks while it holds the runtime. A table that cannot be read
+/// gives none.
+pub fn find_tcp_row(net: &str, mut wanted: impl FnMut(&TcpRow) -> bool) -> Option<TcpRow> {
+    ["tcp", "tcp6"].into_iter().find_map(|table| {
+        let text = std::fs::read_to_string(format!("{net}/{table}")).ok()?;
+        text.lines().skip(1).filter_map(parse_tcp_line).find(|row| wanted(row))
+    })
 }
 
 /// One row of /proc/net/tcp{,6}. Addresses are hex words in the kernel's byte order

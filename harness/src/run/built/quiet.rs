@@ -8,12 +8,12 @@
 //! had its turn. When neither side holds a byte, a submission with no answer marked had none
 //! sent: a kill at the point leaves it unanswered, and a built state can say so.
 
-use crate::tracer::{TcpRow, tcp_table};
+use crate::tracer::{TcpRow, find_tcp_row};
 
 /// Whether no connection to the API at `port` (127.0.0.1, the harness's client and the
 /// runtime's side of it) holds a byte the runtime sent and the harness has not read.
 pub fn nothing_on_the_way(port: u16) -> bool {
-    !tcp_table("/proc/self/net").iter().any(|row| on_the_way(row, port))
+    find_tcp_row("/proc/self/net", |row| on_the_way(row, port)).is_none()
 }
 
 fn on_the_way(row: &TcpRow, port: u16) -> bool {
