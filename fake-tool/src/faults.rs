@@ -71,6 +71,16 @@ pub struct LookupFault {
     pub response: Injected,
 }
 
+/// A fault on the first `times` questions the model is asked about one task operation's decision
+/// (questions after the tool's result is in the conversation are not counted); later ones are
+/// answered truly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelFault {
+    pub operation: String,
+    pub times: u32,
+    pub response: Injected,
+}
+
 /// Which policy checks a policy fault spoils.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -139,6 +149,8 @@ pub struct Faults {
     /// Lookup faults by operation, with the lookups left to spoil.
     lookup: Mutex<HashMap<String, LookupFault>>,
     policy: Mutex<Vec<PolicyFault>>,
+    /// Model faults by operation, with the questions left to spoil.
+    model: Mutex<HashMap<String, ModelFault>>,
 }
 
 impl Faults {
@@ -150,6 +162,7 @@ impl Faults {
             holds: Mutex::new(self.holds.lock().expect("faults lock").clone()),
             lookup: Mutex::new(self.lookup.lock().expect("faults lock").clone()),
             policy: Mutex::new(self.policy.lock().expect("faults lock").clone()),
+            model: Mutex::new(self.model.lock().expect("faults lock").clone()),
         }
     }
 
@@ -173,6 +186,18 @@ impl Faults {
 
     pub fn arm_policy(&self, fault: PolicyFault) {
         self.policy.lock().expect("faults lock").push(fault);
+    }
+
+    pub fn arm_model(&self, fault: ModelFault) {
+        self.model.lock().expect("faults lock").insert(fault.operation.clone(), fault);
+    }
+
+    /// What to send instead of a decision to this question about `operation`, counting it down.
+    pub(crate) fn consume_model(&self, operation: &str) -> Option<Injected> {
+        let mut faults = self.model.lock().expect("faults lock");
+        let fault = faults.get_mut(operation).filter(|f| f.times > 0)?;
+        fault.times -= 1;
+        Some(fault.response)
     }
 
     /// What to send instead of the truth to this lookup for `operation`, counting it down.

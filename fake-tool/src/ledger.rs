@@ -117,6 +117,10 @@ pub enum Effect {
     Replayed(String),
     /// A fault failed the call before any effect.
     NotApplied,
+    /// A keyed tool's key was first used by the effect named here, with other arguments: the
+    /// call is refused `409` (`"code": "idempotency_key_reused"`, as Stripe refuses it) and
+    /// applies nothing. The earlier effect stands.
+    KeyReused(String),
 }
 
 /// What became of the provider's answer.
@@ -258,6 +262,21 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         injected: Option<Injected>,
     },
+    /// The runtime asked the model (`POST …/chat/completions`) about a task operation.
+    ModelCall {
+        /// The operation the conversation's task marker names (`[killpoint:<id>]`), when it
+        /// names one.
+        operation: Option<String>,
+        /// The n-th question about this operation (1-based), whatever was answered.
+        ask: u32,
+        /// A fingerprint of the conversation asked about (its messages), so that the same
+        /// question asked again shows as the same value.
+        conversation: String,
+        /// Whether the answer was asked for as server-sent events (`"stream": true`).
+        stream: bool,
+        #[serde(flatten)]
+        answer: ModelAnswer,
+    },
     /// The harness withdrew a permission.
     Revocation { tenant: String, actor: Option<String>, subject: Subject },
     /// A request from an outlived incarnation (its `Killpoint-Incarnation` is below the current
@@ -274,6 +293,21 @@ pub enum Event {
         /// The incarnation the harness had declared current.
         current: u32,
     },
+}
+
+/// What the model answered one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "answer")]
+pub enum ModelAnswer {
+    /// A decision: call `tool` with `arguments` (which carry `_killpoint.decision`, the `id`).
+    ToolCall { id: String, tool: String, arguments: serde_json::Value },
+    /// The final text, once the tool's result is in the conversation.
+    Text { text: String },
+    /// An injected fault instead of (or, for `Late`, as) the answer.
+    Injected { injected: Injected },
+    /// The question could not be answered: `400` with this error (no task marker, no task armed
+    /// for the operation, the task's tool not offered).
+    Refused { error: String },
 }
 
 /// Which part of the fake world a request went to.
@@ -303,6 +337,7 @@ impl Event {
             | Event::ProviderLookup { operation, .. }
             | Event::ConsumerReceipt { operation, .. }
             | Event::PolicyCheck { operation, .. }
+            | Event::ModelCall { operation, .. }
             | Event::Fenced { operation, .. } => operation.as_deref(),
             Event::Revocation { .. } => None,
         }

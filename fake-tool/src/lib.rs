@@ -10,6 +10,7 @@ pub mod faults;
 pub mod fence;
 pub mod kill_point;
 pub mod ledger;
+pub mod model;
 pub mod policy;
 pub(crate) mod provider;
 pub mod revocation;
@@ -17,9 +18,15 @@ pub mod signals;
 pub mod snapshot;
 pub mod world;
 
-pub use faults::{ConsumerFault, ConsumerHold, FaultResponse, LookupFault, PolicyFault, PolicySubject, ProviderFault};
+pub use faults::{
+    ConsumerFault, ConsumerHold, FaultResponse, LookupFault, ModelFault, PolicyFault, PolicySubject, ProviderFault,
+};
 pub use kill_point::KillPoint;
-pub use ledger::{Clock, Effect, Entry, Event, Injected, Ledger, PolicyAnswer, Response, Service, Subject, ToolKind};
+pub use ledger::{
+    Clock, Effect, Entry, Event, Injected, Ledger, ModelAnswer, PolicyAnswer, Response, Service, Subject, ToolKind,
+};
+pub use model::{ModelScript, task_marker};
+pub use provider::KEY_REUSED;
 pub use revocation::Revocation;
 pub use signals::DuplicateKeys;
 pub use snapshot::{WorldSnapshot, WorldState};

@@ -11,6 +11,7 @@ async fn main() -> std::io::Result<()> {
     println!("KILLPOINT_PROVIDER_URL={}", world.provider_url());
     println!("KILLPOINT_CONSUMERS_URL={}", world.consumers_url());
     println!("KILLPOINT_POLICY_URL={}", world.policy_url());
+    println!("KILLPOINT_MODEL_URL={}", world.model_url());
     println!("ledger: {}/ledger", world.base_url());
     tokio::signal::ctrl_c().await?;
     world.shutdown().await;

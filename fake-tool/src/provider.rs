@@ -25,6 +25,8 @@ pub(crate) struct StoredEffect {
     provider_ref: String,
     key: Option<String>,
     operation: Option<String>,
+    /// The arguments of the call that applied it: a keyed tool refuses its key with others.
+    arguments: Option<Value>,
     result: Value,
 }
 
@@ -129,6 +131,9 @@ impl Provider {
     fn take_call(&self, request: &CallRequest, incarnation: Option<u32>) -> TakenCall {
         let mut effects = self.effects.lock().expect("provider lock");
         let call = effects.number(request);
+        if let Some(first) = effects.reused_key(request) {
+            return self.refuse_reused_key(request, call, first, incarnation);
+        }
         let fault = request.operation.as_deref().and_then(|op| self.faults.take_provider(op, call));
         // A refusal never acts: a 4xx that applied the effect would be a provider lying.
         let apply = fault.as_ref().is_none_or(|f| f.effect && !matches!(f.response, FaultResponse::Reject(_)));
@@ -159,7 +164,52 @@ impl Provider {
     }
 }
 
+impl Provider {
+    /// A keyed call whose key an earlier effect used with other arguments: refused, nothing
+    /// applied, no fault taken (a real provider refuses before it does anything else).
+    fn refuse_reused_key(
+        &self,
+        request: &CallRequest,
+        call: u32,
+        first: String,
+        incarnation: Option<u32>,
+    ) -> TakenCall {
+        let seq = self.ledger.record_from(
+            Event::ProviderCall {
+                tool: request.tool.clone(),
+                operation: request.operation.clone(),
+                idempotency_key: request.key.clone(),
+                arguments: request.arguments.clone(),
+                call,
+                effect: Effect::KeyReused(first.clone()),
+                response: Response::Sent(409),
+                result: None,
+            },
+            incarnation,
+        );
+        let answer = json!({
+            "error": format!("idempotency key {:?} was used by {first} with other arguments; nothing was applied", request.key.as_deref().unwrap_or_default()),
+            "code": KEY_REUSED,
+        });
+        TakenCall { seq, fired: None, status: StatusCode::CONFLICT, answer }
+    }
+}
+
+/// The `code` of a keyed tool's refusal of a key reused with other arguments.
+pub const KEY_REUSED: &str = "idempotency_key_reused";
+
 impl Effects {
+    /// For a keyed tool: the effect that first used this call's key, when it was applied with
+    /// other arguments (JSON-equal arguments are the same request).
+    fn reused_key(&self, request: &CallRequest) -> Option<String> {
+        let key = request.key.as_deref()?;
+        if request.kind != ToolKind::IdempotentByKey {
+            return None;
+        }
+        let first = self.all.iter().find(|e| e.tool == request.tool && e.key.as_deref() == Some(key))?;
+        (first.arguments != request.arguments).then(|| first.provider_ref.clone())
+    }
+
     /// The call's number among its operation's calls (0: it names no operation); also remembers
     /// the operation as the last user of the call's key.
     fn number(&mut self, request: &CallRequest) -> u32 {
@@ -199,6 +249,7 @@ impl Effects {
                     provider_ref: provider_ref.clone(),
                     key: request.key.clone(),
                     operation: request.operation.clone(),
+                    arguments: request.arguments.clone(),
                     result,
                 };
                 self.all.push(stored.clone());

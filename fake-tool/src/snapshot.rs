@@ -19,6 +19,7 @@ use crate::consumers::Receipts;
 use crate::faults::Faults;
 use crate::fence::Fence;
 use crate::ledger::{Clock, Entry, Event, Ledger};
+use crate::model::Minds;
 use crate::provider::Effects;
 use crate::revocation::Revocation;
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,7 @@ pub struct WorldSnapshot {
     pub(crate) effects: Effects,
     pub(crate) receipts: Receipts,
     pub(crate) revocations: Vec<Revocation>,
+    pub(crate) minds: Minds,
     pub(crate) faults: Faults,
     pub(crate) fence: u32,
 }
@@ -68,6 +70,7 @@ pub struct WorldState {
     pub(crate) effects: Arc<Mutex<Effects>>,
     pub(crate) receipts: Arc<Mutex<Receipts>>,
     pub(crate) revocations: Arc<Mutex<Vec<Revocation>>>,
+    pub(crate) minds: Arc<Mutex<Minds>>,
 }
 
 impl WorldState {
@@ -78,6 +81,7 @@ impl WorldState {
         let effects = self.effects.lock().expect("provider lock");
         let receipts = self.receipts.lock().expect("consumer lock");
         let revocations = self.revocations.lock().expect("policy lock");
+        let minds = self.minds.lock().expect("model lock");
         let faults = self.faults.copy();
         let entries = self.ledger.lock();
         let clock = self.ledger.clock();
@@ -88,6 +92,7 @@ impl WorldState {
             effects: effects.clone(),
             receipts: receipts.clone(),
             revocations: revocations.clone(),
+            minds: minds.clone(),
             faults,
             fence: self.fence.current(),
         }

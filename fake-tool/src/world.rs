@@ -4,11 +4,12 @@
 //! survives every kill, and its ledger is the ground truth the checker reads.
 
 use crate::consumers::{self, Consumers};
-use crate::faults::{ConsumerFault, ConsumerHold, Faults, LookupFault, PolicyFault, ProviderFault};
+use crate::faults::{ConsumerFault, ConsumerHold, Faults, LookupFault, ModelFault, PolicyFault, ProviderFault};
 use crate::fence::Fence;
 // Re-exported where it used to live, so `fake_tool::world::KillPoint` still names it.
 pub use crate::kill_point::KillPoint;
 use crate::ledger::{Clock, Entry, Ledger};
+use crate::model::{self, Model, ModelScript};
 use crate::policy::{self, Policy};
 use crate::provider::{self, Provider};
 use crate::revocation::Revocation;
@@ -26,6 +27,7 @@ pub struct World {
     ledger: Arc<Ledger>,
     faults: Arc<Faults>,
     policy: Policy,
+    model: Model,
     fence: Arc<Fence>,
     state: WorldState,
     shutdown: watch::Sender<bool>,
@@ -77,9 +79,11 @@ impl World {
         );
         let consumers =
             Consumers::new(ledger.clone(), faults.clone(), points_tx.clone(), shutdown_rx.clone(), fence.clone());
+        let model = Model::new(ledger.clone(), faults.clone());
         if let Some(from) = from {
             *provider.effects.lock().expect("provider lock") = from.effects.clone();
             *consumers.state.lock().expect("consumer lock") = from.receipts.clone();
+            *model.minds.lock().expect("model lock") = from.minds.clone();
         }
         let state = WorldState {
             ledger: ledger.clone(),
@@ -88,6 +92,7 @@ impl World {
             effects: provider.effects.clone(),
             receipts: consumers.state.clone(),
             revocations: policy.revocations.clone(),
+            minds: model.minds.clone(),
         };
         let provider_routes = Router::new()
             .route("/tools/{tool}", post(provider::call))
@@ -100,6 +105,8 @@ impl World {
             .route("/check", post(policy::check))
             .route("/revocations", post(policy::revoke))
             .with_state(policy.clone());
+        // The path an OpenAI client appends to its `base_url` (`KILLPOINT_MODEL_URL`).
+        let model_routes = Router::new().route("/v1/chat/completions", post(model::chat)).with_state(model.clone());
         let ledger_for_route = ledger.clone();
         let ledger_for_metrics = ledger.clone();
         let app =
@@ -107,6 +114,7 @@ impl World {
                 .nest("/provider", provider_routes)
                 .nest("/consumers", consumer_routes)
                 .nest("/policy", policy_routes)
+                .nest("/model", model_routes)
                 .route("/ledger", get(move || async move { axum::Json(ledger_for_route.entries()) }))
                 // The world's own monitoring signals (duplicate keys), from the ledger.
                 .route(
@@ -127,7 +135,7 @@ impl World {
                 eprintln!("killpoint fake world: server error: {e}");
             }
         });
-        Ok((World { addr, ledger, faults, policy, fence, state, shutdown, server: Some(server) }, points_rx))
+        Ok((World { addr, ledger, faults, policy, model, fence, state, shutdown, server: Some(server) }, points_rx))
     }
 
     pub fn base_url(&self) -> String {
@@ -141,6 +149,11 @@ impl World {
     }
     pub fn policy_url(&self) -> String {
         format!("{}/policy", self.base_url())
+    }
+    /// The model's base URL, as an OpenAI client takes it (`base_url`): it appends
+    /// `/chat/completions`.
+    pub fn model_url(&self) -> String {
+        format!("{}/model/v1", self.base_url())
     }
 
     /// A handle that takes snapshots of this world's state ([`WorldSnapshot`]), from any task.
@@ -181,6 +194,13 @@ impl World {
     }
     pub fn arm_policy(&self, fault: PolicyFault) {
         self.faults.arm_policy(fault);
+    }
+    /// Tells the model what to decide for one task operation.
+    pub fn arm_model(&self, script: ModelScript) {
+        self.model.arm(script);
+    }
+    pub fn arm_model_fault(&self, fault: ModelFault) {
+        self.faults.arm_model(fault);
     }
 
     /// Declares `incarnation` current, before it starts: from now on a request carrying a lower

@@ -19,7 +19,9 @@ fn flow(entry: &Entry) -> Option<(Option<&str>, Option<&str>)> {
         Event::PolicyCheck { subject: Subject::Destination(d), .. } => Some((operation, Some(d.as_str()))),
         Event::PolicyCheck { .. } => Some((operation, None)),
         Event::Fenced { destination, .. } => Some((operation, destination.as_deref())),
-        Event::Revocation { .. } => None,
+        // The model has no side effect and is not fenced (CONTRACT.md section 12): what an
+        // outlived incarnation does with its answer is fenced where it acts.
+        Event::Revocation { .. } | Event::ModelCall { .. } => None,
     }
 }
 

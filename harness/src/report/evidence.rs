@@ -129,6 +129,7 @@ pub fn write_evidence(
             Event::ProviderCall { .. } | Event::ProviderLookup { .. } => "provider".to_owned(),
             Event::PolicyCheck { .. } | Event::Revocation { .. } => "policy".to_owned(),
             Event::ConsumerReceipt { destination, .. } => format!("consumer-{destination}"),
+            Event::ModelCall { .. } => "model".to_owned(),
             Event::Fenced { service: Service::Provider, .. } => "provider".to_owned(),
             Event::Fenced { service: Service::Policy, .. } => "policy".to_owned(),
             Event::Fenced { service: Service::Consumer, destination, .. } => {

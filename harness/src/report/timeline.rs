@@ -13,6 +13,8 @@ use serde::Serialize;
 pub enum Lane {
     /// The runtime and what the harness did to it (starts, kills, submissions).
     Runtime,
+    /// The model that decides for task operations.
+    Model,
     Provider,
     /// One consumer, by destination.
     Consumer(String),
@@ -23,6 +25,7 @@ impl Lane {
     pub(crate) fn label(&self) -> String {
         match self {
             Lane::Runtime => "runtime".into(),
+            Lane::Model => "model".into(),
             Lane::Provider => "provider".into(),
             Lane::Consumer(d) => format!("consumer {d}"),
             Lane::Policy => "policy".into(),
@@ -158,6 +161,7 @@ fn entry_event(entry: &Entry) -> TimelineEvent {
     let lane = match &entry.event {
         Event::ProviderCall { .. } | Event::ProviderLookup { .. } => Lane::Provider,
         Event::ConsumerReceipt { destination, .. } => Lane::Consumer(destination.clone()),
+        Event::ModelCall { .. } => Lane::Model,
         Event::PolicyCheck { .. } | Event::Revocation { .. } => Lane::Policy,
         Event::Fenced { service: Service::Provider, .. } => Lane::Provider,
         Event::Fenced { service: Service::Policy, .. } => Lane::Policy,

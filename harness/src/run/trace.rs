@@ -2,7 +2,7 @@
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
 use crate::run::driver::{Happening, Mark, Run};
-use fake_tool::{Effect, Entry, Event, Injected, PolicyAnswer, Response, Subject};
+use fake_tool::{Effect, Entry, Event, Injected, ModelAnswer, PolicyAnswer, Response, Subject};
 
 /// One line of the trace, with its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +193,9 @@ pub fn describe_entry(entry: &Entry) -> String {
                 Effect::Applied(r) => format!("applied {r}"),
                 Effect::Replayed(r) => format!("replayed {r}"),
                 Effect::NotApplied => "no effect".into(),
+                Effect::KeyReused(first) => {
+                    format!("refused: key used by {first} with other arguments, nothing applied")
+                }
             };
             let response = match response {
                 Response::Sent(s) => format!("answered {s}"),
@@ -245,6 +248,22 @@ pub fn describe_entry(entry: &Entry) -> String {
             };
             let operation = operation.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
             format!("policy    {tenant}/{actor} {subject}{operation}: {answer}")
+        }
+        Event::ModelCall { operation, ask, conversation, stream, answer } => {
+            let how = if *stream { "streamed" } else { "answered" };
+            let answer = match answer {
+                ModelAnswer::ToolCall { id, tool, arguments } => {
+                    let mut shown = arguments.clone();
+                    if let Some(fields) = shown.as_object_mut() {
+                        fields.remove("_killpoint");
+                    }
+                    format!("decided {id}: {tool} {shown}")
+                }
+                ModelAnswer::Text { text } => format!("final text {text:?}"),
+                ModelAnswer::Injected { injected } => describe_injected(*injected),
+                ModelAnswer::Refused { error } => format!("refused 400: {error}"),
+            };
+            format!("model     ask {ask} for {} (conversation {conversation}), {how}: {answer}", op(operation))
         }
         Event::Revocation { tenant, actor, subject } => {
             format!("harness   revoke {subject} for {tenant}/{}", actor.as_deref().unwrap_or("*"))
