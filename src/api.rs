@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use crate::broken::Broken;
 use crate::config::CONTRACT;
-use crate::model::{AuditEntry, DeliveryState, ExecutionState, Submission, Tool};
+use crate::model::{AuditEntry, DeliveryState, ExecutionState, Submission, Tool, Work};
 use crate::request_hash::request_hash;
 use crate::store::{Snapshot, Store, Submitted};
 
@@ -139,7 +139,10 @@ async fn submit(State(state): State<AppState>, body: Result<Bytes, BytesRejectio
             (StatusCode::ACCEPTED, ExecutionState::IntentRecorded)
         }
         Submitted::Created => {
-            eprintln!("{id} intent recorded ({} {})", submission.tool.name, submission.tool.kind.as_str());
+            match submission.work() {
+                Ok(Work::Call { tool, .. }) => eprintln!("{id} intent recorded ({} {})", tool.name, tool.kind.as_str()),
+                _ => eprintln!("{id} intent recorded (a task for the model)"),
+            }
             state.wake.notify_one();
             (StatusCode::ACCEPTED, ExecutionState::IntentRecorded)
         }
@@ -208,9 +211,17 @@ fn validate(submission: &Submission) -> Result<(), ApiError> {
             return Err(ApiError::bad_request(format!("expected {field} to be 1 to 128 characters, found {value:?}")));
         }
     }
-    let tool = &submission.tool.name;
-    if tool.is_empty() || tool.chars().count() > 128 {
-        return Err(ApiError::bad_request(format!("expected tool.name to be 1 to 128 characters, found {tool:?}")));
+    let tools = match submission.work().map_err(ApiError::bad_request)? {
+        Work::Call { tool, .. } => vec![tool],
+        Work::Task(task) if task.tools.is_empty() => {
+            return Err(ApiError::bad_request("expected task.tools to offer at least one tool, found none".to_owned()));
+        }
+        Work::Task(task) => task.tools.iter().collect(),
+    };
+    for tool in tools.iter().map(|t| &t.name) {
+        if tool.is_empty() || tool.chars().count() > 128 {
+            return Err(ApiError::bad_request(format!("expected tool.name to be 1 to 128 characters, found {tool:?}")));
+        }
     }
     let mut seen = HashSet::new();
     for destination in &submission.destinations {
@@ -243,7 +254,8 @@ struct OperationView {
     operation_id: String,
     tenant: String,
     actor: String,
-    tool: Tool,
+    /// `null` for a task the model has not decided yet (CONTRACT.md section 12).
+    tool: Option<Tool>,
     execution: ExecutionState,
     paused: bool,
     attempts: u32,

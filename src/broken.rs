@@ -105,10 +105,14 @@ pub enum Broken {
     /// The store runs with `synchronous=OFF` once open: SQLite never fsyncs its log again, so a
     /// commit is in the OS's page cache only. A process kill keeps it; a power loss does not.
     NoSync,
+    /// On restart, every unfinished task forgets the decision it recorded and starts its agent
+    /// loop again from the top: the model is asked again, answers otherwise, and the new answer is
+    /// acted on, though a call on the first may have reached the provider (CONTRACT.md §12-3).
+    ReaskOnRecovery,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 32] = [
+    pub const ALL: [Broken; 33] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -141,6 +145,7 @@ impl Broken {
         Self::MislabelsDeliveryRetries,
         Self::RecreateDataDir,
         Self::NoSync,
+        Self::ReaskOnRecovery,
     ];
 
     pub fn name(self) -> &'static str {
@@ -177,6 +182,7 @@ impl Broken {
             Self::MislabelsDeliveryRetries => "mislabels-delivery-retries",
             Self::RecreateDataDir => "recreate-data-dir",
             Self::NoSync => "no-sync",
+            Self::ReaskOnRecovery => "reask-on-recovery",
         }
     }
 
@@ -219,6 +225,9 @@ impl Broken {
             Self::MislabelsDeliveryRetries => "logs a delivery retry as an execution retry",
             Self::RecreateDataDir => "recreates a missing data dir and starts afresh, forgetting what it accepted",
             Self::NoSync => "runs its store with synchronous=OFF: commits are never fsynced",
+            Self::ReaskOnRecovery => {
+                "on restart, asks the model again for every unfinished task and acts on the new answer"
+            }
         }
     }
 

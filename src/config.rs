@@ -20,6 +20,8 @@ pub struct Config {
     pub provider_url: Url,
     pub consumers_url: Url,
     pub policy_url: Url,
+    /// The model that decides tasks (CONTRACT.md section 12), as an OpenAI client's `base_url`.
+    pub model_url: Option<Url>,
     /// Which life of the runtime this is: the fencing token (CONTRACT.md §9).
     pub incarnation: u32,
     /// `None` when the harness certifies without the probe.
@@ -48,6 +50,7 @@ impl Config {
             provider_url: base_url("KILLPOINT_PROVIDER_URL")?,
             consumers_url: base_url("KILLPOINT_CONSUMERS_URL")?,
             policy_url: base_url("KILLPOINT_POLICY_URL")?,
+            model_url: optional("KILLPOINT_MODEL_URL")?.map(|_| base_url("KILLPOINT_MODEL_URL")).transpose()?,
             incarnation: {
                 // Required: without it this incarnation could not be told from the next one.
                 required("KILLPOINT_INCARNATION", "which life of the runtime this is: 1, 2, …")?;

@@ -17,6 +17,7 @@ mod fence;
 mod http;
 mod metrics;
 mod model;
+mod model_client;
 mod policy;
 mod provider;
 mod request_hash;

@@ -138,21 +138,62 @@ pub struct Tool {
     pub kind: ToolKind,
 }
 
+/// A task for the model (CONTRACT.md section 12): the prompt it is asked, unchanged, and the
+/// tools it may choose from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub prompt: String,
+    pub tools: Vec<Tool>,
+}
+
+/// The model's decision for a task: the tool call the runtime acts on, in every attempt and every
+/// incarnation, once it is recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The model's tool-call id.
+    pub id: String,
+    pub tool: Tool,
+    /// The model's arguments, passed to the provider unchanged (CONTRACT.md §12-2).
+    pub arguments: Value,
+}
+
 /// `POST /operations` as the harness sends it. Field order is the contract's, so the canonical
-/// form used for the request hash reads like the request.
+/// form used for the request hash reads like the request. Exactly one of a tool call (`tool` and
+/// `arguments`) and a `task` ([`Submission::work`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Submission {
     pub operation_id: String,
     pub tenant: String,
     pub actor: String,
-    pub tool: Tool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Tool>,
     /// Passed to the provider unchanged: the harness plants the operation's identity in it.
-    pub arguments: serde_json::Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
     #[serde(default)]
     pub destinations: Vec<String>,
 }
 
+/// What a submission asks for.
+pub enum Work<'a> {
+    /// A fixed tool call.
+    Call { tool: &'a Tool, arguments: &'a serde_json::Map<String, Value> },
+    /// A task the model decides.
+    Task(&'a Task),
+}
+
 impl Submission {
+    /// The tool call or the task, or what is wrong with the body's mix of them.
+    pub fn work(&self) -> Result<Work<'_>, String> {
+        match (&self.tool, &self.arguments, &self.task) {
+            (Some(tool), Some(arguments), None) => Ok(Work::Call { tool, arguments }),
+            (None, None, Some(task)) => Ok(Work::Task(task)),
+            _ => Err("expected either `tool` and `arguments` (a tool call) or `task` (CONTRACT.md section 12), not both, not a part".to_owned()),
+        }
+    }
+
     /// The key the provider sees on every attempt of this operation. The reference runtime uses the
     /// operation id itself: the caller chose it, it is durable from the first write, and it is the
     /// same in every incarnation, so no attempt can ever carry a different one.
@@ -167,8 +208,14 @@ pub struct Operation {
     pub id: String,
     pub tenant: String,
     pub actor: String,
-    pub tool: Tool,
+    /// The tool called; for a task, the tool of its decision (`None` until the model decided).
+    pub tool: Option<Tool>,
+    /// The arguments passed to the provider: the submitted ones, or the decision's.
     pub arguments: Value,
+    /// For a task: what the model is asked.
+    pub task: Option<Task>,
+    /// For a task: the model's decision, once recorded (its tool-call id).
+    pub decision: Option<String>,
     pub destinations: Vec<String>,
     pub execution: ExecutionState,
     /// Set when the runtime has stopped working on the operation and waits for a person.
@@ -183,6 +230,17 @@ pub struct Operation {
 }
 
 impl Operation {
+    /// The tool to call. Only a task the model has not decided has none; the worker decides a
+    /// task before it attempts, reconciles or delivers anything of it.
+    pub fn decided_tool(&self) -> anyhow::Result<&Tool> {
+        self.tool.as_ref().ok_or_else(|| anyhow::anyhow!("the task {} has no recorded decision yet", self.id))
+    }
+
+    /// A task whose decision is not recorded yet.
+    pub fn undecided(&self) -> bool {
+        self.task.is_some() && self.decision.is_none()
+    }
+
     /// The key every send of this operation's result carries, to every destination. Each consumer
     /// deduplicates by key on its own, so one key per operation is enough, and it is the same id an
     /// operator greps for in the provider's and the consumers' logs.
@@ -214,6 +272,10 @@ pub struct Delivery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuditEvent {
     IntentRecorded,
+    /// The model's decision for a task was recorded, before anything acted on it.
+    Decided,
+    /// The model could not be asked, or its answer could not be read: asked again later.
+    ModelFailed,
     /// The policy service allowed a new attempt of the tool.
     PolicyAllowed,
     /// The policy service refused a new attempt; the operation failed.
@@ -239,6 +301,8 @@ impl AuditEvent {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::IntentRecorded => "intent_recorded",
+            Self::Decided => "decided",
+            Self::ModelFailed => "model_failed",
             Self::PolicyAllowed => "policy_allowed",
             Self::PolicyRefused => "policy_refused",
             Self::Dispatched => "dispatched",

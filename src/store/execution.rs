@@ -9,7 +9,38 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::delivery::write_deliveries;
 use super::sql::{NOW, append_audit};
 use super::{Store, Submitted};
-use crate::model::{AuditEvent, Effect, ExecutionState, Operation, Submission};
+use crate::model::{AuditEvent, Decision, Effect, ExecutionState, Operation, Submission, ToolKind, Work};
+
+/// How a submission's tool call or task is stored: a task has no tool until it is decided.
+struct Columns<'a> {
+    tool_name: Option<&'a str>,
+    tool_kind: Option<ToolKind>,
+    arguments: String,
+    task: Option<String>,
+    /// For the audit trail: "tool charge_card", "a task".
+    what: String,
+}
+
+impl<'a> Columns<'a> {
+    fn of(submission: &'a Submission) -> Result<Columns<'a>> {
+        Ok(match submission.work().map_err(anyhow::Error::msg)? {
+            Work::Call { tool, arguments } => Columns {
+                tool_name: Some(&tool.name),
+                tool_kind: Some(tool.kind),
+                arguments: serde_json::to_string(arguments)?,
+                task: None,
+                what: format!("tool {}", tool.name),
+            },
+            Work::Task(task) => Columns {
+                tool_name: None,
+                tool_kind: None,
+                arguments: "null".to_owned(),
+                task: Some(serde_json::to_string(task)?),
+                what: "a task for the model".to_owned(),
+            },
+        })
+    }
+}
 
 impl Store {
     /// Records a new operation as `INTENT_RECORDED`, durable when this returns; or says how an
@@ -32,20 +63,22 @@ impl Store {
                 None => {}
             }
 
+            let work = Columns::of(submission)?;
             tx.execute(
                 &format!(
                     "INSERT INTO agent_operations (operation_id, tenant, actor, tool_name,
-                         tool_kind, arguments_json, destinations_json, request_hash,
+                         tool_kind, arguments_json, task_json, destinations_json, request_hash,
                          execution_state, idempotency_key, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, {NOW}, {NOW})"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, {NOW}, {NOW})"
                 ),
                 params![
                     submission.operation_id,
                     submission.tenant,
                     submission.actor,
-                    submission.tool.name,
-                    submission.tool.kind,
-                    serde_json::to_string(&submission.arguments)?,
+                    work.tool_name,
+                    work.tool_kind,
+                    work.arguments,
+                    work.task,
                     serde_json::to_string(&submission.destinations)?,
                     request_hash,
                     ExecutionState::IntentRecorded,
@@ -56,11 +89,54 @@ impl Store {
                 tx,
                 &submission.operation_id,
                 AuditEvent::IntentRecorded,
-                &format!("tool {} for {}/{}", submission.tool.name, submission.tenant, submission.actor),
+                &format!("{} for {}/{}", work.what, submission.tenant, submission.actor),
             )?;
             Ok(Submitted::Created)
         })
     }
+    /// Records the model's decision for a task, durable when this returns and before anything
+    /// acts on it: from here on every attempt, lookup and incarnation acts on this decision only
+    /// (CONTRACT.md §12-3). Refused if a decision is already recorded.
+    pub fn record_decision(&self, id: &str, decision: &Decision) -> Result<()> {
+        self.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE agent_operations SET tool_name = ?2, tool_kind = ?3, arguments_json = ?4, decision_id = ?5
+                 WHERE operation_id = ?1 AND task_json IS NOT NULL AND decision_id IS NULL",
+                params![
+                    id,
+                    decision.tool.name,
+                    decision.tool.kind,
+                    serde_json::to_string(&decision.arguments)?,
+                    decision.id
+                ],
+            )?;
+            if changed != 1 {
+                bail!("{id}: expected an undecided task to record a decision for, found none");
+            }
+            append_audit(
+                tx,
+                id,
+                AuditEvent::Decided,
+                &format!("{}: {} {}", decision.id, decision.tool.name, decision.arguments),
+            )
+        })
+    }
+
+    /// Forgets a task's decision and starts it again from `INTENT_RECORDED`, as an agent loop
+    /// re-run from the top on restart does. For the deliberately broken `reask-on-recovery`
+    /// variant, and nothing else.
+    pub fn forget_decision(&self, id: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE agent_operations SET tool_name = NULL, tool_kind = NULL, decision_id = NULL,
+                     execution_state = ?2, provider_ref = NULL
+                 WHERE operation_id = ?1",
+                params![id, ExecutionState::IntentRecorded],
+            )?;
+            append_audit(tx, id, AuditEvent::IntentRecorded, "the agent loop starts again")
+        })
+    }
+
     /// Appends to the audit trail without changing any state.
     pub fn record_audit(&self, id: &str, event: AuditEvent, detail: &str) -> Result<()> {
         self.write(|tx| append_audit(tx, id, event, detail))
@@ -96,24 +172,27 @@ impl Store {
     pub fn replace(&self, submission: &Submission, request_hash: &str) -> Result<()> {
         self.write(|tx| {
             tx.execute("DELETE FROM deliveries WHERE operation_id = ?1", [&submission.operation_id])?;
+            let work = Columns::of(submission)?;
             tx.execute(
                 &format!(
                     "UPDATE agent_operations SET tenant = ?2, actor = ?3, tool_name = ?4, tool_kind = ?5,
                          arguments_json = ?6, destinations_json = ?7, request_hash = ?8,
                          execution_state = ?9, paused = 0, attempts = 0, provider_ref = NULL,
-                         result_json = NULL, failure_reason = NULL, updated_at = {NOW}
+                         result_json = NULL, failure_reason = NULL, task_json = ?10, decision_id = NULL,
+                         updated_at = {NOW}
                      WHERE operation_id = ?1"
                 ),
                 params![
                     submission.operation_id,
                     submission.tenant,
                     submission.actor,
-                    submission.tool.name,
-                    submission.tool.kind,
-                    serde_json::to_string(&submission.arguments)?,
+                    work.tool_name,
+                    work.tool_kind,
+                    work.arguments,
                     serde_json::to_string(&submission.destinations)?,
                     request_hash,
                     ExecutionState::IntentRecorded,
+                    work.task,
                 ],
             )?;
             append_audit(tx, &submission.operation_id, AuditEvent::IntentRecorded, "replaced by a resubmission")

@@ -11,16 +11,20 @@ use super::Store;
 
 /// Bumped whenever the schema changes; a store written by another version is refused rather than
 /// misread.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE agent_operations (
     operation_id      TEXT PRIMARY KEY,
     tenant            TEXT NOT NULL,
     actor             TEXT NOT NULL,
-    tool_name         TEXT NOT NULL,
-    tool_kind         TEXT NOT NULL,
+    -- NULL for a task until the model's decision is recorded (then the decision's).
+    tool_name         TEXT,
+    tool_kind         TEXT,
     arguments_json    TEXT NOT NULL,
+    -- A task (CONTRACT.md section 12): the prompt and tools, and the decision's tool-call id.
+    task_json         TEXT,
+    decision_id       TEXT,
     destinations_json TEXT NOT NULL,
     -- Fingerprint of the submitted body: a resubmission must match it (see request_hash.rs).
     request_hash      TEXT NOT NULL,

@@ -15,7 +15,7 @@ pub(super) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 /// The columns `operation_from_row` reads, in its order.
 pub(super) const OPERATION_COLUMNS: &str = "operation_id, tenant, actor, tool_name, tool_kind, \
      arguments_json, destinations_json, execution_state, paused, attempts, idempotency_key, \
-     provider_ref, result_json, failure_reason";
+     provider_ref, result_json, failure_reason, task_json, decision_id";
 
 /// The columns `delivery_from_row` reads, in its order.
 pub(super) const DELIVERY_COLUMNS: &str = "operation_id, destination, state, attempts, idempotency_key, last_error";
@@ -33,8 +33,13 @@ pub(super) fn operation_from_row(row: &Row<'_>) -> rusqlite::Result<Operation> {
         id: row.get(0)?,
         tenant: row.get(1)?,
         actor: row.get(2)?,
-        tool: Tool { name: row.get(3)?, kind: row.get(4)? },
+        tool: match (row.get::<_, Option<String>>(3)?, row.get::<_, Option<ToolKind>>(4)?) {
+            (Some(name), Some(kind)) => Some(Tool { name, kind }),
+            _ => None,
+        },
         arguments: json_column(row, 5)?,
+        task: row.get::<_, Option<String>>(14)?.map(|text| parse_json(14, &text)).transpose()?,
+        decision: row.get(15)?,
         destinations: json_column(row, 6)?,
         execution: row.get(7)?,
         paused: row.get(8)?,

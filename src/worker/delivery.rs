@@ -25,7 +25,7 @@ impl Shared {
             // BROKEN: the tool is executed again "to refresh the result" before a resend: a second
             // side effect for every delivery retry.
             if let Invocation::Succeeded(effect) =
-                self.provider.invoke(&operation.tool, &operation.idempotency_key, &operation.arguments).await
+                self.provider.invoke(operation.decided_tool()?, &operation.idempotency_key, &operation.arguments).await
             {
                 provider_ref = effect.provider_ref;
                 result = effect.result;

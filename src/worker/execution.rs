@@ -22,6 +22,9 @@ impl Shared {
         let id = operation.id.clone();
         let attempt = operation.attempts + 1;
 
+        if operation.undecided() && !self.decide(operation).await? {
+            return Ok(Next::Stop);
+        }
         if !self.may_attempt(operation, attempt).await? {
             return Ok(Next::Stop);
         }
@@ -77,7 +80,9 @@ impl Shared {
             // BROKEN: the refused attempt is counted as made; the provider never saw it.
             self.store.set_attempts(&id, attempt)?;
         }
-        if operation.execution == ExecutionState::Unknown && operation.tool.kind.recovery() == Recovery::Repeat {
+        if operation.execution == ExecutionState::Unknown
+            && operation.decided_tool()?.kind.recovery() == Recovery::Repeat
+        {
             // The last attempt of a tool without lookup may have taken effect: FAILED
             // could be untrue, so the operation waits for a person instead.
             self.store.pause(&id, &reason)?;
@@ -96,7 +101,7 @@ impl Shared {
         let invocation = if self.broken == Some(Broken::NoWriteAhead) {
             // BROKEN: the provider hears of the attempt before the store does. A crash during the
             // call leaves INTENT_RECORDED, and the next incarnation sends it again as new.
-            let invocation = self.provider.invoke(&operation.tool, key, &operation.arguments).await;
+            let invocation = self.provider.invoke(operation.decided_tool()?, key, &operation.arguments).await;
             self.store.record_dispatch(id, attempt, key)?;
             eprintln!("{id} attempt {attempt} dispatched");
             invocation
@@ -108,7 +113,7 @@ impl Shared {
             eprintln!("{id} attempt {attempt} dispatched");
             let provisional = Effect { provider_ref: format!("pending:{key}"), result: serde_json::Value::Null };
             self.store.record_success(operation, &provisional, SystemTime::now())?;
-            let invocation = self.provider.invoke(&operation.tool, key, &operation.arguments).await;
+            let invocation = self.provider.invoke(operation.decided_tool()?, key, &operation.arguments).await;
             if let Invocation::Succeeded(effect) = &invocation {
                 self.store.overwrite_effect(id, effect)?;
                 eprintln!("{id} attempt {attempt} succeeded: provider_ref {}", effect.provider_ref);
@@ -121,7 +126,7 @@ impl Shared {
             // been sent and will look it up before it ever sends another.
             self.store.record_dispatch(id, attempt, key)?;
             eprintln!("{id} attempt {attempt} dispatched");
-            self.provider.invoke(&operation.tool, key, &operation.arguments).await
+            self.provider.invoke(operation.decided_tool()?, key, &operation.arguments).await
         };
         Ok(Some(invocation))
     }
@@ -156,7 +161,7 @@ impl Shared {
             // BROKEN: "no answer" is taken to mean "did not happen", and the request is sent again.
             return Ok(Next::Attempt);
         }
-        match operation.tool.kind.recovery() {
+        match operation.decided_tool()?.kind.recovery() {
             Recovery::LookUp => self.look_up(operation).await,
             Recovery::Pause => {
                 // Nothing can say whether the effect happened, and trying again could make it
@@ -204,7 +209,7 @@ impl Shared {
             Some(provider_ref) => LookupBy::ProviderRef(provider_ref),
             None => LookupBy::IdempotencyKey(&operation.idempotency_key),
         };
-        let lookup = match self.provider.look_up(&operation.tool, by).await {
+        let lookup = match self.provider.look_up(operation.decided_tool()?, by).await {
             // BROKEN: a lookup that could not answer is read as "no effect".
             Lookup::Unknown(_) if self.broken == Some(Broken::LookupErrorAsMiss) => Lookup::NotFound,
             lookup => lookup,

@@ -23,10 +23,12 @@
 //! The files, each adding its own `impl Shared` block:
 //!
 //! - `mod.rs`: the scheduling loop, what a task is, and recovery at start.
+//! - `decision.rs`: asking the model to decide a task, and recording its decision first.
 //! - `execution.rs`: attempts, reconciliation of unknown outcomes, and the recorded success.
 //! - `permission.rs`: asking the policy service, before an attempt and before a send.
 //! - `delivery.rs`: sending recorded results to their destinations.
 
+mod decision;
 mod delivery;
 mod execution;
 mod permission;
@@ -46,6 +48,7 @@ use crate::broken::Broken;
 use crate::config::Config;
 use crate::consumers::Consumers;
 use crate::model::{AuditEvent, Delivery, ExecutionState, Operation};
+use crate::model_client::ModelClient;
 use crate::policy::Policy;
 use crate::provider::Provider;
 use crate::store::Store;
@@ -85,6 +88,8 @@ struct Shared {
     provider: Provider,
     consumers: Consumers,
     policy: Policy,
+    /// `None` without `KILLPOINT_MODEL_URL`: a task then cannot be decided, and waits.
+    model: Option<ModelClient>,
     backoff: Mutex<Backoff>,
     delivery_max_attempts: u32,
     retry_base: Duration,
@@ -106,7 +111,8 @@ impl Worker {
             store,
             provider: Provider::new(http.clone(), config.provider_url.clone()).with_broken(broken),
             consumers: Consumers::new(http.clone(), config.consumers_url.clone()),
-            policy: Policy::new(http, config.policy_url.clone()).with_broken(broken),
+            policy: Policy::new(http.clone(), config.policy_url.clone()).with_broken(broken),
+            model: config.model_url.clone().map(|url| ModelClient::new(http, url)),
             backoff: Mutex::default(),
             delivery_max_attempts: config.delivery_max_attempts,
             retry_base: config.retry_base,
@@ -274,6 +280,15 @@ pub fn recover(store: &Store, broken: Option<Broken>) -> Result<()> {
             let last = store.snapshot(&operation.id)?.and_then(|snapshot| snapshot.audit.last().cloned());
             if last.is_some_and(|entry| entry.event == AuditEvent::LookupFailed.as_str()) {
                 store.take_for_never_dispatched(&operation.id, "last lookup failed: taken for never dispatched")?;
+            }
+        }
+    }
+    if broken == Some(Broken::ReaskOnRecovery) {
+        // BROKEN: the agent loop runs again from the top: every unfinished task forgets the
+        // decision it recorded and asks the model again, which answers otherwise.
+        for state in [ExecutionState::IntentRecorded, ExecutionState::Unknown] {
+            for operation in store.operations_to_work(state)?.iter().filter(|op| op.decision.is_some()) {
+                store.forget_decision(&operation.id)?;
             }
         }
     }

@@ -18,13 +18,14 @@ impl Shared {
             // BROKEN: an approval on record is taken as still valid; a revocation since is missed.
             return Ok(Decision::Allowed);
         }
-        let decision = self.ask_policy(operation, Subject::Tool(&operation.tool.name)).await;
+        let tool = &operation.decided_tool()?.name;
+        let decision = self.ask_policy(operation, Subject::Tool(tool)).await;
         if decision == Decision::Allowed {
             self.backoff().succeeded(&Task::Operation(operation.id.clone()));
             self.store.record_audit(
                 &operation.id,
                 AuditEvent::PolicyAllowed,
-                &format!("tool {} for {}/{}", operation.tool.name, operation.tenant, operation.actor),
+                &format!("tool {tool} for {}/{}", operation.tenant, operation.actor),
             )?;
         }
         Ok(decision)

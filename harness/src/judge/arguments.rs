@@ -81,9 +81,27 @@ fn show(value: Option<&Value>) -> String {
     value.map_or_else(|| "missing".to_owned(), Value::to_string)
 }
 
-/// Contract §3-1, for every operation of the scenario: its calls, named or attributed.
+/// The arguments a task operation's call must carry: those of the model's answer that its
+/// `_killpoint.decision` names (CONTRACT.md §12-2), or why there are none.
+fn decided(run: &Run, op: &Operation, call: &Value) -> Result<Value, String> {
+    let Some(id) = call.pointer("/_killpoint/decision").and_then(Value::as_str) else {
+        return Err(
+            "carries no `_killpoint.decision`: its arguments are not a model's answer, passed on unchanged".to_owned()
+        );
+    };
+    super::decisions::answer(run, &op.id, id)
+        .map(|(_, arguments)| arguments.clone())
+        .ok_or_else(|| format!("names the decision `{id}`, which the model never gave for `{}`", op.id))
+}
+
+/// Contract §3-1 and §12-2, for every operation of the scenario: its calls, named or attributed,
+/// against the submission, or for a task against the model's answer each call acted on.
 pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for op in &scenario.operations {
+        if op.task {
+            task_arguments(run, op, violations);
+            continue;
+        }
         let expected = submitted(op);
         let mut calls: Vec<&Entry> = run
             .ledger
@@ -124,6 +142,42 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
             evidence: evidence(differing.iter().map(|(e, _)| *e).take(5)),
         });
     }
+}
+
+/// §12-2: every call of a task operation carries the arguments of the model's answer it names.
+fn task_arguments(run: &Run, op: &Operation, violations: &mut Vec<Violation>) {
+    let calls =
+        run.ledger.iter().filter(|e| matches!(&e.event, Event::ProviderCall { operation: Some(o), .. } if *o == op.id));
+    let differing: Vec<(&Entry, String)> = calls
+        .filter_map(|e| {
+            let Event::ProviderCall { arguments, .. } = &e.event else { return None };
+            let found = arguments.as_ref().unwrap_or(&Value::Null);
+            let why = match decided(run, op, found) {
+                Err(why) => why,
+                Ok(expected) => {
+                    let (path, answered, received) = difference(&expected, found, "")?;
+                    format!(
+                        "differs from the model's answer at `{path}`: answered {}, received {}",
+                        show(answered),
+                        show(received)
+                    )
+                }
+            };
+            Some((e, why))
+        })
+        .collect();
+    let Some((first, why)) = differing.first() else { return };
+    violations.push(Violation {
+        invariant: Invariant::ArgumentsUnchanged,
+        operation: Some(op.id.clone()),
+        message: format!(
+            "{} call(s) to the provider for the task `{}` did not carry a model's answer unchanged; the first (#{}) {why}. A task's call must carry the arguments of the model's tool call it acts on, `_killpoint` included (CONTRACT.md §12-2)",
+            differing.len(),
+            op.id,
+            first.seq,
+        ),
+        evidence: evidence(differing.iter().map(|(e, _)| *e).take(5)),
+    });
 }
 
 #[cfg(test)]

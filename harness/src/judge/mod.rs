@@ -11,6 +11,7 @@ mod arguments;
 mod attribution;
 mod authority;
 mod coverage;
+mod decisions;
 mod delivery;
 mod execution;
 mod fencing;
@@ -27,7 +28,7 @@ mod status;
 mod submission;
 mod verdict;
 
-pub use verdict::{Coverage, Status, Verdict, Violation};
+pub use verdict::{Coverage, Reasked, Status, Verdict, Violation};
 
 use crate::model::invariant::Invariant;
 use crate::run::driver::Run;
@@ -53,6 +54,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             violations,
             coverage,
             error,
+            reasked: Vec::new(),
         };
     }
     ready::ready(run, &mut violations);
@@ -71,13 +73,23 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     submission::idempotent_submission(run, &mut violations);
     fencing::fenced(run, &mut violations);
     arguments::arguments_unchanged(scenario, run, &mut violations);
+    decisions::one_decision(scenario, run, &mut violations);
     if run.aborted.is_none() {
         coverage::world_faults_reached(scenario, run, &mut violations);
         coverage::syscall_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
-    Verdict { scenario: scenario.name.clone(), probe: run.probe, crash: run.crash, violations, coverage, error: None }
+    let reasked = decisions::reasked(scenario, run);
+    Verdict {
+        scenario: scenario.name.clone(),
+        probe: run.probe,
+        crash: run.crash,
+        violations,
+        coverage,
+        error: None,
+        reasked,
+    }
 }
 
 /// The invariants judged one operation at a time, against that operation's part of the ledger.

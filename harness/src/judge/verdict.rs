@@ -43,6 +43,17 @@ pub struct Verdict {
     pub coverage: Vec<Coverage>,
     /// The harness failed during the run (what failed): nothing was judged.
     pub error: Option<String>,
+    /// Task operations whose model was asked for a decision more than once: a cost, reported,
+    /// never a violation (CONTRACT.md section 12).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasked: Vec<Reasked>,
+}
+
+/// A task operation whose model was asked for a decision `decisions` times (more than once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Reasked {
+    pub operation: String,
+    pub decisions: u32,
 }
 
 /// A scenario's outcome in one word.

@@ -86,10 +86,15 @@ pub enum Invariant {
     /// the planted `_killpoint` identity included. CONTRACT.md §3-1: the provider counts effects
     /// by that identity, and executes what it is given.
     ArgumentsUnchanged,
+    /// Every effect of a task operation acted on one and the same answer of the model: once a
+    /// call made on a decision may have reached the provider, no call acts on another. CONTRACT.md
+    /// §12-3; the seed: "the model may decide what to do, but the control plane must decide what
+    /// is safe to repeat".
+    OneDecision,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 19] = [
+    pub const ALL: [Invariant; 20] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -109,6 +114,7 @@ impl Invariant {
         Invariant::IdempotentSubmission,
         Invariant::Fenced,
         Invariant::ArgumentsUnchanged,
+        Invariant::OneDecision,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -132,6 +138,7 @@ impl Invariant {
             Invariant::IdempotentSubmission => "idempotent_submission",
             Invariant::Fenced => "fenced",
             Invariant::ArgumentsUnchanged => "arguments_unchanged",
+            Invariant::OneDecision => "one_decision",
         }
     }
 
@@ -167,8 +174,9 @@ impl Invariant {
             }
             Invariant::Fenced => "an outlived incarnation sends and commits nothing more, and exits",
             Invariant::ArgumentsUnchanged => {
-                "every provider call carries its operation's submitted arguments unchanged, `_killpoint` included"
+                "every provider call carries its operation's submitted arguments (a task's: its model answer's) unchanged, `_killpoint` included"
             }
+            Invariant::OneDecision => "every effect of a task acted on one and the same decision of the model",
         }
     }
 

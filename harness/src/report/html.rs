@@ -311,6 +311,7 @@ mod tests {
                 violations: vec![0],
             }],
             error: None,
+            reasked: Vec::new(),
         };
         let outcome = ScenarioOutcome {
             name: "after_dispatch".into(),

@@ -2,6 +2,7 @@
 //! read back what the runtime reports about it.
 
 use crate::scenario::Operation;
+use fake_tool::ToolKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -115,16 +116,37 @@ impl Client {
         Client { http, base: base.to_owned() }
     }
 
-    /// The body the harness submits, with the operation's identity planted in the arguments.
+    /// The body the harness submits: a fixed tool call with the operation's identity planted in
+    /// the arguments, or a task for the model (CONTRACT.md section 12), whose prompt carries the
+    /// marker that ties the model's conversation to the operation and which offers every tool.
     pub fn submission(op: &Operation) -> Value {
-        json!({
+        let mut body = json!({
             "operation_id": op.id,
             "tenant": op.tenant,
             "actor": op.actor,
-            "tool": { "name": op.tool.tool_name(), "kind": op.tool.as_str() },
-            "arguments": { "note": format!("killpoint workload {}", op.id), "_killpoint": { "operation": op.id } },
             "destinations": op.destinations,
-        })
+        });
+        if op.task {
+            let tools: Vec<Value> =
+                ToolKind::ALL.iter().map(|k| json!({ "name": k.tool_name(), "kind": k.as_str() })).collect();
+            body["task"] = json!({ "prompt": Client::task_prompt(op), "tools": tools });
+        } else {
+            body["tool"] = json!({ "name": op.tool.tool_name(), "kind": op.tool.as_str() });
+            body["arguments"] =
+                json!({ "note": format!("killpoint workload {}", op.id), "_killpoint": { "operation": op.id } });
+        }
+        body
+    }
+
+    /// A task operation's prompt: what a user would ask, and the marker.
+    pub fn task_prompt(op: &Operation) -> String {
+        format!(
+            "Settle order {} for {}/{}: call the one tool that does it. {}",
+            op.id,
+            op.tenant,
+            op.actor,
+            fake_tool::task_marker(&op.id)
+        )
     }
 
     /// Submits `op`; returns the status of a `202` or `200` answer.
@@ -284,12 +306,16 @@ impl Resubmission {
                 }
                 body["killpoint_unknown_field"] = json!({ "ignore": "me" });
             }
+            Resubmission::Different if op.task => {
+                body["task"]["prompt"] = json!(format!("{}, changed", Client::task_prompt(op)));
+            }
             Resubmission::Different => {
                 body["arguments"]["note"] = json!(format!("killpoint workload {}, changed", op.id));
             }
             Resubmission::BadId | Resubmission::UnknownToolKind | Resubmission::MissingField => {
                 body["operation_id"] = json!(self.malformed_id());
                 match self {
+                    Resubmission::UnknownToolKind if op.task => body["task"]["tools"][0]["kind"] = json!("teleport"),
                     Resubmission::UnknownToolKind => body["tool"]["kind"] = json!("teleport"),
                     Resubmission::MissingField => {
                         body.as_object_mut().expect("an object").remove("tenant");

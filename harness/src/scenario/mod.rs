@@ -55,9 +55,15 @@ pub struct Scenario {
 #[serde(deny_unknown_fields)]
 pub struct Operation {
     pub id: String,
-    /// The provider's tool; its kind decides the recovery the runtime owes.
+    /// The provider's tool; its kind decides the recovery the runtime owes. For a task, the tool
+    /// the model decides to call.
     #[serde(deserialize_with = "tool_kind")]
     pub tool: ToolKind,
+    /// Submitted as a task for the model (CONTRACT.md section 12) instead of a fixed tool call:
+    /// the runtime asks the world's model, which decides to call `tool` with arguments it draws
+    /// anew every time it is asked.
+    #[serde(default)]
+    pub task: bool,
     #[serde(default)]
     pub destinations: Vec<String>,
     #[serde(default = "default_tenant")]

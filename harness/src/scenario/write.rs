@@ -44,6 +44,8 @@ struct Runtime {
 struct OperationFile<'a> {
     id: &'a str,
     tool: &'static str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    task: bool,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     destinations: &'a [String],
     #[serde(skip_serializing_if = "is_default_tenant")]
@@ -184,6 +186,7 @@ fn operation(op: &Operation) -> OperationFile<'_> {
     OperationFile {
         id: &op.id,
         tool: op.tool.tool_name(),
+        task: op.task,
         destinations: &op.destinations,
         tenant: &op.tenant,
         actor: &op.actor,

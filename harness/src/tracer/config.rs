@@ -45,6 +45,7 @@ impl Config {
             ("KILLPOINT_PROVIDER_URL", Peer::Provider),
             ("KILLPOINT_CONSUMERS_URL", Peer::Consumers),
             ("KILLPOINT_POLICY_URL", Peer::Policy),
+            ("KILLPOINT_MODEL_URL", Peer::Model),
         ]
         .into_iter()
         .filter_map(|(name, peer)| {

@@ -75,6 +75,8 @@ pub enum Peer {
     Provider,
     Consumers,
     Policy,
+    /// The model that decides for task operations (CONTRACT.md section 12).
+    Model,
     /// The fake world, which part not (yet) known: a `connect`, or bytes on a connection that
     /// has not named a path. The world serves all three under one address, told apart by path.
     World,
@@ -86,6 +88,7 @@ impl Peer {
             Peer::Provider => "provider",
             Peer::Consumers => "consumers",
             Peer::Policy => "policy",
+            Peer::Model => "model",
             Peer::World => "world",
         }
     }

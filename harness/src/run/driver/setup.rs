@@ -9,7 +9,7 @@ use crate::run::incarnation::Target;
 use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{Reached, Tracing};
 use crate::scenario::{RuntimeSettings, Scenario, SyscallFault};
-use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, PolicyFault, World};
+use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, ModelScript, PolicyFault, World};
 use std::path::{Path, PathBuf};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -86,6 +86,11 @@ fn named(socket: &Path, e: std::io::Error) -> std::io::Error {
 
 /// The faults the world injects on its own, whatever the runtime does first.
 fn arm_world(world: &World, scenario: &Scenario) {
+    // What the model decides for each task: the tool the scenario names, with values drawn from
+    // a seed that is the same in every run, so a written case replays the same answers.
+    for op in scenario.operations.iter().filter(|op| op.task) {
+        world.arm_model(ModelScript { operation: op.id.clone(), tool: op.tool.tool_name().to_owned(), seed: 0 });
+    }
     for c in &scenario.consumer_faults {
         world.arm_consumer(ConsumerFault {
             destination: c.destination.clone(),
@@ -119,6 +124,7 @@ pub fn environment(world: &World, data: &Path, settings: &RuntimeSettings) -> Ve
         ("KILLPOINT_PROVIDER_URL", world.provider_url()),
         ("KILLPOINT_CONSUMERS_URL", world.consumers_url()),
         ("KILLPOINT_POLICY_URL", world.policy_url()),
+        ("KILLPOINT_MODEL_URL", world.model_url()),
         ("KILLPOINT_DELIVERY_MAX_ATTEMPTS", settings.delivery_max_attempts.to_string()),
         ("KILLPOINT_RETRY_BASE_MS", settings.retry_base_ms.to_string()),
     ]

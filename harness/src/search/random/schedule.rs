@@ -181,6 +181,7 @@ pub(super) fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scena
         operations.push(Operation {
             id,
             tool: gene.kind,
+            task: false,
             destinations: gene.destinations.iter().map(|d| (*d).to_owned()).collect(),
             tenant: TENANTS[gene.tenant].to_owned(),
             actor: "agent-7".to_owned(),
