@@ -32,15 +32,20 @@ fn without_identity(arguments: &Value) -> Value {
 
 /// The provider calls that name no operation but are `op`'s: to its tool, with its submitted
 /// arguments once the identity is set aside (or the tool's only operation in the scenario).
+/// A task's are matched against the model's answers for it instead (each has its own values).
 pub(super) fn unnamed_calls_of<'a>(scenario: &Scenario, run: &'a Run, op: &Operation) -> Vec<&'a Entry> {
     let tool = op.tool.tool_name();
     let alone = scenario.operations.iter().filter(|o| o.tool == op.tool).count() == 1;
-    let mine = without_identity(&submitted(op));
+    let mine: Vec<Value> = if op.task {
+        super::decisions::answers(run, &op.id).map(without_identity).collect()
+    } else {
+        vec![without_identity(&submitted(op))]
+    };
     run.ledger
         .iter()
         .filter(|e| match &e.event {
             Event::ProviderCall { tool: t, operation: None, arguments, .. } if t == tool => {
-                alone || arguments.as_ref().is_some_and(|a| without_identity(a) == mine)
+                (alone && !op.task) || arguments.as_ref().is_some_and(|a| mine.contains(&without_identity(a)))
             }
             _ => false,
         })
@@ -99,7 +104,7 @@ fn decided(run: &Run, op: &Operation, call: &Value) -> Result<Value, String> {
 pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for op in &scenario.operations {
         if op.task {
-            task_arguments(run, op, violations);
+            task_arguments(scenario, run, op, violations);
             continue;
         }
         let expected = submitted(op);
@@ -145,10 +150,16 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
 }
 
 /// §12-2: every call of a task operation carries the arguments of the model's answer it names.
-fn task_arguments(run: &Run, op: &Operation, violations: &mut Vec<Violation>) {
-    let calls =
-        run.ledger.iter().filter(|e| matches!(&e.event, Event::ProviderCall { operation: Some(o), .. } if *o == op.id));
+fn task_arguments(scenario: &Scenario, run: &Run, op: &Operation, violations: &mut Vec<Violation>) {
+    let mut calls: Vec<&Entry> = run
+        .ledger
+        .iter()
+        .filter(|e| matches!(&e.event, Event::ProviderCall { operation: Some(o), .. } if *o == op.id))
+        .collect();
+    calls.extend(unnamed_calls_of(scenario, run, op));
+    calls.sort_by_key(|e| e.seq);
     let differing: Vec<(&Entry, String)> = calls
+        .into_iter()
         .filter_map(|e| {
             let Event::ProviderCall { arguments, .. } = &e.event else { return None };
             let found = arguments.as_ref().unwrap_or(&Value::Null);

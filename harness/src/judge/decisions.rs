@@ -29,6 +29,16 @@ pub(super) fn answer<'a>(run: &'a Run, op: &str, id: &str) -> Option<(&'a Entry,
     })
 }
 
+/// The arguments of every decision the model gave for operation `op`.
+pub(super) fn answers<'a>(run: &'a Run, op: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    run.ledger.iter().filter_map(move |e| match &e.event {
+        Event::ModelCall { operation: Some(o), answer: ModelAnswer::ToolCall { arguments, .. }, .. } if o == op => {
+            Some(arguments)
+        }
+        _ => None,
+    })
+}
+
 /// The decision a call's arguments name.
 fn decision_of(entry: &Entry) -> Option<&str> {
     match &entry.event {

@@ -18,7 +18,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 /// The contract version this harness speaks.
-pub const CONTRACT: &str = "killpoint-contract/6";
+pub const CONTRACT: &str = "killpoint-contract/7";
 
 /// How long after its ready line a runtime that declared the probe has for its connection to be
 /// taken: it connected before printing the line, so this only covers the harness's own turn.

@@ -309,4 +309,22 @@ pub const RULES: &[Rule] = &[
         check: by(&[TruthfulStatus]),
         proven_by: &[("mislabels-delivery-retries", "delivery_dead_letter")],
     },
+    Rule {
+        id: "§12-1",
+        check: Check::Harness(
+            "the world's model answers 400 to a conversation without the task's marker or without the task's tool offered: the task is never decided, and its operation never settles (`settled`)",
+        ),
+        proven_by: &[],
+    },
+    Rule {
+        id: "§12-2",
+        check: by(&[ArgumentsUnchanged]),
+        proven_by: &[("strip-private-arguments", "task_after_dispatch")],
+    },
+    Rule { id: "§12-3", check: by(&[OneDecision]), proven_by: &[("reask-on-recovery", "task_after_dispatch")] },
+    Rule {
+        id: "§12-4",
+        check: by(&[TruthfulStatus, ExpectedOutcome]),
+        proven_by: &[("reask-on-recovery", "task_after_dispatch")],
+    },
 ];
