@@ -11,6 +11,10 @@
 //! - `explore_finds::<variant>`: for every broken variant the standard scenarios catch, explore of
 //!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself, and
 //!   the scenario file it writes reproduces that failure.
+//! - `explore_finds_divergence::syscalls`: explore of the task workload
+//!   (`scenarios/task_after_dispatch.toml`) over system calls, as a black box, finds the runtime
+//!   that asks the model again on recovery (`--broken reask-on-recovery`) acting on two decisions
+//!   (`one_decision`) on each of three runs, and each run's written case replays it.
 //! - `explore_accounts::…`: what explore says it tested — a case whose own kill was reached is
 //!   not "not reached" because a kept world fault had nothing left to spoil.
 
@@ -33,6 +37,9 @@ fn main() -> ExitCode {
     let mut trials = explored_points(&wave, &target, "explore");
     trials.extend(concurrent_runtime(&wave, &root));
     trials.extend(found_by_explore(&root.join("scenarios"), &target));
+    let tasks = root.join("scenarios/task_after_dispatch.toml");
+    let diverging = target.clone();
+    trials.push(Trial::test("explore_finds_divergence::syscalls", move || finds_divergence(&tasks, &diverging)));
     let reconciling = root.join("scenarios/kill_while_reconciling.toml");
     let accounted = target.clone();
     trials.push(Trial::test("explore_accounts::a_kept_world_fault_with_nothing_to_spoil", move || {
@@ -187,6 +194,44 @@ fn finds(variant: &str, crash: Crash, scenarios: &[Scenario], target: &Target) -
         crash.name()
     )
     .into())
+}
+
+/// Issue 30: every exploration over system calls of the task workload finds the re-decided
+/// step, and its written case replays it. Where tracing is refused the trial fails, saying so.
+fn finds_divergence(path: &std::path::Path, target: &Target) -> Result<(), Failed> {
+    killpoint::run::traced::permitted().map_err(|e| format!("explore over system calls needs the tracer: {e}"))?;
+    let scenario = Scenario::load(path).map_err(|e| format!("{e}"))?;
+    let mut broken = target.clone();
+    broken.args.extend(["--broken".to_owned(), "reask-on-recovery".to_owned()]);
+    let run = RunOptions { probe: false, syscalls: true, ..RunOptions::default() };
+    let options = ExploreOptions {
+        depth: 1,
+        first_failure: true,
+        jobs: 1,
+        keep_failures: false,
+        points: explore::Points::Syscalls,
+        run: run.clone(),
+        ..ExploreOptions::default()
+    };
+    let dir = tempfile::tempdir().map_err(|e| format!("no temp dir: {e}"))?;
+    for round in 1..=3 {
+        let result = explore::explore(&scenario, &broken, &options, &|_, _, _, _| {})
+            .map_err(|e| format!("round {round}: exploring could not run: {e}"))?;
+        let finding = result
+            .failures
+            .iter()
+            .find(|f| f.verdict.failed_invariants().contains(&killpoint::Invariant::OneDecision))
+            .ok_or_else(|| format!("round {round}: explore over system calls found no `one_decision` failure"))?;
+        let written = dir.path().join(format!("{round}-{}.toml", finding.scenario.name));
+        std::fs::write(&written, finding.scenario.to_toml()).map_err(|e| format!("{}: {e}", written.display()))?;
+        let replayed = Scenario::load(&written).map_err(|e| format!("the written file does not parse: {e}"))?;
+        let (verdict, replay) = run_scenario(&replayed, &broken, &run).map_err(|e| format!("replay: {e}"))?;
+        if !verdict.failed_invariants().contains(&killpoint::Invariant::OneDecision) {
+            let story = killpoint::report::story::story(&replayed, &verdict, &replay);
+            return Err(format!("round {round}: the written case {} did not replay the divergence\n{story}", written.display()).into());
+        }
+    }
+    Ok(())
 }
 
 /// `kill_while_reconciling` keeps a lookup fault that only a kill before the lookup leaves
