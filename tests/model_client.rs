@@ -6,10 +6,12 @@
 //! `model_client::openai_python` starts the world in this process, arms the model for one
 //! operation and runs tests/frameworks/model_client.py with the frameworks' virtualenv
 //! (`target/frameworks-venv`, made once by tests/frameworks/venv.rs; `KILLPOINT_FRAMEWORKS_PYTHON`
-//! names another interpreter). The script asks the same question three ways (not streamed,
-//! streamed and put together from the chunks, through the client's stream helper), then sends the
-//! streamed call's result back twice (not streamed, through the helper). The trial holds what the
-//! client made of each answer against what the world's ledger says the model answered.
+//! names another interpreter). The script asks the same question four ways (not streamed,
+//! streamed and put together from the chunks, through the client's stream helper, streamed by
+//! the async client), sends the streamed call's result back twice (not streamed, through the
+//! helper), and asks about an operation the model was not armed for. The trial holds what the
+//! client made of each answer, and of the refusal, against what the world's ledger says the model
+//! answered.
 //!
 //! Where python3 is missing the trial is ignored, with the reason on stderr (as the frameworks::
 //! trials are); a virtualenv that could not be made fails it.
@@ -30,6 +32,8 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 const OPERATION: &str = "model-client-1";
+/// An operation the model is not armed for: it refuses, and the client raises its error.
+const UNARMED: &str = "model-client-unarmed";
 const TOOL: &str = "charge_card";
 
 /// How long the script may take: an interpreter importing the client and five questions to a
@@ -38,8 +42,17 @@ const SCRIPT_DEADLINE: Duration = Duration::from_secs(90);
 
 /// What the script asks, in its order (tests/frameworks/model_client.py): the report's key, and
 /// whether the question was streamed.
-const ASKED: [(&str, bool); 5] =
-    [("plain", false), ("streamed", true), ("helper", true), ("final", false), ("final_streamed", true)];
+const ASKED: [(&str, bool); 6] = [
+    ("plain", false),
+    ("streamed", true),
+    ("helper", true),
+    ("async_streamed", true),
+    ("final", false),
+    ("final_streamed", true),
+];
+
+/// The questions of `ASKED` that ask for a decision (the rest carry the tool's result).
+const DECISIONS: usize = 4;
 
 fn main() -> ExitCode {
     let args = TestArguments::from_args();
@@ -83,10 +96,15 @@ fn openai_python(root: &Path) -> Result<(), Failed> {
     let script = root.join("tests/frameworks/model_client.py");
     let asked = installed::within(
         SCRIPT_DEADLINE,
-        Command::new(&python).arg(&script).arg(world.model_url()).arg(OPERATION).env("PYTHONDONTWRITEBYTECODE", "1"),
-        &format!("{} {} {} {OPERATION}", python.display(), script.display(), world.model_url()),
+        Command::new(&python)
+            .arg(&script)
+            .arg(world.model_url())
+            .args([OPERATION, UNARMED])
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+        &format!("{} {} {} {OPERATION} {UNARMED}", python.display(), script.display(), world.model_url()),
     );
-    let answers = model_answers(&world);
+    let answers = model_answers(&world, OPERATION);
+    let refusals = model_answers(&world, UNARMED);
     runtime.block_on(world.shutdown());
     let output = asked?;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -96,17 +114,19 @@ fn openai_python(root: &Path) -> Result<(), Failed> {
         .and_then(|line| serde_json::from_str(line).ok())
         .ok_or_else(|| format!("expected the script to print one JSON line last, found:\n{stdout}"))?;
     eprintln!("openai {} against the fake model", report["openai"]);
-    judge(&report, &answers).map_err(|why| format!("{why}\nthe script's report: {report:#}").into())
+    judge(&report, &answers)
+        .and_then(|()| refusal_understood(&report["refused"], &refusals))
+        .map_err(|why| format!("{why}\nthe script's report: {report:#}").into())
 }
 
-/// What the ledger says the model was asked about `OPERATION`: (ask, streamed, conversation, answer).
-fn model_answers(world: &World) -> Vec<(u32, bool, String, ModelAnswer)> {
+/// What the ledger says the model was asked about `wanted`: (ask, streamed, conversation, answer).
+fn model_answers(world: &World, wanted: &str) -> Vec<(u32, bool, String, ModelAnswer)> {
     world
         .entries()
         .into_iter()
         .filter_map(|entry| match entry.event {
             Event::ModelCall { operation, ask, conversation, stream, answer }
-                if operation.as_deref() == Some(OPERATION) =>
+                if operation.as_deref() == Some(wanted) =>
             {
                 Some((ask, stream, conversation, answer))
             }
@@ -135,13 +155,28 @@ fn judge(report: &Value, answers: &[(u32, bool, String, ModelAnswer)]) -> Result
             other => return Err(format!("{at}: expected an answer on the ledger, found {other:?}")),
         }
     }
-    if decisions.len() != 3 {
-        return Err(format!("expected the first three questions answered with tool calls, found {decisions:?}"));
+    if decisions.len() != DECISIONS {
+        return Err(format!(
+            "expected the first {DECISIONS} questions answered with tool calls, found {} of them: {decisions:?}",
+            decisions.len()
+        ));
     }
     decisions_differ(&decisions)?;
     same_question(answers)?;
     streamed_usage(report)?;
     helper_parsed(&report["helper"], &decisions[2].1)
+}
+
+/// The model's refusal reached the client as OpenAI's errors do: a `BadRequestError` whose body
+/// has the ledger's message and type `invalid_request_error`.
+fn refusal_understood(got: &Value, refusals: &[(u32, bool, String, ModelAnswer)]) -> Result<(), String> {
+    let [(_, _, _, ModelAnswer::Refused { error })] = refusals else {
+        return Err(format!("expected one refused question about `{UNARMED}` on the ledger, found {refusals:?}"));
+    };
+    let at = "`refused`";
+    expect(got["status"] == 400, at, "the error's status", 400, &got["status"])?;
+    expect(got["type"] == "invalid_request_error", at, "the error's type", "invalid_request_error", &got["type"])?;
+    expect(got["message"] == error.as_str(), at, "the error's message", error, &got["message"])
 }
 
 /// The client read the ledger's tool call: one call, its id, name and arguments, finish `tool_calls`.
@@ -179,28 +214,31 @@ fn decisions_differ(decisions: &[(String, Value)]) -> Result<(), String> {
     Ok(())
 }
 
-/// The three ways of asking sent the same conversation (the same fingerprint on the ledger), and
-/// the conversations with the tool's result another one.
+/// The ways of asking for a decision sent the same conversation (the same fingerprint on the
+/// ledger), and the conversations with the tool's result another one.
 fn same_question(answers: &[(u32, bool, String, ModelAnswer)]) -> Result<(), String> {
     let fingerprints: Vec<&str> = answers.iter().map(|(_, _, conversation, _)| conversation.as_str()).collect();
-    let asked_alike = fingerprints[1..3].iter().all(|f| *f == fingerprints[0]);
-    let answered_apart = fingerprints[3..].iter().all(|f| *f != fingerprints[0]);
+    let asked_alike = fingerprints[1..DECISIONS].iter().all(|f| *f == fingerprints[0]);
+    let answered_apart = fingerprints[DECISIONS..].iter().all(|f| *f != fingerprints[0]);
     if asked_alike && answered_apart {
         return Ok(());
     }
     Err(format!(
-        "expected the first three questions to be one conversation and the last two another, found fingerprints {fingerprints:?}"
+        "expected the first {DECISIONS} questions to be one conversation and the others another, found fingerprints {fingerprints:?}"
     ))
 }
 
-/// `stream_options.include_usage` was set: the usage chunk reached the client, in pieces after
-/// the answer's.
+/// `stream_options.include_usage` was set: the usage chunk reached both clients, after the
+/// answer's chunks.
 fn streamed_usage(report: &Value) -> Result<(), String> {
-    let streamed = &report["streamed"];
-    let usage = &streamed["usage"]["total_tokens"];
-    expect(usage.as_u64().is_some_and(|t| t > 0), "`streamed`", "the usage chunk's total_tokens", "> 0", usage)?;
-    let chunks = streamed["chunks"].as_u64().unwrap_or(0);
-    expect(chunks >= 4, "`streamed`", "chunks (role and first piece, second piece, finish, usage)", ">= 4", chunks)
+    for key in ["streamed", "async_streamed"] {
+        let at = format!("`{key}`");
+        let usage = &report[key]["usage"]["total_tokens"];
+        expect(usage.as_u64().is_some_and(|t| t > 0), &at, "the usage chunk's total_tokens", "> 0", usage)?;
+        let chunks = report[key]["chunks"].as_u64().unwrap_or(0);
+        expect(chunks >= 4, &at, "chunks (role and first piece, second piece, finish, usage)", ">= 4", chunks)?;
+    }
+    Ok(())
 }
 
 /// The stream helper parsed the strict tool's arguments, in its event and in its final completion.

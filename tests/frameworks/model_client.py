@@ -1,11 +1,11 @@
 """The fake model asked by the real OpenAI client (the `openai` package pinned in
 examples/frameworks/requirements.txt), as an agent framework's model client asks it.
 
-    python model_client.py MODEL_URL OPERATION
+    python model_client.py MODEL_URL OPERATION UNARMED
 
 MODEL_URL is the world's model URL (what the client takes as `base_url`), OPERATION an operation
-the harness armed the model for. Asks, in this order (tests/model_client.rs reads the ledger in
-the same order):
+the harness armed the model for, UNARMED one it did not. Asks, in this order (tests/model_client.rs
+reads the ledger in the same order):
 
 1. `plain`: the task with `charge_card` offered, not streamed;
 2. `streamed`: the same question streamed (`stream=True`, usage asked for), the tool call put
@@ -13,14 +13,19 @@ the same order):
 3. `helper`: the same question through the client's stream helper
    (`client.chat.completions.stream(...)`, `get_final_completion()`), which accumulates the
    chunks itself and parses a strict tool's arguments;
-4. `final`: the streamed call's result sent back (the assistant's message with its tool call,
+4. `async_streamed`: the same question streamed through `AsyncOpenAI`, the client agent
+   frameworks use (pydantic-ai's, for one), on its own transport;
+5. `final`: the streamed call's result sent back (the assistant's message with its tool call,
    then a `role: "tool"` message), not streamed;
-5. `final_streamed`: the same, through the stream helper.
+6. `final_streamed`: the same, through the stream helper;
 
-Prints one JSON line with what the client made of each answer. Any error the client raises ends
-the script with a traceback (exit status 1): the test shows it.
+and `refused`: a task of UNARMED, which the model refuses (400): the error the client raises.
+
+Prints one JSON line with what the client made of each answer. Any other error the client raises
+ends the script with a traceback (exit status 1): the test shows it.
 """
 
+import asyncio
 import json
 import sys
 
@@ -28,6 +33,10 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 MODEL = "killpoint"
+
+# Seconds for each question: the model answers at once on loopback; the test's own deadline for
+# the whole script is longer.
+TIMEOUT = 20.0
 
 # Strict, as the stream helper asks of the tools whose arguments it parses; the schema is what
 # the fake model answers (the harness's `_killpoint` among the arguments).
@@ -101,43 +110,57 @@ def plain(client, messages):
     }
 
 
-def streamed(client, messages):
-    """`stream=True`, put together delta by delta: a tool call's first delta carries its `index`,
-    `id` and name, the later ones more of its `arguments` under the same `index`."""
-    stream = client.chat.completions.create(
-        model=MODEL,
-        messages=messages,
-        tools=[CHARGE_CARD],
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    calls, content, finish, usage, ids, chunks = {}, "", None, None, set(), 0
-    for chunk in stream:
+STREAMED = {"tools": [CHARGE_CARD], "stream": True, "stream_options": {"include_usage": True}}
+
+
+class Deltas:
+    """A streamed answer put together delta by delta: a tool call's first delta carries its
+    `index`, `id` and name, the later ones more of its `arguments` under the same `index`."""
+
+    def __init__(self):
+        self.calls, self.content, self.finish, self.usage, self.ids, self.chunks = {}, "", None, None, set(), 0
+
+    def add(self, chunk):
         validated(ChatCompletionChunk, chunk)
-        chunks += 1
-        ids.add(chunk.id)
+        self.chunks += 1
+        self.ids.add(chunk.id)
         if chunk.usage is not None:
-            usage = chunk.usage
+            self.usage = chunk.usage
         for choice in chunk.choices:
-            delta = choice.delta
-            content += delta.content or ""
-            for piece in delta.tool_calls or []:
-                call = calls.setdefault(piece.index, {"id": None, "type": None, "name": "", "arguments": ""})
+            self.content += choice.delta.content or ""
+            for piece in choice.delta.tool_calls or []:
+                call = self.calls.setdefault(piece.index, {"id": None, "type": None, "name": "", "arguments": ""})
                 call["id"] = piece.id or call["id"]
                 call["type"] = piece.type or call["type"]
                 if piece.function is not None:
                     call["name"] += piece.function.name or ""
                     call["arguments"] += piece.function.arguments or ""
-            finish = choice.finish_reason or finish
-    assembled = [dict(c, arguments=json.loads(c["arguments"])) for _, c in sorted(calls.items())]
-    return {
-        "completions": sorted(ids),
-        "chunks": chunks,
-        "finish_reason": finish,
-        "content": content,
-        "calls": assembled,
-        "usage": usage_of(usage),
-    }
+            self.finish = choice.finish_reason or self.finish
+
+    def report(self):
+        return {
+            "completions": sorted(self.ids),
+            "chunks": self.chunks,
+            "finish_reason": self.finish,
+            "content": self.content,
+            "calls": [dict(c, arguments=json.loads(c["arguments"])) for _, c in sorted(self.calls.items())],
+            "usage": usage_of(self.usage),
+        }
+
+
+def streamed(client, messages):
+    deltas = Deltas()
+    for chunk in client.chat.completions.create(model=MODEL, messages=messages, **STREAMED):
+        deltas.add(chunk)
+    return deltas.report()
+
+
+async def async_streamed(url, messages):
+    deltas = Deltas()
+    async with openai.AsyncOpenAI(base_url=url, api_key="unused", max_retries=0, timeout=TIMEOUT) as client:
+        async for chunk in await client.chat.completions.create(model=MODEL, messages=messages, **STREAMED):
+            deltas.add(chunk)
+    return deltas.report()
 
 
 def helper(client, messages, tools):
@@ -182,17 +205,28 @@ def answered(messages, call):
     ]
 
 
+def refused(client, unarmed):
+    """The error the client raises for a question the model refuses."""
+    try:
+        client.chat.completions.create(model=MODEL, messages=task(unarmed), tools=[CHARGE_CARD])
+    except openai.BadRequestError as e:
+        return {"status": e.status_code, "type": e.type, "code": e.code, "message": e.body.get("message")}
+    raise AssertionError(f"expected a BadRequestError for the unarmed operation {unarmed}, found an answer")
+
+
 def main():
-    url, operation = sys.argv[1], sys.argv[2]
-    client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=20.0)
+    url, operation, unarmed = sys.argv[1], sys.argv[2], sys.argv[3]
+    client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=TIMEOUT)
     messages = task(operation)
     report = {"openai": openai.__version__}
     report["plain"] = plain(client, messages)
     report["streamed"] = streamed(client, messages)
     report["helper"] = helper(client, messages, [CHARGE_CARD])
+    report["async_streamed"] = asyncio.run(async_streamed(url, messages))
     done = answered(messages, report["streamed"]["calls"][0])
     report["final"] = plain(client, done)
     report["final_streamed"] = helper(client, done, [CHARGE_CARD])
+    report["refused"] = refused(client, unarmed)
     print(json.dumps(report))
 
 
