@@ -164,6 +164,7 @@ fn judge(report: &Value, answers: &[(u32, bool, String, ModelAnswer)]) -> Result
     decisions_differ(&decisions)?;
     same_question(answers)?;
     streamed_usage(report)?;
+    completion_ids(report)?;
     helper_parsed(&report["helper"], &decisions[2].1)
 }
 
@@ -239,6 +240,31 @@ fn streamed_usage(report: &Value) -> Result<(), String> {
         expect(chunks >= 4, &at, "chunks (role and first piece, second piece, finish, usage)", ">= 4", chunks)?;
     }
     Ok(())
+}
+
+/// Each answer is one completion with an id of its own, as OpenAI's are (a framework keeps it as
+/// the response's id): a streamed answer's chunks all carry it, and no two answers share one.
+fn completion_ids(report: &Value) -> Result<(), String> {
+    let mut ids = Vec::new();
+    for (key, _) in ASKED {
+        let id = completion_id(&report[key]).map_err(|found| format!("`{key}`: expected {found}"))?;
+        if ids.contains(&id) {
+            return Err(format!("`{key}`: expected a completion id of its own, found {id} again (all: {ids:?})"));
+        }
+        ids.push(id);
+    }
+    Ok(())
+}
+
+/// The id of one answer: the completion's, or the one every chunk carried when the script put the
+/// chunks together itself (`completions`).
+fn completion_id(got: &Value) -> Result<&str, String> {
+    let id = match got.get("completions") {
+        Some(Value::Array(ids)) if ids.len() == 1 => &ids[0],
+        Some(ids) => return Err(format!("every chunk to carry one completion id, found {ids}")),
+        None => &got["completion"],
+    };
+    id.as_str().ok_or_else(|| format!("a completion id, found {id}"))
 }
 
 /// The stream helper parsed the strict tool's arguments, in its event and in its final completion.
