@@ -36,7 +36,7 @@ const OPERATION: &str = "model-client-1";
 const UNARMED: &str = "model-client-unarmed";
 const TOOL: &str = "charge_card";
 
-/// How long the script may take: an interpreter importing the client and five questions to a
+/// How long the script may take: an interpreter importing the client and seven questions to a
 /// server on loopback take a few seconds; this is a hang bound for a loaded 2-core machine.
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(90);
 
@@ -106,17 +106,21 @@ fn openai_python(root: &Path) -> Result<(), Failed> {
     let answers = model_answers(&world, OPERATION);
     let refusals = model_answers(&world, UNARMED);
     runtime.block_on(world.shutdown());
-    let output = asked?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let report: Value = stdout
-        .lines()
-        .last()
-        .and_then(|line| serde_json::from_str(line).ok())
-        .ok_or_else(|| format!("expected the script to print one JSON line last, found:\n{stdout}"))?;
+    let report = report_of(&asked?)?;
     eprintln!("openai {} against the fake model", report["openai"]);
     judge(&report, &answers)
         .and_then(|()| refusal_understood(&report["refused"], &refusals))
         .map_err(|why| format!("{why}\nthe script's report: {report:#}").into())
+}
+
+/// The script's report: the JSON line it prints last.
+fn report_of(output: &std::process::Output) -> Result<Value, String> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .last()
+        .and_then(|line| serde_json::from_str(line).ok())
+        .ok_or_else(|| format!("expected the script to print one JSON line last, found:\n{stdout}"))
 }
 
 /// What the ledger says the model was asked about `wanted`: (ask, streamed, conversation, answer).
