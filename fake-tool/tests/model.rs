@@ -191,3 +191,50 @@ async fn a_keyed_tool_refuses_its_key_with_other_arguments() {
         ]
     );
 }
+
+/// What OpenAI's clients read of an answer (tests/model_client.rs asks with the real Python one;
+/// this holds the wire shape where python3 is missing): a completion's `object`, integer
+/// `created` and `model`; a streamed answer's chunks one completion (one id, one `created`), the
+/// first tool-call delta with its `index`, `id`, `type` and name, one finish, and the usage chunk
+/// with no choices, as the client's accumulator expects.
+#[tokio::test]
+async fn answers_have_the_fields_openai_clients_read() {
+    let world = armed_world("op-w").await;
+    let path = "/model/v1/chat/completions";
+    let (_, _, body) = post(&world, path, "", &question("op-w", "charge_card", false, false)).await;
+    let plain: Value = serde_json::from_str(&body).expect("a JSON completion");
+    assert_eq!((&plain["object"], &plain["model"]), (&json!("chat.completion"), &json!("killpoint")), "{plain}");
+    assert!(plain["created"].is_u64(), "created is an integer: {plain}");
+    assert_eq!(plain["choices"][0]["message"]["role"], "assistant", "{plain}");
+    assert_eq!(plain["choices"][0]["message"]["tool_calls"][0]["type"], "function", "{plain}");
+
+    let mut q = question("op-w", "charge_card", true, false);
+    q["stream_options"] = json!({ "include_usage": true });
+    let (_, _, body) = post(&world, path, "", &q).await;
+    let chunks: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str(e).expect("each event's data is a JSON chunk"))
+        .collect();
+    let first = &chunks[0];
+    assert_ne!(first["id"], plain["id"], "another answer, another completion id");
+    for chunk in &chunks {
+        assert_eq!(chunk["object"], "chat.completion.chunk", "{chunk}");
+        assert_eq!(
+            (&chunk["id"], &chunk["created"], &chunk["model"]),
+            (&first["id"], &first["created"], &first["model"])
+        );
+    }
+    let call = &first["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(
+        (&call["index"], &call["type"], &call["function"]["name"]),
+        (&json!(0), &json!("function"), &json!("charge_card"))
+    );
+    assert!(call["id"].as_str().is_some_and(|id| id.starts_with("call_")), "{call}");
+    let finishes: Vec<&Value> =
+        chunks.iter().filter_map(|c| c.pointer("/choices/0/finish_reason")).filter(|f| !f.is_null()).collect();
+    assert_eq!(finishes, [&json!("tool_calls")], "one finish");
+    let usage = chunks.last().expect("chunks");
+    assert_eq!(usage["choices"], json!([]), "the usage chunk has no choices: {usage}");
+}
