@@ -12,7 +12,7 @@
 //!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself, and
 //!   the scenario file it writes reproduces that failure.
 //! - `explore_finds_divergence::syscalls`: explore of the task workload
-//!   (`scenarios/task_after_dispatch.toml`) over system calls, as a black box, finds the runtime
+//!   (`scenarios/model_decides.toml`) over system calls, as a black box, finds the runtime
 //!   that asks the model again on recovery (`--broken reask-on-recovery`) acting on two decisions
 //!   (`one_decision`) on each of three runs, and each run's written case replays it.
 //! - `explore_accounts::…`: what explore says it tested — a case whose own kill was reached is
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     let mut trials = explored_points(&wave, &target, "explore");
     trials.extend(concurrent_runtime(&wave, &root));
     trials.extend(found_by_explore(&root.join("scenarios"), &target));
-    let tasks = root.join("scenarios/task_after_dispatch.toml");
+    let tasks = root.join("scenarios/model_decides.toml");
     let diverging = target.clone();
     trials.push(Trial::test("explore_finds_divergence::syscalls", move || finds_divergence(&tasks, &diverging)));
     let reconciling = root.join("scenarios/kill_while_reconciling.toml");

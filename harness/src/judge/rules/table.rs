@@ -319,12 +319,12 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "§12-2",
         check: by(&[ArgumentsUnchanged]),
-        proven_by: &[("strip-private-arguments", "task_after_dispatch")],
+        proven_by: &[("strip-private-arguments", "model_decides")],
     },
-    Rule { id: "§12-3", check: by(&[OneDecision]), proven_by: &[("reask-on-recovery", "task_after_dispatch")] },
+    Rule { id: "§12-3", check: by(&[OneDecision]), proven_by: &[("reask-on-recovery", "model_decides")] },
     Rule {
         id: "§12-4",
         check: by(&[TruthfulStatus, ExpectedOutcome]),
-        proven_by: &[("reask-on-recovery", "task_after_dispatch")],
+        proven_by: &[("reask-on-recovery", "model_decides")],
     },
 ];
