@@ -63,6 +63,8 @@ class Env:
         self.provider_url = required("KILLPOINT_PROVIDER_URL", "an http:// base URL").rstrip("/")
         self.consumers_url = required("KILLPOINT_CONSUMERS_URL", "an http:// base URL").rstrip("/")
         self.policy_url = required("KILLPOINT_POLICY_URL", "an http:// base URL").rstrip("/")
+        # Optional: only a task (section 12) needs the model, and without it a task waits.
+        self.model_url = get("KILLPOINT_MODEL_URL", "").rstrip("/") or None
         required("KILLPOINT_INCARNATION", "which life of the runtime this is: 1, 2, ...")
         self.incarnation = number("KILLPOINT_INCARNATION", 1)  # the fencing token (section 9)
         self.probe_socket = get("KILLPOINT_PROBE_SOCKET")

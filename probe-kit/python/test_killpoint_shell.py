@@ -41,6 +41,8 @@ class World(BaseHTTPRequestHandler):
         World.seen.append((route, self.headers.get("Idempotency-Key"), self.headers.get("Killpoint-Incarnation"),
                            state, body))
         status, answer = World.answers.get(route, (404, {"error": "no effect"}))
+        if callable(status):  # an answer that changes every time it is asked (the model's)
+            status, answer = status()
         raw = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Length", str(len(raw)))
@@ -55,7 +57,7 @@ class ShellTest(unittest.TestCase):
         threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
         url = f"http://127.0.0.1:{self.server.server_address[1]}"
         env = type("Env", (), dict(data_dir=self.tmp.name, incarnation=2, provider_url=url + "/p",
-                                   consumers_url=url + "/c", policy_url=url + "/pol",
+                                   consumers_url=url + "/c", policy_url=url + "/pol", model_url=url + "/m",
                                    delivery_max_attempts=2, retry_base_s=0.025))
         net.INCARNATION = 2
         self.shell = ks.Shell(env)
@@ -169,6 +171,126 @@ class ShellTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as exit:
             ks.store.Store(os.path.join(self.tmp.name, "gone"), 1)
         self.assertIn("gone", str(exit.exception.code))
+
+
+
+TASK = {"prompt": "charge the customer [killpoint:op-1]",
+        "tools": [{"name": "charge", "kind": "non_idempotent_with_lookup"},
+                  {"name": "status", "kind": "safely_repeatable"}]}
+
+
+def task_submission(**changes):
+    sub = {k: v for k, v in SUBMISSION.items() if k not in ("tool", "arguments")}
+    return dict(sub, **dict({"task": TASK}, **changes))
+
+
+class TaskTest(unittest.TestCase):
+    """Tasks (CONTRACT.md section 12) with the kit's design: the key is the operation's, and a
+    decision for a kind with lookup is not kept, so recovery looks up before it asks again."""
+
+    tearDown = ShellTest.tearDown  # the same stand-in world, without ShellTest's tests
+
+    def setUp(self):
+        ShellTest.setUp(self)
+        self.decisions, self.tool = 0, "charge"
+        World.answers["POST /m/chat/completions"] = (self.model, None)
+
+    def model(self):
+        """Like the world's model: another decision (id, amount) every time it is asked."""
+        self.decisions += 1
+        n = self.decisions
+        arguments = {"amount_cents": 1000 + n, "_killpoint": {"operation": "op-1", "decision": f"call_{n}"}}
+        call = {"id": f"call_{n}", "type": "function",
+                "function": {"name": self.tool, "arguments": json.dumps(arguments)}}
+        return 200, {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
+
+    def submit_task(self, **changes):
+        sub, error = api.parse_submission(task_submission(**changes))
+        self.assertIsNone(error)
+        return api.submit(self.shell.store, sub)
+
+    def calls(self):
+        """(key, decision) of each call the provider received."""
+        return [(s[1], s[4]["arguments"]["_killpoint"]["decision"]) for s in World.seen
+                if s[0] == f"POST /p/tools/{self.tool}"]
+
+    def view(self):
+        with self.shell.store.read() as db:
+            return api.operation_view(db, db.execute("SELECT * FROM operations WHERE id = 'op-1'").fetchone())
+
+    def test_a_task_is_validated_and_its_tool_is_null_until_decided(self):
+        for bad, found in (({"tool": SUBMISSION["tool"]}, "found task with tool"),
+                           ({"arguments": {}}, "found task with arguments"),
+                           ({"task": {"prompt": "", "tools": TASK["tools"]}}, "non-empty prompt"),
+                           ({"task": {"prompt": "p", "tools": []}}, "non-empty list"),
+                           ({"task": {"prompt": "p", "tools": [{"name": "x", "kind": "magic"}]}}, "task.tools[0].kind"),
+                           ({"task": {"prompt": "p", "tools": [TASK["tools"][0]] * 2}}, "distinct")):
+            sub, error = api.parse_submission(task_submission(**bad))
+            self.assertIsNone(sub, bad)
+            self.assertIn(found, error)
+        neither = {k: v for k, v in SUBMISSION.items() if k not in ("tool", "arguments")}
+        self.assertEqual(api.parse_submission(neither)[1], "expected either tool and arguments or a task, found neither")
+        self.assertEqual(self.submit_task()[0], 202)
+        self.assertEqual(self.submit_task(destinations=["mail", "ledger"])[0], 200)
+        self.assertEqual(self.submit_task(task=dict(TASK, prompt="other [killpoint:op-1]"))[0], 409)
+        self.assertIsNone(self.view()["tool"])
+        self.assertEqual(self.decisions, 0)  # nothing is decided on submission
+
+    def test_a_lookup_kind_forgets_the_decision_and_asks_again_only_after_a_lookup_found_nothing(self):
+        self.submit_task()
+        World.answers["POST /p/tools/charge"] = (503, {"error": "busy"})
+        self.assertEqual(execute(self.shell, "op-1"), 0.05)
+        asked = [s for s in World.seen if s[0] == "POST /m/chat/completions"][0][4]
+        self.assertEqual(asked["messages"], [{"role": "user", "content": TASK["prompt"]}])
+        self.assertEqual([t["function"]["name"] for t in asked["tools"]], ["charge", "status"])
+        op = self.shell.store.operation("op-1")
+        # The tool is recorded (a lookup needs it), the decision's arguments are not.
+        self.assertEqual((op["execution"], op["tool_name"], op["arguments"]), ("UNKNOWN", "charge", None))
+        self.assertEqual(self.view()["tool"], {"name": "charge", "kind": "non_idempotent_with_lookup"})
+        with self.shell.store.tx() as db:  # a crash with the answer unknown: recovery makes it UNKNOWN
+            db.execute("UPDATE operations SET execution = 'DISPATCHED'")
+        with contextlib.redirect_stderr(io.StringIO()):
+            ks.store.recover(self.shell.store)
+            World.answers["POST /p/tools/charge"] = (200, {"provider_ref": "r-2", "result": {}})
+            self.assertIsNone(execute(self.shell, "op-1"))
+        routes = [s[0] for s in World.seen]
+        self.assertEqual(routes[routes.index("GET /p/tools/charge/effects"):],
+                         ["GET /p/tools/charge/effects", "POST /m/chat/completions", "POST /pol/check",
+                          "POST /p/tools/charge"])
+        self.assertEqual(self.calls(), [("op-1", "call_1"), ("op-1", "call_2")])  # one key, whatever the decision
+        self.assertEqual(self.shell.store.operation("op-1")["execution"], "SUCCEEDED")
+
+    def test_a_key_reused_is_reconciled_by_lookup_and_the_found_effect_stands(self):
+        self.submit_task()
+        World.answers["POST /p/tools/charge"] = (409, {"error": "other arguments", "code": "idempotency_key_reused"})
+        self.assertEqual(execute(self.shell, "op-1"), 0.05)
+        self.assertEqual(self.shell.store.operation("op-1")["execution"], "UNKNOWN")  # not FAILED
+        World.answers["GET /p/tools/charge/effects"] = (200, {"provider_ref": "r-1", "result": {"n": 1}})
+        self.assertIsNone(execute(self.shell, "op-1"))
+        op = self.shell.store.operation("op-1")
+        self.assertEqual((op["execution"], op["provider_ref"], self.decisions), ("SUCCEEDED", "r-1", 1))
+
+    def test_a_safely_repeatable_decision_is_recorded_and_repeated_exactly(self):
+        self.tool = "status"
+        self.submit_task()
+        World.answers["POST /p/tools/status"] = (503, {})
+        self.assertEqual(execute(self.shell, "op-1"), 0.05)
+        self.assertEqual(json.loads(self.shell.store.operation("op-1")["arguments"])["_killpoint"]["decision"],
+                         "call_1")
+        World.answers["POST /p/tools/status"] = (200, {"provider_ref": "s-1", "result": {}})
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertIsNone(execute(self.shell, "op-1"))
+        self.assertEqual((self.calls(), self.decisions), ([("op-1", "call_1")] * 2, 1))
+
+    def test_no_decision_is_no_attempt(self):
+        self.submit_task()
+        World.answers["POST /m/chat/completions"] = (200, {"choices": [{"message": {"content": "hello"}}]})
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(execute(self.shell, "op-1"), ks.RETRY_LATER_S)
+        self.assertEqual(self.shell.store.operation("op-1")["execution"], "INTENT_RECORDED")
+        self.assertEqual(self.calls(), [])
+        self.assertIn("expected a tool call", err.getvalue())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The API the harness calls (CONTRACT.md §3): `POST /operations` validated (`400`), recorded
+"""The API the harness calls (CONTRACT.md §3): `POST /operations` validated (`400`; a fixed tool
+with its arguments or a task for the model, §12, exactly one of them), recorded
 durably before `202`, resubmission idempotent (`200` with the same body, `409` with another, the
 destinations compared as a set), `GET /operations/{id}` (`404` unknown) and `GET /health`."""
 
@@ -25,21 +26,61 @@ def parse_submission(body):
     for field in ("tenant", "actor"):
         if not isinstance(body.get(field), str) or not body[field]:
             return None, f"expected {field} as a non-empty string, found {body.get(field)!r}"
-    tool = body.get("tool")
-    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
-        return None, f"expected tool {{name, kind}}, found {tool!r}"
-    if tool.get("kind") not in KINDS:
-        return None, f"expected tool.kind in {list(KINDS)}, found {tool.get('kind')!r}"
-    if not isinstance(body.get("arguments"), dict):
-        return None, f"expected arguments as a JSON object, found {body.get('arguments')!r}"
+    call, error = parse_call(body)
+    if error:
+        return None, error
     destinations = body.get("destinations", [])
     if not isinstance(destinations, list) or not all(isinstance(d, str) and ID_RE.match(d) for d in destinations):
         return None, f"expected destinations as names [A-Za-z0-9._:-], found {destinations!r}"
     if len(set(destinations)) != len(destinations):
         return None, f"expected distinct destinations, found {destinations!r}"
-    return {"operation_id": op_id, "tenant": body["tenant"], "actor": body["actor"],
-            "tool": {"name": tool["name"], "kind": tool["kind"]},
-            "arguments": body["arguments"], "destinations": destinations}, None
+    return dict({"operation_id": op_id, "tenant": body["tenant"], "actor": body["actor"],
+                 "destinations": destinations}, **call), None
+
+
+def parse_call(body):
+    """What the operation calls: a fixed `tool` with its `arguments`, or a `task` for the model
+    (§3, §12), never both and never neither. Returns ({tool, arguments} or {task}, None) or
+    (None, what was expected and found)."""
+    fixed = [field for field in ("tool", "arguments") if field in body]
+    if "task" in body:
+        if fixed:
+            return None, f"expected either tool and arguments or a task, found task with {' and '.join(fixed)}"
+        return parse_task(body["task"])
+    if not fixed:
+        return None, "expected either tool and arguments or a task, found neither"
+    tool, error = parse_tool(body.get("tool"), "tool")
+    if error:
+        return None, error
+    if not isinstance(body.get("arguments"), dict):
+        return None, f"expected arguments as a JSON object, found {body.get('arguments')!r}"
+    return {"tool": tool, "arguments": body["arguments"]}, None
+
+
+def parse_tool(tool, where):
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
+        return None, f"expected {where} {{name, kind}}, found {tool!r}"
+    if tool.get("kind") not in KINDS:
+        return None, f"expected {where}.kind in {list(KINDS)}, found {tool.get('kind')!r}"
+    return {"name": tool["name"], "kind": tool["kind"]}, None
+
+
+def parse_task(task):
+    if not isinstance(task, dict) or not isinstance(task.get("prompt"), str) or not task["prompt"]:
+        return None, f"expected task {{prompt, tools}} with a non-empty prompt, found {task!r}"
+    offered = task.get("tools")
+    if not isinstance(offered, list) or not offered:
+        return None, f"expected task.tools as a non-empty list of {{name, kind}}, found {offered!r}"
+    tools = []
+    for i, tool in enumerate(offered):
+        tool, error = parse_tool(tool, f"task.tools[{i}]")
+        if error:
+            return None, error
+        tools.append(tool)
+    names = [t["name"] for t in tools]
+    if len(set(names)) != len(names):
+        return None, f"expected distinct tool names in task.tools, found {names}"
+    return {"task": {"prompt": task["prompt"], "tools": tools}}, None
 
 
 def canonical(sub):
@@ -53,7 +94,8 @@ def operation_view(db, row):
     trail = db.execute("SELECT event, detail FROM audit WHERE operation_id = ? ORDER BY id", (row["id"],)).fetchall()
     return {
         "operation_id": row["id"], "tenant": row["tenant"], "actor": row["actor"],
-        "tool": {"name": row["tool_name"], "kind": row["tool_kind"]},
+        # A task's tool is null until a decision is dispatched (§3): the model has not chosen it.
+        "tool": None if row["tool_name"] is None else {"name": row["tool_name"], "kind": row["tool_kind"]},
         "execution": row["execution"], "paused": bool(row["paused"]),
         "attempts": row["attempts"], "idempotency_key": row["idempotency_key"],
         "provider_ref": row["provider_ref"],
@@ -120,15 +162,25 @@ def submit(store, sub):
     with store.tx() as db:  # check and insert atomically: concurrent twins are safe
         row = db.execute("SELECT request, execution FROM operations WHERE id = ?", (op_id,)).fetchone()
         if row is None:
-            db.execute(
-                "INSERT INTO operations (id, request, tenant, actor, tool_name, tool_kind, arguments,"
-                " destinations, execution, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'INTENT_RECORDED', ?)",
-                (op_id, request, sub["tenant"], sub["actor"], sub["tool"]["name"], sub["tool"]["kind"],
-                 json.dumps(sub["arguments"]), json.dumps(sub["destinations"]), op_id))
-            audit(db, op_id, "intent_recorded", f"tool {sub['tool']['name']} for {sub['tenant']}/{sub['actor']}")
+            insert(db, op_id, request, sub)
     # The COMMIT above is durable (synchronous=FULL) before the answer.
     if row is None:
         return 202, {"operation_id": op_id, "execution": "INTENT_RECORDED"}
     if row["request"] != request:
         return 409, {"error": f"expected the body first submitted for {op_id}, found a different one"}
     return 200, {"operation_id": op_id, "execution": row["execution"]}
+
+
+def insert(db, op_id, request, sub):
+    """The new operation, INTENT_RECORDED, keyed by its own id: a task's key does not depend on
+    the decision the model will make (§12-3, the kit's design; execution.py)."""
+    task = sub.get("task")
+    tool = sub.get("tool") or {"name": None, "kind": None}
+    arguments = None if task else json.dumps(sub["arguments"])
+    db.execute(
+        "INSERT INTO operations (id, request, tenant, actor, tool_name, tool_kind, arguments, task,"
+        " destinations, execution, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENT_RECORDED', ?)",
+        (op_id, request, sub["tenant"], sub["actor"], tool["name"], tool["kind"], arguments,
+         None if task is None else json.dumps(task), json.dumps(sub["destinations"]), op_id))
+    what = f"task for the model, offering {[t['name'] for t in task['tools']]}" if task else f"tool {tool['name']}"
+    audit(db, op_id, "intent_recorded", f"{what} for {sub['tenant']}/{sub['actor']}")

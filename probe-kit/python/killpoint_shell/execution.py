@@ -7,6 +7,25 @@ outbox in one transaction. It returns None when the operation needs nothing more
 seconds to wait before the next round. Because it starts from durable state, running it again
 (an engine replaying a step whose output it never recorded) repeats nothing: a `DISPATCHED` left
 by a dead round is reconciled, a recorded success is left alone.
+
+A task (§12) is decided by the model right before an attempt, and the kit meets "one decision per
+task" (§12-3) with the design that makes the action's identity not depend on the decision:
+
+  * the key is the operation's own id, whatever the model answers, so a lookup by it finds the
+    effect of any decision that reached the provider;
+  * `DISPATCHED` records the decided tool's name and kind (a lookup needs the tool) but, for a
+    kind with lookup, not the decision's arguments: after a crash (or an unknown answer) the
+    lookup decides. Found: that effect is the operation's, whichever decision made it, and no
+    other decision is acted on. Not found: nothing acted on any decision, so the model is asked
+    again and its new answer is the only one acted on;
+  * a kind without lookup, or a safely repeatable one, has no lookup to tell what happened, so
+    its `DISPATCHED` records the arguments too (§12-3's first design, the only one that works
+    there): a safely repeatable call is repeated exactly as decided, a call without lookup
+    pauses, and neither ever asks the model again.
+
+A `409` with `"code": "idempotency_key_reused"` says an earlier request under this key applied an
+effect with other arguments (§12-4): neither a failure nor a success, an unknown outcome that the
+next round reconciles by lookup.
 """
 
 import json
@@ -14,14 +33,16 @@ import time
 
 import killpoint_probe
 
+from .model import Call, decide
 from .net import http, log, log_retry, quote, valid_effect
 
 MAX_EXECUTION_ATTEMPTS = 5     # §4-11: a runtime MAY bound attempts; the shell stops at 5
 EXECUTION_RETRY_BASE_S = 0.05  # pause before reconciling an UNKNOWN of this life, doubling
-RETRY_LATER_S = 0.25           # policy service or lookup unreachable: try again after this
+RETRY_LATER_S = 0.25           # policy service, lookup or model unreachable: try again after this
 KINDS = ("idempotent_by_key", "non_idempotent_with_lookup", "non_idempotent_no_lookup", "safely_repeatable")
 LOOKUP_KINDS = ("idempotent_by_key", "non_idempotent_with_lookup")
 SETTLED_STATES = ("SUCCEEDED", "FAILED")
+KEY_REUSED = "idempotency_key_reused"
 
 
 def execute(shell, op_id):
@@ -31,9 +52,28 @@ def execute(shell, op_id):
     if op["execution"] in SETTLED_STATES or op["paused"]:
         return None
     if op["execution"] == "INTENT_RECORDED":
-        return _attempt(shell, op, None)
+        return _next_attempt(shell, op, None)
     # UNKNOWN, or a DISPATCHED whose round died without its answer: the request may be out.
     return _reconcile(shell, op)
+
+
+def _next_attempt(shell, op, retry_reason):
+    """An attempt on the submitted call, or, for a task, on a decision the model makes now."""
+    if op["task"] is None:
+        return _attempt(shell, op, _recorded_call(op), retry_reason)
+    if _bounded(shell, op):
+        return None  # settled at the bound: no point asking the model
+    call, why = decide(shell.env.model_url, json.loads(op["task"]))
+    if call is None:  # no decision: nothing acted on, nothing recorded; ask again later
+        log(f"no decision for {op['id']}: {why}; asking again later")
+        return shell.defer(op, RETRY_LATER_S)
+    return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on a new decision")
+
+
+def _recorded_call(op):
+    """The call as the store has it: the submitted one, or a task's decision as DISPATCHED
+    recorded it (only for kinds whose recovery repeats it)."""
+    return Call(op["tool_name"], op["tool_kind"], json.loads(op["arguments"]), None)
 
 
 def _reconcile(shell, op):
@@ -42,7 +82,7 @@ def _reconcile(shell, op):
         shell.pause(op, "no lookup for this tool; an operator must decide")
         return None
     if kind == "safely_repeatable":
-        return _attempt(shell, op, "outcome unknown; the tool is safely repeatable")
+        return _attempt(shell, op, _recorded_call(op), "outcome unknown; the tool is safely repeatable")
     try:
         status, body = http("GET", f"{shell.env.provider_url}/tools/{quote(op['tool_name'])}"
                             f"/effects?idempotency_key={quote(op['idempotency_key'])}")
@@ -60,23 +100,30 @@ def _reconcile(shell, op):
     with shell.store.tx() as db:
         db.execute("UPDATE operations SET execution = 'UNKNOWN' WHERE id = ?", (op["id"],))
         shell.audit(db, op["id"], "lookup_not_found", f"after {op['attempts']} attempt(s)")
-    return _attempt(shell, op, "lookup found nothing")
+    return _next_attempt(shell, op, "lookup found nothing")
 
 
-def _attempt(shell, op, retry_reason):
-    """A new attempt (§4 steps 2-7); `retry_reason` says why, when it is not the first."""
+def _bounded(shell, op):
+    """Settles `op` (True) when it has had all its attempts (§4-11)."""
+    if op["attempts"] < MAX_EXECUTION_ATTEMPTS:
+        return False
+    if op["tool_kind"] in LOOKUP_KINDS:  # only after a lookup found nothing
+        shell.fail(op, f"no effect after {op['attempts']} attempts", "attempts_exhausted")
+    else:
+        shell.pause(op, f"outcome still unknown after {op['attempts']} attempts")
+    return True
+
+
+def _attempt(shell, op, call, retry_reason):
+    """A new attempt (§4 steps 2-7) on `call`; `retry_reason` says why, when it is not the first."""
     n = op["attempts"] + 1
-    if op["attempts"] >= MAX_EXECUTION_ATTEMPTS:
-        if op["tool_kind"] in LOOKUP_KINDS:  # only after a lookup found nothing
-            shell.fail(op, f"no effect after {op['attempts']} attempts", "attempts_exhausted")
-        else:
-            shell.pause(op, f"outcome still unknown after {op['attempts']} attempts")
+    if _bounded(shell, op):
         return None
-    verdict = shell.check_policy(op, tool=op["tool_name"])
+    verdict = shell.check_policy(op, tool=call.tool)
     if verdict is None:
         return shell.defer(op, RETRY_LATER_S)
     if verdict is not True:
-        if op["tool_kind"] == "safely_repeatable" and op["attempts"] > 0:
+        if call.kind == "safely_repeatable" and op["attempts"] > 0:
             # An earlier attempt may have applied, and without a lookup nobody can know:
             # FAILED could be untrue (§4-11), so the refusal pauses the operation instead.
             shell.pause(op, f"policy: {verdict}; earlier attempt's outcome unknown")
@@ -85,29 +132,42 @@ def _attempt(shell, op, retry_reason):
         killpoint_probe.boundary("after_policy_revocation", op["id"], n)
         return None
     killpoint_probe.boundary("before_dispatch", op["id"], n)
-    with shell.store.tx() as db:  # write-ahead: durable before the provider sees anything
-        db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ? WHERE id = ?", (n, op["id"]))
-        shell.audit(db, op["id"], "dispatched", f"attempt {n}")
+    _dispatch_ahead(shell, op, call, n)
     if retry_reason is not None:
         log_retry("execution", op["id"], n, retry_reason)
     try:
-        status, body = http("POST", f"{shell.env.provider_url}/tools/{quote(op['tool_name'])}",
-                            {"arguments": json.loads(op["arguments"])}, key=op["idempotency_key"])
+        status, body = http("POST", f"{shell.env.provider_url}/tools/{quote(call.tool)}",
+                            {"arguments": call.arguments}, key=op["idempotency_key"])
     except Exception as error:  # refused, dropped, timed out, truncated: no answer
         status, body = None, repr(error)
     if status is not None and 200 <= status < 300 and valid_effect(body):
         killpoint_probe.boundary("after_provider_success", op["id"], n)
         shell.record(op["id"], body, n, f"attempt {n}")
         return None
-    if status is not None and 400 <= status < 500:
+    key_reused = status == 409 and isinstance(body, dict) and body.get("code") == KEY_REUSED
+    if status is not None and 400 <= status < 500 and not key_reused:
         reason = body.get("error") if isinstance(body, dict) else None
         shell.fail(op, f"provider: {reason or body or status}", "failed")
         return None
-    # 5xx, no answer, or a 2xx that could not be read: the effect may or may not have happened.
-    # Not a failure, not permission to retry: reconcile after a pause.
+    # 5xx, no answer, a 2xx that could not be read, or this key's earlier effect standing (§12-4):
+    # the effect may or may not have happened. Not a failure, not permission to retry: reconcile
+    # after a pause.
     pause = EXECUTION_RETRY_BASE_S * 2 ** (n - 1)
     with shell.store.tx() as db:
         db.execute("UPDATE operations SET execution = 'UNKNOWN', next_at = ? WHERE id = ?",
                    (time.time() + pause, op["id"]))
         shell.audit(db, op["id"], "unknown", f"attempt {n}: {status} {body!r}"[:500])
     return pause
+
+
+def _dispatch_ahead(shell, op, call, n):
+    """Write-ahead: `DISPATCHED`, with the tool it calls, durable before the provider sees
+    anything. A task's decided arguments are kept only where recovery repeats them (the module's
+    docstring): for a kind with lookup, a crash forgets them and the lookup decides."""
+    keep = op["task"] is None or call.kind not in LOOKUP_KINDS
+    arguments = json.dumps(call.arguments) if keep else None
+    decided = "" if call.decision is None else f", decided by the model ({call.decision})"
+    with shell.store.tx() as db:
+        db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ?, tool_name = ?, tool_kind = ?,"
+                   " arguments = ? WHERE id = ?", (n, call.tool, call.kind, arguments, op["id"]))
+        shell.audit(db, op["id"], "dispatched", f"attempt {n}: {call.tool}{decided}")

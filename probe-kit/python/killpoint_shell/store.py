@@ -1,6 +1,10 @@
 """The fenced store (CONTRACT.md §9): one SQLite database under the data dir, every state change
 one transaction that first checks no newer incarnation has opened the store; the data-dir check
-(§2-4); and what start-up does to an attempt that was in flight (§4-8)."""
+(§2-4); and what start-up does to an attempt that was in flight (§4-8).
+
+A task's decision (CONTRACT.md §12) is kept only as far as recovery needs it (execution.py says
+why): `DISPATCHED` records the decided tool's name and kind always, and its arguments only for a
+kind without lookup or a safely repeatable one; for a kind with lookup `arguments` stays NULL."""
 
 import contextlib
 import os
@@ -21,9 +25,10 @@ CREATE TABLE IF NOT EXISTS operations (
     request         TEXT NOT NULL,   -- canonical JSON of the submission, to detect a 409
     tenant          TEXT NOT NULL,
     actor           TEXT NOT NULL,
-    tool_name       TEXT NOT NULL,
-    tool_kind       TEXT NOT NULL,
-    arguments       TEXT NOT NULL,   -- JSON, passed to the provider as submitted
+    tool_name       TEXT,            -- a task's: NULL until a decision is dispatched
+    tool_kind       TEXT,
+    arguments       TEXT,            -- JSON, passed to the provider unchanged; a task's: see the docstring
+    task            TEXT,            -- JSON {prompt, tools} of a task (section 12), else NULL
     destinations    TEXT NOT NULL,   -- JSON list, in submission order
     execution       TEXT NOT NULL,
     paused          INTEGER NOT NULL DEFAULT 0,
