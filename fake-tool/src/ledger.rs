@@ -276,6 +276,9 @@ pub enum Event {
         stream: bool,
         #[serde(flatten)]
         answer: ModelAnswer,
+        /// A truthful answer sent this many milliseconds late (an injected fault); absent: at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        late_ms: Option<u64>,
     },
     /// The harness withdrew a permission.
     Revocation { tenant: String, actor: Option<String>, subject: Subject },
@@ -303,7 +306,8 @@ pub enum ModelAnswer {
     ToolCall { id: String, tool: String, arguments: serde_json::Value },
     /// The final text, once the tool's result is in the conversation.
     Text { text: String },
-    /// An injected fault instead of (or, for `Late`, as) the answer.
+    /// An injected fault instead of the answer (a late answer is recorded as itself, with
+    /// `late_ms`).
     Injected { injected: Injected },
     /// The question could not be answered: `400` with this error (no task marker, no task armed
     /// for the operation, the task's tool not offered).

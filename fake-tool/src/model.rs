@@ -208,14 +208,22 @@ impl Model {
     fn ask(&self, op: &str, question: &Question, conversation: String, incarnation: Option<u32>) -> Decided {
         let mut minds = self.minds.lock().expect("model lock");
         let decided = self.decide(&mut minds, op, question);
-        let answer = match &decided.outcome {
-            Outcome::Refused(why) => ModelAnswer::Refused { error: why.clone() },
-            Outcome::Injected(injected, _) => ModelAnswer::Injected { injected: *injected },
-            Outcome::Answer(answer) => answer.clone(),
+        let (answer, late_ms) = match &decided.outcome {
+            Outcome::Refused(why) => (ModelAnswer::Refused { error: why.clone() }, None),
+            // A late answer is the answer: the decision the runtime receives, and acts on.
+            Outcome::Injected(Injected::Late(ms), Some(answer)) => (answer.clone(), Some(*ms)),
+            Outcome::Injected(injected, _) => (ModelAnswer::Injected { injected: *injected }, None),
+            Outcome::Answer(answer) => (answer.clone(), None),
         };
         let ask = decided.ask;
-        let event =
-            Event::ModelCall { operation: Some(op.to_owned()), ask, conversation, stream: question.stream, answer };
+        let event = Event::ModelCall {
+            operation: Some(op.to_owned()),
+            ask,
+            conversation,
+            stream: question.stream,
+            answer,
+            late_ms,
+        };
         self.ledger.record_from(event, incarnation);
         decided
     }
@@ -278,7 +286,14 @@ fn refuse(
     incarnation: Option<u32>,
 ) -> Response {
     model.ledger.record_from(
-        Event::ModelCall { operation, ask, conversation, stream, answer: ModelAnswer::Refused { error: why.clone() } },
+        Event::ModelCall {
+            operation,
+            ask,
+            conversation,
+            stream,
+            answer: ModelAnswer::Refused { error: why.clone() },
+            late_ms: None,
+        },
         incarnation,
     );
     (StatusCode::BAD_REQUEST, Json(json!({ "error": { "message": why, "type": "invalid_request_error" } })))

@@ -266,6 +266,7 @@ fn without_faults(scenarios: &[Scenario]) -> Vec<Scenario> {
             let mut plain = s.clone();
             plain.faults.clear();
             plain.lookup_faults.clear();
+            plain.model_faults.clear();
             plain.policy_faults.clear();
             plain.consumer_faults.clear();
             plain

@@ -168,6 +168,30 @@ pub(super) fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations:
 /// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the
 /// rule it tests, unexercised.
 pub(super) fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    for fault in &scenario.model_faults {
+        let asked =
+            |e: &&Entry| matches!(&e.event, Event::ModelCall { operation: Some(o), .. } if *o == fault.operation);
+        let spoilt = run
+            .ledger
+            .iter()
+            .filter(asked)
+            .filter(|e| {
+                matches!(&e.event, Event::ModelCall { answer: fake_tool::ModelAnswer::Injected { .. }, .. })
+                    || matches!(&e.event, Event::ModelCall { late_ms: Some(_), .. })
+            })
+            .count();
+        if spoilt < fault.times as usize {
+            violations.push(Violation {
+                invariant: Invariant::FaultsReached,
+                operation: Some(fault.operation.clone()),
+                message: format!(
+                    "the model fault on `{}` was to spoil {} answer(s), but the runtime asked only {spoilt} time(s) while it was armed: the rule it tests (an answer that is not a decision is acted on by nothing) was not exercised",
+                    fault.operation, fault.times
+                ),
+                evidence: evidence(run.ledger.iter().filter(asked)),
+            });
+        }
+    }
     for fault in &scenario.lookup_faults {
         let spoilt = run
             .ledger

@@ -249,8 +249,13 @@ pub fn describe_entry(entry: &Entry) -> String {
             let operation = operation.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
             format!("policy    {tenant}/{actor} {subject}{operation}: {answer}")
         }
-        Event::ModelCall { operation, ask, conversation, stream, answer } => {
-            let how = if *stream { "streamed" } else { "answered" };
+        Event::ModelCall { operation, ask, conversation, stream, answer, late_ms } => {
+            let how = match (stream, late_ms) {
+                (true, None) => "streamed".to_owned(),
+                (false, None) => "answered".to_owned(),
+                (true, Some(ms)) => format!("streamed {ms} ms late (injected)"),
+                (false, Some(ms)) => format!("answered {ms} ms late (injected)"),
+            };
             let answer = match answer {
                 ModelAnswer::ToolCall { id, tool, arguments } => {
                     let mut shown = arguments.clone();

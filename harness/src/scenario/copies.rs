@@ -14,6 +14,7 @@ impl Scenario {
         scaled.operations.clear();
         scaled.faults.clear();
         scaled.lookup_faults.clear();
+        scaled.model_faults.clear();
         scaled.policy_faults.clear();
         // A consumer fault scoped to an operation or tenant follows each copy; one on a whole
         // destination stays one, as before.
@@ -40,6 +41,11 @@ impl Scenario {
                 let mut copy = fault.clone();
                 copy.operation = format!("{}.{k}", fault.operation);
                 scaled.lookup_faults.push(copy);
+            }
+            for fault in &self.model_faults {
+                let mut copy = fault.clone();
+                copy.operation = format!("{}.{k}", fault.operation);
+                scaled.model_faults.push(copy);
             }
             // A fault for any operation is copied too, so each copy's checks meet as many.
             for fault in &self.policy_faults {

@@ -39,6 +39,8 @@ pub struct Scenario {
     /// Kills at system-call crash points (the runtime runs under `killpoint-tracer`).
     pub syscall_faults: Vec<SyscallFault>,
     pub lookup_faults: Vec<LookupFault>,
+    /// The model's first answers about a task that are not decisions (CONTRACT.md section 12).
+    pub model_faults: Vec<ModelFault>,
     pub policy_faults: Vec<PolicyFault>,
     pub runtime: RuntimeSettings,
     /// How long every operation has to settle after the last restart.
@@ -195,6 +197,15 @@ pub struct Fault {
     /// `action = "fail"` or `"reject"`: the status the provider answers; `None` for the others.
     pub status: Option<u16>,
     pub revoke: Vec<Revoke>,
+}
+
+/// The model's first `times` answers about one task are not decisions: an error, a dropped
+/// connection, garbage, or a decision sent late.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFault {
+    pub operation: String,
+    pub times: u32,
+    pub response: Injected,
 }
 
 /// The provider's first `times` lookups for one operation are not answered truthfully.

@@ -22,6 +22,8 @@ struct File<'a> {
     faults: Vec<FaultFile<'a>>,
     #[serde(rename = "lookup_fault", skip_serializing_if = "Vec::is_empty")]
     lookup_faults: Vec<LookupFaultFile<'a>>,
+    #[serde(rename = "model_fault", skip_serializing_if = "Vec::is_empty")]
+    model_faults: Vec<LookupFaultFile<'a>>,
     #[serde(rename = "policy_fault", skip_serializing_if = "Vec::is_empty")]
     policy_faults: Vec<PolicyFaultFile<'a>>,
     #[serde(rename = "consumer_fault", skip_serializing_if = "Vec::is_empty")]
@@ -156,6 +158,11 @@ impl Scenario {
                 .lookup_faults
                 .iter()
                 .map(|l| LookupFaultFile { operation: &l.operation, times: l.times, answer: answer(l.response) })
+                .collect(),
+            model_faults: self
+                .model_faults
+                .iter()
+                .map(|m| LookupFaultFile { operation: &m.operation, times: m.times, answer: answer(m.response) })
                 .collect(),
             policy_faults: self
                 .policy_faults

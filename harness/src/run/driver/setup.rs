@@ -9,7 +9,7 @@ use crate::run::incarnation::Target;
 use crate::run::power_loss::PowerLoss;
 use crate::run::traced::{Reached, Tracing};
 use crate::scenario::{RuntimeSettings, Scenario, SyscallFault};
-use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, ModelScript, PolicyFault, World};
+use fake_tool::{Clock, ConsumerFault, KillPoint, LookupFault, ModelFault, ModelScript, PolicyFault, World};
 use std::path::{Path, PathBuf};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -101,6 +101,9 @@ fn arm_world(world: &World, scenario: &Scenario) {
         });
     }
     // Armed before the runtime starts: it may ask the policy service or look up at once.
+    for m in &scenario.model_faults {
+        world.arm_model_fault(ModelFault { operation: m.operation.clone(), times: m.times, response: m.response });
+    }
     for l in &scenario.lookup_faults {
         world.arm_lookup(LookupFault { operation: l.operation.clone(), times: l.times, response: l.response });
     }

@@ -55,6 +55,9 @@ struct File {
     consumer_faults: Vec<Spanned<ConsumerFault>>,
     #[serde(default, rename = "lookup_fault")]
     lookup_faults: Vec<Spanned<LookupFaultFile>>,
+    /// The same shape as a lookup fault's: an operation (a task), how many answers, what instead.
+    #[serde(default, rename = "model_fault")]
+    model_faults: Vec<Spanned<LookupFaultFile>>,
     #[serde(default, rename = "policy_fault")]
     policy_faults: Vec<Spanned<PolicyFaultFile>>,
     #[serde(default)]
@@ -172,7 +175,11 @@ impl Scenario {
                     .and_then(|(faults, spans)| source.all_reachable(&faults, spans, operations).map(|()| faults)),
             );
             let consumer_faults = mistakes.keep(source.consumer_faults(file.consumer_faults, operations));
-            let lookup_faults = mistakes.keep(source.lookup_faults(file.lookup_faults, operations));
+            let lookup_faults = mistakes.keep(
+                source
+                    .lookup_faults(file.lookup_faults, operations)
+                    .and_then(|l| source.model_faults(file.model_faults, operations).map(|m| (l, m))),
+            );
             let policy_faults = mistakes.keep(source.policy_faults(file.policy_faults, operations));
             let syscall_faults = mistakes.keep(source.syscall_faults(file.syscall_faults, operations));
             (faults, consumer_faults, lookup_faults, policy_faults, syscall_faults)
@@ -204,7 +211,8 @@ impl Scenario {
             operations,
             faults,
             consumer_faults,
-            lookup_faults,
+            lookup_faults: lookup_faults.0,
+            model_faults: lookup_faults.1,
             policy_faults,
             runtime: file.runtime,
             deadline: Duration::from_secs(deadline),

@@ -3,7 +3,7 @@
 
 use super::{LookupFaultFile, PolicyFaultFile, ServiceAction, Source};
 use crate::model::boundary::unknown_word;
-use crate::scenario::{ConsumerFault, LookupFault, Operation, PolicyFault, ScenarioError};
+use crate::scenario::{ConsumerFault, LookupFault, ModelFault, Operation, PolicyFault, ScenarioError};
 use fake_tool::{Injected, ToolKind};
 use toml::Spanned;
 
@@ -98,6 +98,40 @@ impl Source<'_> {
             lookup_faults.push(LookupFault { operation: op.id.clone(), times: f.times, response });
         }
         Ok(lookup_faults)
+    }
+
+    /// The `[[model_fault]]` tables: at most one per operation, which is a task.
+    pub(super) fn model_faults(
+        &self,
+        tables: Vec<Spanned<LookupFaultFile>>,
+        operations: &[Operation],
+    ) -> Result<Vec<ModelFault>, ScenarioError> {
+        let mut model_faults: Vec<ModelFault> = Vec::new();
+        for spanned in tables {
+            let span = spanned.span();
+            let f = spanned.into_inner();
+            let tasks: Vec<&str> = operations.iter().filter(|o| o.task).map(|o| o.id.as_str()).collect();
+            let Some(op) = operations.iter().find(|o| o.id == *f.operation.get_ref() && o.task) else {
+                return Err(self.at(
+                    Some(f.operation.span()),
+                    unknown_word("task operation (`task = true`)", f.operation.get_ref(), &tasks),
+                ));
+            };
+            if f.times == 0 {
+                return Err(self
+                    .at(Some(span), "`times` counts the first answers to spoil: expected 1 or more, found 0".into()));
+            }
+            if model_faults.iter().any(|m| m.operation == op.id) {
+                return Err(self.at(
+                    Some(span),
+                    format!("`{}` already has a [[model_fault]]; its `times` counts all its answers", op.id),
+                ));
+            }
+            let response = service_response("model", f.action, f.status, f.delay_ms, |_| true)
+                .map_err(|why| self.at(Some(span), why))?;
+            model_faults.push(ModelFault { operation: op.id.clone(), times: f.times, response });
+        }
+        Ok(model_faults)
     }
 
     /// The `[[policy_fault]]` tables: for any operation or a known one.

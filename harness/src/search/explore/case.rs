@@ -165,7 +165,11 @@ impl Workload {
             }
         }
         let dropped = before - base.faults.len();
-        let kept = base.faults.len() + base.lookup_faults.len() + base.policy_faults.len() + base.consumer_faults.len();
+        let kept = base.faults.len()
+            + base.lookup_faults.len()
+            + base.model_faults.len()
+            + base.policy_faults.len()
+            + base.consumer_faults.len();
         Workload { base, dropped, kept }
     }
 }
