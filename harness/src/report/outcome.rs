@@ -39,6 +39,10 @@ pub struct ScenarioEntry {
     pub error: Option<String>,
     pub duration_ms: u64,
     pub violations: Vec<Violation>,
+    /// Tasks whose model was asked for more than one decision: a cost, not a violation
+    /// (CONTRACT.md section 12). Absent when none was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasked: Vec<crate::judge::Reasked>,
     pub faults: Vec<Coverage>,
     pub artifacts: Option<String>,
     /// For a failure: the story (violations, evidence, trace, the runtime's last output).

@@ -43,7 +43,11 @@ pub fn table(rows: &[(String, Result<Verdict, String>)]) -> String {
             },
             Err(e) => ("ERROR", e.lines().next().unwrap_or_default().to_owned()),
         };
-        let _ = writeln!(out, "{name:<width$}  {word:<7}  {detail}");
+        let cost = match verdict.as_ref().map(|v| v.reasked.as_slice()) {
+            Ok([]) | Err(_) => String::new(),
+            Ok(reasked) => format!("; cost: {}", reasked_line(reasked)),
+        };
+        let _ = writeln!(out, "{name:<width$}  {word:<7}  {detail}{cost}");
     }
     let count = |s: Status| rows.iter().filter(|(_, v)| v.as_ref().is_ok_and(|v| v.status() == s)).count();
     let errors = rows.iter().filter(|(_, v)| v.is_err()).count() + count(Status::Error);
@@ -160,6 +164,12 @@ fn short(kind: ToolKind) -> &'static str {
 
 /// A failure told as a story: what was meant to happen, what broke, the proof, the whole trace,
 /// and the runtime's last words. The caller says where the artifacts were kept.
+/// "the model was asked for 2 decisions of `charge`, 3 of `sms`"
+fn reasked_line(reasked: &[crate::judge::Reasked]) -> String {
+    let each: Vec<String> = reasked.iter().map(|r| format!("{} decisions of `{}`", r.decisions, r.operation)).collect();
+    format!("the model was asked for {}", each.join(", "))
+}
+
 pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
     let mut out = String::new();
     match &verdict.error {
@@ -189,6 +199,13 @@ pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
         for e in &v.evidence {
             let _ = writeln!(out, "      {e}");
         }
+    }
+    if !verdict.reasked.is_empty() {
+        let _ = writeln!(
+            out,
+            "  cost (not a violation): {}; each answer is another decision, of which only one may be acted on (CONTRACT.md §12-3)",
+            reasked_line(&verdict.reasked)
+        );
     }
     let _ = writeln!(out, "\n  trace (harness, runtime, provider, consumers, policy on one clock):");
     for line in trace::lines(run) {
