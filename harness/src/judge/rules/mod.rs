@@ -192,6 +192,29 @@ pub fn summarise(rules: &[RuleOutcome]) -> String {
     format!("contract rules: {} (docs/coverage.md)", parts.join(", "))
 }
 
+/// For one scenario (`killpoint run`): the rules it established and those it violated, one line
+/// each, and the rest counted in one line.
+pub fn summarise_shown(rules: &[RuleOutcome]) -> String {
+    let ids = |status: RuleStatus| -> Vec<&str> { rules.iter().filter(|r| r.status == status).map(|r| r.id).collect() };
+    let (established, violated) = (ids(RuleStatus::Verified), ids(RuleStatus::Violated));
+    let mut lines = vec![match established.is_empty() {
+        true => "contract rules this run established: none".to_owned(),
+        false => format!("contract rules this run established: {}", established.join(", ")),
+    }];
+    if !violated.is_empty() {
+        lines.push(format!("contract rules this run violated: {}", violated.join(", ")));
+    }
+    let count = |status: RuleStatus| ids(status).len();
+    lines.push(format!(
+        "the other {}: {} not exercised by this scenario, {} enforced by the harness, {} not checked (docs/coverage.md)",
+        rules.len() - established.len() - violated.len(),
+        count(RuleStatus::NotExercised),
+        count(RuleStatus::Enforced),
+        count(RuleStatus::NotChecked)
+    ));
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
