@@ -40,8 +40,9 @@ impl Breach {
         self.invariant
     }
 
-    /// The rules broken, as the contract tags them (`§4-10`). Empty only for an invariant that
-    /// checks no numbered rule (`faults_reached`: the scenario, not the runtime, was not exercised).
+    /// The rules broken, as the contract tags them (`§4-10`). Empty where the failure breaks no
+    /// rule of its own: `faults_reached` (the scenario was not exercised), and an operation that did
+    /// not end `failed` as expected when the provider never refused it (`outcome.rs`).
     pub fn rules(self) -> &'static [&'static str] {
         self.rules
     }
