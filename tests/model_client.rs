@@ -129,7 +129,7 @@ fn model_answers(world: &World, wanted: &str) -> Vec<(u32, bool, String, ModelAn
         .entries()
         .into_iter()
         .filter_map(|entry| match entry.event {
-            Event::ModelCall { operation, ask, conversation, stream, answer }
+            Event::ModelCall { operation, ask, conversation, stream, answer, .. }
                 if operation.as_deref() == Some(wanted) =>
             {
                 Some((ask, stream, conversation, answer))

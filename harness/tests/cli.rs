@@ -190,6 +190,59 @@ fn run_proves_the_catches_of_its_scenario_on_the_reference_runtime() {
     assert!(stdout.contains("caught: --broken submit-upsert violates idempotent_submission"), "{stdout}");
 }
 
+/// Issue 32, item 2: coverage comes from what ran. A scenario of one's own whose `[[catches]]`
+/// catch `blind-retry` establishes the reconciliation rules that variant breaks when the reference
+/// passes it, in `run` and in `certify` alike, instead of leaving them "needs a full pass" of a
+/// standard scenario; and `run` prints what its scenario established, and counts the rest in one
+/// line.
+#[test]
+fn a_scenario_of_ones_own_establishes_the_rules_its_catches_exercise() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = std::fs::read_to_string(repository().join("tests/fixtures/own-scenarios/my_refund.toml")).unwrap();
+    let own = format!("{own}\n[[catches]]\nbroken = \"blind-retry\"\ninvariants = [\"no_blind_retry\"]\n");
+    std::fs::write(dir.path().join("my_refund.toml"), own).unwrap();
+
+    let output = killpoint()
+        .arg("run")
+        .arg(dir.path().join("my_refund.toml"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("caught: --broken blind-retry violates no_blind_retry"), "{stdout}");
+    let established = stdout.lines().find(|l| l.starts_with("contract rules this run established: "));
+    let established = established.unwrap_or_else(|| panic!("no line of established rules:\n{stdout}"));
+    for rule in ["§4-10", "§4-11"] {
+        assert!(established.split([' ', ',']).any(|w| w == rule), "{rule} not established: {established}");
+    }
+    assert!(!established.split([' ', ',']).any(|w| w == "§5-1"), "no_blind_retry does not check §5-1: {established}");
+    let rest = stdout.lines().filter(|l| l.starts_with("the other ") && l.contains("not exercised by this scenario"));
+    assert_eq!(rest.count(), 1, "the rest in one line:\n{stdout}");
+    assert!(!stdout.contains("needs a full pass"), "{stdout}");
+
+    let json = dir.path().join("own.json");
+    let output = killpoint()
+        .args(["certify", "--no-standard", "--scenarios"])
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let status = |id: &str| {
+        let rules = certificate["rules"].as_array().expect("the certificate's rules");
+        rules.iter().find(|r| r["id"] == id).map(|r| r["status"].as_str().unwrap_or_default().to_owned())
+    };
+    assert_eq!(status("§4-10").as_deref(), Some("verified"), "{stdout}");
+    assert_eq!(status("§6-4").as_deref(), Some("not_exercised"), "nothing of my_refund exercises backoff: {stdout}");
+}
+
 /// A runtime that ignores `--list-broken` and serves (here: sleeps) does not hold `killpoint run`
 /// up for as long as it lives: the call has a deadline, its process group is killed and reaped,
 /// and the reason is said once. The list's deadline (5 s) is what is tested; the incarnation's

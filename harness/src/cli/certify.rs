@@ -39,13 +39,16 @@ impl CertifyCommand {
     }
 }
 
-/// Which of the checklist's questions are printed.
+/// What the tables are printed for: a whole certification, or `run`'s one scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Checklist {
-    /// All eight: a certification answers for the runtime.
+    /// A certification answers for the runtime: all eight questions, and every contract rule's
+    /// status.
     Whole,
-    /// Those the scenarios answered (`yes` or `no`): one scenario shows one or two of them, and
-    /// six lines of "not shown" would bury those (the JSON and HTML still have all eight).
+    /// One scenario shows one or two questions, and a few rules: only the questions it answered
+    /// (`yes` or `no`) and the rules it established or violated are printed, the rest counted in a
+    /// line — forty lines of "not shown" or "not exercised" would bury them (the JSON and HTML
+    /// still have all).
     Shown,
 }
 
@@ -105,7 +108,11 @@ fn print_tables(target: &Target, outcomes: &[ScenarioOutcome], checklist: Checkl
         );
     }
     let certificate = Certificate::new(target, outcomes);
-    outln!("{}\n", crate::judge::rules::summarise(&certificate.rules));
+    let rules = match checklist {
+        Checklist::Whole => crate::judge::rules::summarise(&certificate.rules),
+        Checklist::Shown => crate::judge::rules::summarise_shown(&certificate.rules),
+    };
+    outln!("{rules}\n");
     let items = &certificate.checklist;
     let shown: Vec<_> = match checklist {
         Checklist::Whole => items.clone(),

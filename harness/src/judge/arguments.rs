@@ -8,8 +8,8 @@
 //! "never reached the provider".
 
 use super::ledger::evidence;
+use super::rules::breach::breach;
 use super::verdict::Violation;
-use crate::model::invariant::Invariant;
 use crate::run::client::Client;
 use crate::run::driver::Run;
 use crate::scenario::{Operation, Scenario};
@@ -132,10 +132,10 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
         } else {
             ""
         };
-        violations.push(Violation {
-            invariant: Invariant::ArgumentsUnchanged,
-            operation: Some(op.id.clone()),
-            message: format!(
+        violations.push(Violation::new(
+            breach!(ArgumentsUnchanged, "§3-1"),
+            Some(op.id.clone()),
+            format!(
                 "{} of {} call(s) to `{tool}` for `{}` reached the provider with arguments other than those submitted (the first at #{}): at `{path}` submitted {}, received {}{identity}; the arguments must reach the provider unchanged",
                 differing.len(),
                 calls.len(),
@@ -144,8 +144,8 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
                 show(*submitted),
                 show(*received),
             ),
-            evidence: evidence(differing.iter().map(|(e, _)| *e).take(5)),
-        });
+            evidence(differing.iter().map(|(e, _)| *e).take(5)),
+        ));
     }
 }
 
@@ -178,17 +178,17 @@ fn task_arguments(scenario: &Scenario, run: &Run, op: &Operation, violations: &m
         })
         .collect();
     let Some((first, why)) = differing.first() else { return };
-    violations.push(Violation {
-        invariant: Invariant::ArgumentsUnchanged,
-        operation: Some(op.id.clone()),
-        message: format!(
+    violations.push(Violation::new(
+        breach!(ArgumentsUnchanged, "§12-2"),
+        Some(op.id.clone()),
+        format!(
             "{} call(s) to the provider for the task `{}` did not carry a model's answer unchanged; the first (#{}) {why}. A task's call must carry the arguments of the model's tool call it acts on, `_killpoint` included (CONTRACT.md §12-2)",
             differing.len(),
             op.id,
             first.seq,
         ),
-        evidence: evidence(differing.iter().map(|(e, _)| *e).take(5)),
-    });
+        evidence(differing.iter().map(|(e, _)| *e).take(5)),
+    ));
 }
 
 #[cfg(test)]

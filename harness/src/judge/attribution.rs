@@ -63,15 +63,15 @@ fn may_have_caused(moment: Option<u64>, violation: &Violation) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::invariant::Invariant;
+    use crate::judge::rules::breach::breach;
 
     fn violation(evidence: &[&str]) -> Violation {
-        Violation {
-            invariant: Invariant::StableDeliveryKey,
-            operation: Some("charge".into()),
-            message: String::new(),
-            evidence: evidence.iter().map(|e| e.to_string()).collect(),
-        }
+        Violation::new(
+            breach!(StableDeliveryKey, "§6-2"),
+            Some("charge".into()),
+            String::new(),
+            evidence.iter().map(|e| e.to_string()).collect(),
+        )
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! the run never reached left its boundary unexercised, so it is not passed.
 
 use super::ledger::{OperationLedger, evidence};
+use super::rules::breach::breach;
 use super::verdict::{Coverage, Violation};
 use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
@@ -96,18 +97,18 @@ pub(super) fn faults_reached(scenario: &Scenario, run: &Run, violations: &mut Ve
             ));
             continue;
         }
-        violations.push(Violation {
-            invariant: Invariant::FaultsReached,
-            operation: Some(f.operation.clone()),
-            message: format!(
+        violations.push(Violation::new(
+            breach!(FaultsReached),
+            Some(f.operation.clone()),
+            format!(
                 "fault {} (`{}` of `{}`{destination}, occurrence {}{attempt}) was never reached, so this boundary was not exercised",
                 i + 1,
                 f.at,
                 f.operation,
                 f.occurrence
             ),
-            evidence: Vec::new(),
-        });
+            Vec::new(),
+        ));
     }
     if !knock_on.is_empty() {
         // The one cause, under the invariant it is reported as.
@@ -115,15 +116,15 @@ pub(super) fn faults_reached(scenario: &Scenario, run: &Run, violations: &mut Ve
             Some(Abort::NotReady(_)) => Invariant::Ready,
             _ => Invariant::Settled,
         };
-        violations.push(Violation {
-            invariant: Invariant::FaultsReached,
-            operation: None,
-            message: format!(
+        violations.push(Violation::new(
+            breach!(FaultsReached),
+            None,
+            format!(
                 "{} fault(s) never reached because the run stopped early (see `{cause}`), so their boundaries were not exercised",
                 knock_on.len()
             ),
-            evidence: knock_on,
-        });
+            knock_on,
+        ));
     }
 }
 
@@ -149,16 +150,16 @@ fn gave_up_before(scenario: &Scenario, fault: &Fault, run: &Run) -> bool {
 pub(super) fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for (i, fault) in scenario.syscall_faults.iter().enumerate() {
         if run.syscall_hits.get(i) != Some(&true) {
-            violations.push(Violation {
-                invariant: Invariant::FaultsReached,
-                operation: None,
-                message: format!(
+            violations.push(Violation::new(
+                breach!(FaultsReached),
+                None,
+                format!(
                     "syscall fault {} ({}) was never reached, so that crash point was not exercised",
                     i + 1,
                     fault.describe()
                 ),
-                evidence: Vec::new(),
-            });
+                Vec::new(),
+            ));
         }
     }
 }
@@ -181,15 +182,15 @@ pub(super) fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &
             })
             .count();
         if spoilt < fault.times as usize {
-            violations.push(Violation {
-                invariant: Invariant::FaultsReached,
-                operation: Some(fault.operation.clone()),
-                message: format!(
+            violations.push(Violation::new(
+                breach!(FaultsReached),
+                Some(fault.operation.clone()),
+                format!(
                     "the model fault on `{}` was to spoil {} answer(s), but the runtime asked only {spoilt} time(s) while it was armed: the rule it tests (an answer that is not a decision is acted on by nothing) was not exercised",
                     fault.operation, fault.times
                 ),
-                evidence: evidence(run.ledger.iter().filter(asked)),
-            });
+                evidence(run.ledger.iter().filter(asked)),
+            ));
         }
     }
     for fault in &scenario.lookup_faults {
@@ -201,17 +202,17 @@ pub(super) fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &
             })
             .count();
         if spoilt < fault.times as usize {
-            violations.push(Violation {
-                invariant: Invariant::FaultsReached,
-                operation: Some(fault.operation.clone()),
-                message: format!(
+            violations.push(Violation::new(
+                breach!(FaultsReached),
+                Some(fault.operation.clone()),
+                format!(
                     "the lookup fault on `{}` was to spoil {} lookup(s), but the runtime made only {spoilt} while it was armed: the rule it tests (a lookup that does not answer is no answer) was not exercised",
                     fault.operation, fault.times
                 ),
-                evidence: evidence(run.ledger.iter().filter(|e| {
+                evidence(run.ledger.iter().filter(|e| {
                     matches!(&e.event, Event::ProviderLookup { operation: Some(o), .. } if *o == fault.operation)
                 })),
-            });
+            ));
         }
     }
     for fault in &scenario.policy_faults {
@@ -226,14 +227,14 @@ pub(super) fn world_faults_reached(scenario: &Scenario, run: &Run, violations: &
         let wanted = fault.times.unwrap_or(1) as usize;
         if spoilt < wanted {
             let whose = fault.operation.as_deref().map(|o| format!(" for `{o}`")).unwrap_or_default();
-            violations.push(Violation {
-                invariant: Invariant::FaultsReached,
-                operation: fault.operation.clone(),
-                message: format!(
+            violations.push(Violation::new(
+                breach!(FaultsReached),
+                fault.operation.clone(),
+                format!(
                     "the policy fault{whose} was to spoil {wanted} check(s), but only {spoilt} were asked while it was armed: the rule it tests (no decision is no permission) was not exercised"
                 ),
-                evidence: Vec::new(),
-            });
+                Vec::new(),
+            ));
         }
     }
 }

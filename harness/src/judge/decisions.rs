@@ -10,8 +10,8 @@
 //! only a cost: [`reasked`] counts it for the report.
 
 use super::ledger::evidence;
+use super::rules::breach::breach;
 use super::verdict::{Reasked, Violation};
-use crate::model::invariant::Invariant;
 use crate::run::driver::Run;
 use crate::scenario::{Operation, Scenario};
 use fake_tool::{Effect, Entry, Event, ModelAnswer};
@@ -79,17 +79,17 @@ pub(super) fn one_decision(scenario: &Scenario, run: &Run, violations: &mut Vec<
             decisions.iter().filter_map(|(id, _)| answer(run, &op.id, id).map(|(e, _)| e)).collect();
         lines.extend(calls.iter().copied());
         lines.sort_by_key(|e| e.seq);
-        violations.push(Violation {
-            invariant: Invariant::OneDecision,
-            operation: Some(op.id.clone()),
-            message: format!(
+        violations.push(Violation::new(
+            breach!(OneDecision, "§12-3"),
+            Some(op.id.clone()),
+            format!(
                 "the task `{}` acted on {} different decisions of the model: {}. Once a call made on a decision may have reached the provider, the runtime must act on that decision only: record it before acting and reuse it, or re-decide only after a lookup by a key that does not depend on the decision found no effect (CONTRACT.md §12-3)",
                 op.id,
                 decisions.len(),
                 shown.join("; then "),
             ),
-            evidence: evidence(lines),
-        });
+            evidence(lines),
+        ));
     }
 }
 

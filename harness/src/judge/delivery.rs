@@ -3,7 +3,7 @@
 
 use super::in_flight::{InFlight, lines};
 use super::ledger::{Found, OperationLedger, evidence, revocations, show_effects};
-use crate::model::invariant::Invariant;
+use super::rules::breach::breach;
 use crate::run::client::{DeliveryReport, DeliveryState, ExecutionState, OperationReport};
 use crate::run::driver::{Happening, Run};
 use crate::run::trace::describe_entry;
@@ -54,7 +54,7 @@ pub(super) fn delivered_once(
         match applied.len() {
             0 if given_up_at_the_bound(scenario, op, destination, ledger, in_flight, report) => {}
             0 => found(
-                Invariant::DeliveredOnce,
+                breach!(DeliveredOnce, "§6-3"),
                 format!("`{}` succeeded at the provider but `{destination}` never applied it", op.id),
                 evidence(ledger.calls.iter().copied().chain(ledger.receipts.iter().copied())),
             ),
@@ -66,7 +66,7 @@ pub(super) fn delivered_once(
                     })
                 {
                     found(
-                        Invariant::DeliveredOnce,
+                        breach!(DeliveredOnce, "§6-1"),
                         format!(
                             "`{destination}` applied `{}` with a payload that is not the provider's result ({}): {payload}",
                             op.id,
@@ -77,7 +77,7 @@ pub(super) fn delivered_once(
                 }
             }
             n => found(
-                Invariant::DeliveredOnce,
+                breach!(DeliveredOnce, "§6-3"),
                 format!("`{destination}` applied `{}` {n} times; exactly once is required", op.id),
                 evidence(applied),
             ),
@@ -159,7 +159,7 @@ pub(super) fn delivery_backoff(
             let gap = later.at_micros.saturating_sub(earlier.at_micros);
             if gap < tolerated {
                 found(
-                    Invariant::DeliveryBackoff,
+                    breach!(DeliveryBackoff, "§6-4"),
                     format!(
                         "`{}` was sent to `{destination}` again {:.1} ms after send {send} was answered {status}; the contract's backoff after send {send} is RETRY_BASE_MS {} × 2^{} = {:.1} ms (at least {:.1} ms with the tolerance)",
                         op.id,
@@ -200,7 +200,7 @@ pub(super) fn dead_letter_bound(
                 format!(" (plus {} resend(s) of a send whose answer a kill may have lost: {})", lost.len(), lines(lost))
             };
             found(
-                Invariant::DeadLetterBound,
+                breach!(DeadLetterBound, "§6-5"),
                 format!(
                     "`{destination}` received `{}` {received} times; DELIVERY_MAX_ATTEMPTS is {max}{resent}, and a delivery is never sent more often",
                     op.id
@@ -223,7 +223,7 @@ pub(super) fn dead_letter_bound(
                 format!(" (and {} send(s) a kill may have cut off before its request: {})", cut.len(), lines(cut))
             };
             found(
-                Invariant::DeadLetterBound,
+                breach!(DeadLetterBound, "§6-5"),
                 format!(
                     "`{}` -> `{destination}` is reported DEAD_LETTERED ({}) after the consumer received it {received} time(s){counted}; DELIVERY_MAX_ATTEMPTS is {max}: it must be sent {max} times before it is given up",
                     op.id,

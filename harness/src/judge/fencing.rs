@@ -1,8 +1,8 @@
 //! `fenced`: overlapping incarnations are fenced (CONTRACT.md §9), judged per flow of requests.
 
 use super::ledger::evidence;
+use super::rules::breach::breach;
 use super::verdict::Violation;
-use crate::model::invariant::Invariant;
 use crate::run::driver::{Happening, Run};
 use fake_tool::{Entry, Event, Subject};
 
@@ -40,16 +40,16 @@ pub(super) fn fenced(run: &Run, violations: &mut Vec<Violation>) {
 fn unmarked_requests(run: &Run, violations: &mut Vec<Violation>) {
     let unmarked: Vec<&Entry> = run.ledger.iter().filter(|e| flow(e).is_some() && e.incarnation.is_none()).collect();
     if let Some(first) = unmarked.first() {
-        violations.push(Violation {
-            invariant: Invariant::Fenced,
-            operation: first.event.operation().map(str::to_owned),
-            message: format!(
+        violations.push(Violation::new(
+            breach!(Fenced, "§9-1"),
+            first.event.operation().map(str::to_owned),
+            format!(
                 "{} request(s) to the fake world carried no `Killpoint-Incarnation` header (the first at #{}); every request must carry the incarnation's number, the fencing token that lets the world refuse an outlived incarnation",
                 unmarked.len(),
                 first.seq
             ),
-            evidence: evidence(unmarked.iter().copied().take(5)),
-        });
+            evidence(unmarked.iter().copied().take(5)),
+        ));
     }
 }
 
@@ -74,18 +74,18 @@ fn outlived_and_resumed(run: &Run, violations: &mut Vec<Violation>) {
                     })
                     .collect();
                 if !late.is_empty() {
-                    violations.push(Violation {
-                        invariant: Invariant::Fenced,
-                        operation: Some(message.operation_id.clone()),
-                        message: format!(
+                    violations.push(Violation::new(
+                        breach!(Fenced, "§9-2"),
+                        Some(message.operation_id.clone()),
+                        format!(
                             "incarnation {incarnation}, frozen at `{}` of `{}` and outlived by incarnation {}, sent {} request(s) for it after it was resumed: a commit had to come first, and a newer incarnation had fenced its store; it must have exited instead",
                             message.boundary,
                             message.operation_id,
                             incarnation + 1,
                             late.len()
                         ),
-                        evidence: evidence(late),
-                    });
+                        evidence(late),
+                    ));
                 }
             }
             Happening::ZombieOutlived { incarnation, waited } => {
@@ -108,15 +108,15 @@ fn still_running(run: &Run, incarnation: u32, waited: std::time::Duration) -> Vi
         Some(first) => format!(" and answered `409 fenced` at #{}", first.seq),
         None => String::new(),
     };
-    Violation {
-        invariant: Invariant::Fenced,
-        operation: None,
-        message: format!(
+    Violation::new(
+        breach!(Fenced, "§9-3"),
+        None,
+        format!(
             "incarnation {incarnation}, outlived by a newer one, resumed{answered}, was still running {:.1} s later (the scenario's `deadline_seconds`, the time a resumed incarnation has to meet its fence and exit); a fenced incarnation must exit at once (the harness SIGKILLed it)",
             waited.as_secs_f64()
         ),
-        evidence: evidence(refusals.into_iter().take(3)),
-    }
+        evidence(refusals.into_iter().take(3)),
+    )
 }
 
 /// A flow that went on after the world answered it `409 fenced`.
@@ -130,16 +130,16 @@ fn went_on_after_refusal(run: &Run, violations: &mut Vec<Violation>) {
             .collect();
         if !after.is_empty() {
             let incarnation = refusal.incarnation.map_or("?".to_owned(), |n| n.to_string());
-            violations.push(Violation {
-                invariant: Invariant::Fenced,
-                operation: refusal.event.operation().map(str::to_owned),
-                message: format!(
+            violations.push(Violation::new(
+                breach!(Fenced, "§9-3"),
+                refusal.event.operation().map(str::to_owned),
+                format!(
                     "incarnation {incarnation} was answered `409 fenced` at #{} and went on with {} more request(s) of the same work; a fenced incarnation must exit at once",
                     refusal.seq,
                     after.len()
                 ),
-                evidence: evidence(std::iter::once(refusal).chain(after)),
-            });
+                evidence(std::iter::once(refusal).chain(after)),
+            ));
             // One proof is enough: later refusals only repeat it.
             break;
         }

@@ -1,7 +1,7 @@
 //! What the families share: one operation's part of the ledger, the ledger lines given as
 //! evidence, and how a family reports what it found.
 
-use crate::model::invariant::Invariant;
+use super::rules::breach::Breach;
 use crate::run::driver::Run;
 use crate::run::trace::describe_entry;
 use crate::scenario::Operation;
@@ -68,9 +68,9 @@ impl<'a> OperationLedger<'a> {
     }
 }
 
-/// Where a family reports what it found about one operation: the invariant, the message and the
-/// proof (the operation is the caller's).
-pub(super) type Found<'f> = dyn FnMut(Invariant, String, Vec<String>) + 'f;
+/// Where a family reports what it found about one operation: the invariant and the rules this
+/// finding breaks, the message and the proof (the operation is the caller's).
+pub(super) type Found<'f> = dyn FnMut(Breach, String, Vec<String>) + 'f;
 
 /// "`charge_card-000001` with result {…}, …", or "none" when the provider applied nothing.
 pub(super) fn show_effects(effects: &[(String, Value)]) -> String {

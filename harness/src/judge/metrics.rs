@@ -4,8 +4,9 @@
 use super::in_flight::{InFlight, lines};
 use super::ledger::evidence;
 use super::prometheus::Exposition;
+use super::rules::breach::breach;
 use super::verdict::Violation;
-use crate::model::invariant::Invariant;
+use crate::run::client::DeliveryState;
 use crate::run::driver::Run;
 use crate::scenario::Scenario;
 use fake_tool::{Entry, Event, PolicyAnswer, Subject};
@@ -40,7 +41,7 @@ pub(super) fn metrics_agree(scenario: &Scenario, run: &Run, in_flight: &InFlight
 
 /// A signal that disagrees with the ledgers: a false status report about the whole run.
 fn false_report(message: String, evidence: Vec<String>) -> Violation {
-    Violation { invariant: Invariant::TruthfulStatus, operation: None, message, evidence }
+    Violation::new(breach!(TruthfulStatus, "§11-2"), None, message, evidence)
 }
 
 /// Dead letters, per destination: exactly the deliveries the ledger shows given up, or that may be
@@ -153,7 +154,24 @@ fn given_up(scenario: &Scenario, run: &Run, in_flight: &InFlight, destination: &
         } else if !accepted && receipts.len() + in_flight.sends(&op.id, destination).len() >= max {
             maybe += 1;
             proof.extend(evidence(receipts));
+        } else if !accepted && dead_lettered_early(run, &op.id, destination) {
+            // Given up too soon: `dead_letter_bound` reports that (§6-5). A gauge that counts it
+            // describes the runtime's state truly, and is not blamed for the same mistake.
+            maybe += 1;
+            proof.extend(evidence(receipts));
         }
     }
     (count, maybe, proof)
+}
+
+/// Whether the runtime reports `operation`'s delivery to `destination` `DEAD_LETTERED` other than
+/// by policy (the ledgers, having seen fewer than the bound's sends, do not count it given up).
+fn dead_lettered_early(run: &Run, operation: &str, destination: &str) -> bool {
+    run.reports.get(operation).is_some_and(|r| {
+        r.deliveries.iter().any(|d| {
+            d.destination == destination
+                && d.state == DeliveryState::DeadLettered
+                && !d.last_error.as_deref().is_some_and(|e| e.starts_with("policy:"))
+        })
+    })
 }

@@ -30,7 +30,6 @@ mod verdict;
 
 pub use verdict::{Coverage, Reasked, Status, Verdict, Violation};
 
-use crate::model::invariant::Invariant;
 use crate::run::driver::Run;
 use crate::scenario::{Operation, Scenario};
 use in_flight::InFlight;
@@ -52,6 +51,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             probe: run.probe,
             crash: run.crash,
             violations,
+            exercises: Vec::new(),
             coverage,
             error,
             reasked: Vec::new(),
@@ -81,11 +81,13 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
     let reasked = decisions::reasked(scenario, run);
+    let exercises = rules::caught::exercised(scenario, run.crash);
     Verdict {
         scenario: scenario.name.clone(),
         probe: run.probe,
         crash: run.crash,
         violations,
+        exercises,
         coverage,
         error: None,
         reasked,
@@ -106,12 +108,12 @@ fn check_operation(
     ledger.calls.extend(arguments::unnamed_calls_of(scenario, run, op));
     ledger.calls.sort_by_key(|e| e.seq);
     let report = run.reports.get(&op.id);
-    let mut found = |invariant: Invariant, message: String, proof: Vec<String>| {
-        violations.push(Violation { invariant, operation: Some(op.id.clone()), message, evidence: proof });
+    let mut found = |breach: rules::breach::Breach, message: String, proof: Vec<String>| {
+        violations.push(Violation::new(breach, Some(op.id.clone()), message, proof));
     };
     execution::at_most_once(op, &ledger, &mut found);
     execution::stable_keys(op, &ledger, &mut found);
-    execution::no_blind_retry(op, &ledger, &mut found);
+    execution::no_blind_retry(op, &ledger, run, &mut found);
     execution::no_execution_for_delivery(op, &ledger, run, &mut found);
     delivery::delivered_once(scenario, op, &ledger, run, in_flight, report, &mut found);
     policy::policy_respected(op, &ledger, run, report, &mut found);
@@ -121,7 +123,7 @@ fn check_operation(
     if run.aborted.is_none() {
         status::truthful_status(op, &ledger, report, in_flight, &mut found);
         if let Some(expect) = outcome::expectation(scenario, run, op, in_flight) {
-            outcome::expected_outcome(op, expect, report, &mut found);
+            outcome::expected_outcome(op, expect, &ledger, report, &mut found);
         }
     }
 }

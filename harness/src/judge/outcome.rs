@@ -2,39 +2,40 @@
 //! last restart's ready line, extended by that start-up), and ends as its scenario expects.
 
 use super::in_flight::InFlight;
-use super::ledger::Found;
+use super::ledger::{Found, OperationLedger};
+use super::rules::breach::{Breach, breach};
 use super::verdict::Violation;
 use crate::model::boundary::Boundary;
-use crate::model::invariant::Invariant;
 use crate::run::client::{ExecutionState, OperationReport};
 use crate::run::driver::{Abort, Hit, Run};
 use crate::scenario::{Operation, Outcome, Scenario};
+use fake_tool::{Event, Response, ToolKind};
 
 /// `settled`: a run that stopped early (but for an incarnation that never became ready: that is
 /// `ready`'s), and each operation that did not settle by the deadline.
 pub(super) fn settled(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     if let Some(Abort::Stopped(reason)) = &run.aborted {
-        violations.push(Violation {
-            invariant: Invariant::Settled,
-            operation: None,
-            message: format!("the run stopped early: {reason}"),
-            evidence: Vec::new(),
-        });
+        violations.push(Violation::new(
+            breach!(Settled, "§3-10"),
+            None,
+            format!("the run stopped early: {reason}"),
+            Vec::new(),
+        ));
     }
     let traced = match run.syscall_points.is_empty() {
         true => String::new(),
         false => format!(", and {}× under the tracer", crate::run::driver::deadline::TRACED_FACTOR),
     };
     for (id, last_seen) in &run.unsettled {
-        violations.push(Violation {
-            invariant: Invariant::Settled,
-            operation: Some(id.clone()),
-            message: format!(
+        violations.push(Violation::new(
+            breach!(Settled, "§3-10"),
+            Some(id.clone()),
+            format!(
                 "`{id}` did not settle within {:?} of its submission or the last restart's ready line (extended by that start-up's length{traced}); last seen: {last_seen}",
                 scenario.deadline
             ),
-            evidence: Vec::new(),
-        });
+            Vec::new(),
+        ));
     }
 }
 
@@ -67,12 +68,51 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     })
 }
 
+/// The rule an operation that did not end as `expect` breaks: the one that says how such an
+/// operation ends. A refusal ends it FAILED by policy (§4-2), a 4xx FAILED (§4-7); an outcome
+/// nobody can know pauses a repeatable tool refused meanwhile (§4-3) and a tool without lookup
+/// (§4-13); the attempt bound gives up only as §4-15 says; and an operation the provider can
+/// complete ends SUCCEEDED once reconciled (§4-11).
+///
+/// A `failed` expectation rests on the provider's 4xx: where none came (a fault keyed on the
+/// planted identity the runtime stripped), the operation breaks no rule of its own by ending
+/// otherwise, and the violations that say why name theirs.
+fn unexpected(expect: Outcome, tool: ToolKind, ledger: &OperationLedger) -> Breach {
+    let refused = ledger.calls.iter().any(|c| {
+        matches!(&c.event, Event::ProviderCall { response: Response::Sent(status), .. } if (400..500).contains(status))
+    });
+    // Every call stripped of the planted identity: no fault keyed on it could fire, so the kill
+    // the expectation rests on never came; the violations that say why name their rules (§3-1).
+    let anonymous = !ledger.calls.is_empty()
+        && ledger.calls.iter().all(|c| matches!(&c.event, Event::ProviderCall { operation: None, .. }));
+    if anonymous {
+        return breach!(ExpectedOutcome);
+    }
+    match expect {
+        // A 409 for a key reused with other arguments is no refusal of the operation (§12-4).
+        Outcome::Succeeded if super::status::ended_on_reused_key(ledger) => breach!(ExpectedOutcome, "§12-4"),
+        Outcome::Refused => breach!(ExpectedOutcome, "§4-2"),
+        Outcome::Failed if refused => breach!(ExpectedOutcome, "§4-7"),
+        Outcome::Failed => breach!(ExpectedOutcome),
+        Outcome::Paused if tool == ToolKind::SafelyRepeatable => breach!(ExpectedOutcome, "§4-3"),
+        Outcome::Paused => breach!(ExpectedOutcome, "§4-13"),
+        Outcome::SucceededOrGaveUp => breach!(ExpectedOutcome, "§4-15"),
+        Outcome::Succeeded | Outcome::SucceededOrPaused => breach!(ExpectedOutcome, "§4-11"),
+    }
+}
+
 /// The boundaries the tracer reaches at a sync it takes for their commit.
 fn before_commit_possible(at: Boundary) -> bool {
     matches!(at, Boundary::AfterResultWrite | Boundary::AfterPolicyRevocation)
 }
 
-pub(super) fn expected_outcome(op: &Operation, expect: Outcome, report: Option<&OperationReport>, found: &mut Found) {
+pub(super) fn expected_outcome(
+    op: &Operation,
+    expect: Outcome,
+    ledger: &OperationLedger,
+    report: Option<&OperationReport>,
+    found: &mut Found,
+) {
     let Some(report) = report else { return };
     let actual = match (report.execution, &report.failure) {
         (ExecutionState::Succeeded, _) => Some(Outcome::Succeeded),
@@ -105,7 +145,7 @@ pub(super) fn expected_outcome(op: &Operation, expect: Outcome, report: Option<&
             _ => String::new(),
         };
         found(
-            Invariant::ExpectedOutcome,
+            unexpected(expect, op.tool, ledger),
             format!("`{}` was expected to end {expect}{meaning}, but ended {}", op.id, report.summary()),
             Vec::new(),
         );

@@ -4,11 +4,11 @@
 
 use super::authority::{Use, authorised};
 use super::ledger::{Found, OperationLedger, evidence, revocations};
-use crate::model::invariant::Invariant;
+use super::rules::breach::{Breach, breach};
 use crate::run::client::OperationReport;
 use crate::run::driver::{Happening, Run};
 use crate::scenario::Operation;
-use fake_tool::{Entry, Subject};
+use fake_tool::{Entry, Event, PolicyAnswer, Subject};
 
 pub(super) fn policy_respected(
     op: &Operation,
@@ -32,8 +32,13 @@ pub(super) fn policy_respected(
             .map(|u| u.entry)
             .collect();
         if !forbidden.is_empty() {
+            // A destination's send after its revocation is also one the policy refused (§6-7).
+            let breach = match subject {
+                Subject::Destination(_) => breach!(PolicyRespected, "§6-7", "§8-5"),
+                Subject::Tool(_) | Subject::Operation(_) => breach!(PolicyRespected, "§8-5"),
+            };
             found(
-                Invariant::PolicyRespected,
+                breach,
                 format!(
                     "`{}`: {subject} was revoked at #{} but was used afterwards, not on an answer given before the revocation (CONTRACT.md §8-5)",
                     op.id, revocation.seq
@@ -48,7 +53,7 @@ pub(super) fn policy_respected(
         && r.audit.is_empty()
     {
         found(
-            Invariant::PolicyRespected,
+            breach!(PolicyRespected, "§3-7", "§4-2"),
             format!("`{}` was refused by policy but its audit trail is empty; the history must be kept", op.id),
             Vec::new(),
         );
@@ -72,8 +77,14 @@ pub(super) fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run
     for (subject, verb, entries) in uses {
         let mut unchecked = Vec::new();
         let mut proof = Vec::new();
+        let (mut reused, mut undecided) = (false, false);
         for (i, one) in authorised(run, op, &subject, &entries).into_iter().enumerate() {
             if !one.allowed() {
+                reused |= one.checks.is_empty() && allowed_before(run, op, &subject, one.entry.seq);
+                undecided |= one
+                    .checks
+                    .iter()
+                    .any(|c| matches!(&c.event, Event::PolicyCheck { answer: PolicyAnswer::NoDecision, .. }));
                 unchecked.push(one.entry.seq);
                 proof.extend(entries[..i].last());
                 proof.extend(one.checks);
@@ -90,7 +101,7 @@ pub(super) fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run
         };
         let seqs: Vec<String> = unchecked.iter().map(|s| format!("#{s}")).collect();
         found(
-            Invariant::PolicyChecked,
+            unchecked_breach(&subject, reused, undecided),
             format!(
                 "`{}` {verb}{whom} {} time(s) ({}) without an allowed policy check of {subject} for it since the previous one; the policy must be asked before every attempt and every send (CONTRACT.md section 8)",
                 op.id,
@@ -100,6 +111,32 @@ pub(super) fn policy_checked(op: &Operation, ledger: &OperationLedger, run: &Run
             evidence(proof),
         );
     }
+}
+
+/// The rules a use without a fresh `Allowed` answer breaks: asking before every attempt (§4-1) or
+/// send (§6-7), and before each (§8-2); and, where the ledger shows why, an earlier answer reused
+/// (§8-3) or a non-answer taken for permission (§8-4).
+fn unchecked_breach(subject: &Subject, reused: bool, undecided: bool) -> Breach {
+    let send = matches!(subject, Subject::Destination(_));
+    match (send, reused, undecided) {
+        (false, false, false) => breach!(PolicyChecked, "§4-1", "§8-2"),
+        (false, true, false) => breach!(PolicyChecked, "§4-1", "§8-2", "§8-3"),
+        (false, false, true) => breach!(PolicyChecked, "§4-1", "§8-2", "§8-4"),
+        (false, true, true) => breach!(PolicyChecked, "§4-1", "§8-2", "§8-3", "§8-4"),
+        (true, false, false) => breach!(PolicyChecked, "§6-7", "§8-2"),
+        (true, true, false) => breach!(PolicyChecked, "§6-7", "§8-2", "§8-3"),
+        (true, false, true) => breach!(PolicyChecked, "§6-7", "§8-2", "§8-4"),
+        (true, true, true) => breach!(PolicyChecked, "§6-7", "§8-2", "§8-3", "§8-4"),
+    }
+}
+
+/// Whether the policy allowed `subject` for `op` before `seq`, in any incarnation: a use with no
+/// check of its own since its previous one then went ahead on that earlier answer.
+fn allowed_before(run: &Run, op: &Operation, subject: &Subject, seq: u64) -> bool {
+    run.ledger.iter().take_while(|e| e.seq < seq).any(|e| {
+        matches!(&e.event, Event::PolicyCheck { operation: Some(o), subject: s, answer: PolicyAnswer::Allowed, .. }
+            if *o == op.id && s == subject)
+    })
 }
 
 /// The work the runtime announced it was held at when the harness made the revocation at

@@ -3,21 +3,21 @@
 //! stopped there: it broke the ready line's rule, and nothing after it (no operation could
 //! settle) is its fault to report.
 
+use super::rules::breach::breach;
 use super::verdict::Violation;
-use crate::model::invariant::Invariant;
 use crate::run::driver::{Abort, Run};
 
 /// The run's one `ready` violation, if an incarnation did not become ready (the first or one
 /// after a restart); the reason says which, and what it did instead.
 pub(super) fn ready(run: &Run, violations: &mut Vec<Violation>) {
     if let Some(Abort::NotReady(reason)) = &run.aborted {
-        violations.push(Violation {
-            invariant: Invariant::Ready,
-            operation: None,
-            message: format!(
+        violations.push(Violation::new(
+            breach!(Ready, "§2-6"),
+            None,
+            format!(
                 "the runtime did not become ready (CONTRACT.md §2-6: the ready line, by the deadline), so the run stopped: {reason}"
             ),
-            evidence: Vec::new(),
-        });
+            Vec::new(),
+        ));
     }
 }

@@ -10,8 +10,8 @@
 
 use super::in_flight::InFlight;
 use super::ledger::evidence;
+use super::rules::breach::breach;
 use super::verdict::Violation;
-use crate::model::invariant::Invariant;
 use crate::run::driver::{Happening, Run};
 use crate::run::retry_log::{RetryKind, RetryLine, by_incarnation, stderr_of};
 use fake_tool::{Entry, Event, PolicyAnswer, Subject};
@@ -113,12 +113,12 @@ pub(super) fn retry_labels(run: &Run, in_flight: &InFlight, violations: &mut Vec
             continue;
         }
         if let Some((message, proof)) = mislabelled(run, in_flight, &line, by) {
-            violations.push(Violation {
-                invariant: Invariant::TruthfulStatus,
-                operation: Some(line.operation_id.clone()),
+            violations.push(Violation::new(
+                breach!(TruthfulStatus, "§11-3"),
+                Some(line.operation_id.clone()),
                 message,
-                evidence: evidence([proof]),
-            });
+                evidence([proof]),
+            ));
             // One line proves the label untrue; the rest repeat it.
             return;
         }

@@ -3,10 +3,10 @@
 
 use super::in_flight::{InFlight, lines};
 use super::ledger::{Found, OperationLedger, evidence, show_effects};
-use crate::model::invariant::Invariant;
+use super::rules::breach::breach;
 use crate::run::client::{DeliveryState, ExecutionState, OperationReport};
 use crate::scenario::Operation;
-use fake_tool::{Event, Response};
+use fake_tool::{Effect, Event, Response};
 use serde_json::Value;
 
 pub(super) fn truthful_status(
@@ -17,8 +17,9 @@ pub(super) fn truthful_status(
     found: &mut Found,
 ) {
     let Some(report) = report else {
+        // An accepted operation the runtime cannot report is one it lost (§3-9).
         found(
-            Invariant::TruthfulStatus,
+            breach!(TruthfulStatus, "§3-9"),
             format!("the runtime could not report `{}` (GET /operations/{})", op.id, op.id),
             Vec::new(),
         );
@@ -33,8 +34,15 @@ pub(super) fn truthful_status(
         ExecutionState::Failed => {
             let applied = ledger.applied();
             if !applied.is_empty() {
+                // Not by policy, FAILED also needed a reason the runtime could know (§4-15).
+                let by_policy = report.failure.as_ref().is_some_and(|f| f.reason.starts_with("policy:"));
                 found(
-                    Invariant::TruthfulStatus,
+                    match (by_policy, ended_on_reused_key(ledger)) {
+                        (true, _) => breach!(TruthfulStatus, "§3-8"),
+                        // The keyed tool's 409 said an earlier request under the key applied.
+                        (false, true) => breach!(TruthfulStatus, "§3-8", "§12-4"),
+                        (false, false) => breach!(TruthfulStatus, "§3-8", "§4-15"),
+                    },
                     format!("`{}` reports FAILED but the provider applied its effect", op.id),
                     evidence(applied),
                 );
@@ -44,6 +52,11 @@ pub(super) fn truthful_status(
         }
         ExecutionState::IntentRecorded | ExecutionState::Dispatched | ExecutionState::Unknown => {}
     }
+}
+
+/// Whether the operation's last call was refused `409 idempotency_key_reused` (CONTRACT.md §12-4).
+pub(super) fn ended_on_reused_key(ledger: &OperationLedger) -> bool {
+    ledger.calls.last().is_some_and(|c| matches!(&c.event, Event::ProviderCall { effect: Effect::KeyReused(_), .. }))
 }
 
 /// The attempts and sends the runtime counts against the calls and receipts the ledgers show.
@@ -61,13 +74,17 @@ fn counts_agree(
     let calls = u32::try_from(ledger.calls.len()).unwrap_or(u32::MAX);
     let cut = in_flight.attempts(&op.id);
     if let Some(slack) = miscount(report.attempts, calls, cut) {
-        let why = if report.attempts < calls {
-            "an attempt was made that the runtime did not record".to_owned()
+        // An attempt the runtime never counted was sent before its `DISPATCHED` was written (§4-4).
+        let (why, breach) = if report.attempts < calls {
+            ("an attempt was made that the runtime did not record".to_owned(), breach!(TruthfulStatus, "§3-6", "§4-4"))
         } else {
-            format!("the runtime counts attempts that never reached the provider ({slack})")
+            (
+                format!("the runtime counts attempts that never reached the provider ({slack})"),
+                breach!(TruthfulStatus, "§3-6"),
+            )
         };
         found(
-            Invariant::TruthfulStatus,
+            breach,
             format!("`{}` reports {} attempt(s) but the provider saw {calls} call(s): {why}", op.id, report.attempts),
             evidence(ledger.calls.iter().copied()),
         );
@@ -83,7 +100,7 @@ fn counts_agree(
                 format!("it counts sends that never reached the consumer ({slack})")
             };
             found(
-                Invariant::TruthfulStatus,
+                breach!(TruthfulStatus, "§3-8"),
                 format!(
                     "`{}` reports {} send(s) to `{}` but that consumer received {received}: {why}",
                     op.id, delivery.attempts, delivery.destination
@@ -111,9 +128,17 @@ fn miscount(counted: u32, seen: u32, cut: &[u64]) -> Option<String> {
 /// A success names one of the provider's effects, and its result.
 fn success_agrees(op: &Operation, ledger: &OperationLedger, report: &OperationReport, found: &mut Found) {
     let effects = ledger.effects();
+    // A success named from an answer that could not be read was no success to take (§4-8).
+    let unreadable = ledger.calls.iter().any(|c| {
+        matches!(&c.event, Event::ProviderCall { response: Response::Cut | Response::Garbage | Response::NoRef, .. })
+    });
+    let breach = match unreadable {
+        true => breach!(TruthfulStatus, "§3-8", "§4-8"),
+        false => breach!(TruthfulStatus, "§3-8"),
+    };
     match effects.iter().find(|(r, _)| Some(r) == report.provider_ref.as_ref()) {
         None => found(
-            Invariant::TruthfulStatus,
+            breach,
             format!(
                 "`{}` reports SUCCEEDED with provider_ref {}; the provider's effects for it: {}",
                 op.id,
@@ -123,7 +148,7 @@ fn success_agrees(op: &Operation, ledger: &OperationLedger, report: &OperationRe
             evidence(ledger.calls.iter().copied()),
         ),
         Some((_, result)) if report.result.as_ref() != Some(result) => found(
-            Invariant::TruthfulStatus,
+            breach,
             format!(
                 "`{}` reports result {}; the provider returned {result}",
                 op.id,
@@ -140,7 +165,7 @@ fn deliveries_agree(op: &Operation, ledger: &OperationLedger, report: &Operation
     for destination in &op.destinations {
         match report.deliveries.iter().find(|d| d.destination == *destination) {
             None => found(
-                Invariant::TruthfulStatus,
+                breach!(TruthfulStatus, "§4-6"),
                 format!("`{}` reports SUCCEEDED but has no delivery record for `{destination}`", op.id),
                 Vec::new(),
             ),
@@ -150,7 +175,7 @@ fn deliveries_agree(op: &Operation, ledger: &OperationLedger, report: &Operation
                     });
                 if !received {
                     found(
-                        Invariant::TruthfulStatus,
+                        breach!(TruthfulStatus, "§3-8"),
                         format!("`{}` reports `{destination}` ACKED but that consumer never accepted it", op.id),
                         evidence(ledger.receipts.iter().copied()),
                     );
@@ -185,7 +210,7 @@ fn failed_with_reason(op: &Operation, ledger: &OperationLedger, report: &Operati
             && !refused_by_provider
         {
             found(
-                Invariant::TruthfulStatus,
+                breach!(TruthfulStatus, "§4-3"),
                 format!(
                     "`{}` reports FAILED by policy, but its last call (#{}) went unanswered and {} ({}) has no lookup: it may have taken effect, so the operation must be paused, not FAILED",
                     op.id,
@@ -215,7 +240,7 @@ fn failed_with_reason(op: &Operation, ledger: &OperationLedger, report: &Operati
         ),
     };
     found(
-        Invariant::TruthfulStatus,
+        breach!(TruthfulStatus, "§4-15"),
         format!(
             "`{}` reports FAILED ({}) {what}",
             op.id,

@@ -1,8 +1,9 @@
 //! The submission family, judged from the timeline rather than the ledgers: an accepted intent is
 //! never forgotten, and submission is idempotent by operation id (CONTRACT.md section 3).
 
+use super::rules::breach::breach;
 use super::verdict::Violation;
-use crate::model::invariant::Invariant;
+use crate::model::crash::Crash;
 use crate::run::client::{ExecutionState, Resubmission};
 use crate::run::driver::{Happening, Mark, Run};
 use crate::run::trace::describe_mark;
@@ -18,6 +19,11 @@ fn marked(mark: &Mark) -> String {
 /// a hidden data dir that did not end in an exit naming it.
 pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
     missing_data_dir(run, violations);
+    // An intent lost in a power loss was acknowledged before it was synced (§7-6).
+    let forgotten = match run.crash {
+        Crash::Machine => breach!(IntentDurable, "§3-2", "§3-9", "§7-6"),
+        Crash::Process => breach!(IntentDurable, "§3-2", "§3-9"),
+    };
     let mut reported: BTreeSet<&str> = BTreeSet::new();
     for mark in &run.timeline {
         let Happening::Forgotten { operation, incarnation, .. } = &mark.happening else { continue };
@@ -30,14 +36,14 @@ pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
             Happening::Killed { .. } | Happening::Started { .. } => true,
             _ => false,
         });
-        violations.push(Violation {
-            invariant: Invariant::IntentDurable,
-            operation: Some(operation.clone()),
-            message: format!(
+        violations.push(Violation::new(
+            forgotten,
+            Some(operation.clone()),
+            format!(
                 "`{operation}` was accepted, but incarnation {incarnation} answered 404 for it: an accepted intent must be durable before the answer (CONTRACT.md section 3)"
             ),
-            evidence: proof.map(marked).collect(),
-        });
+            proof.map(marked).collect(),
+        ));
     }
 }
 
@@ -67,14 +73,14 @@ fn missing_data_dir(run: &Run, violations: &mut Vec<Violation>) {
                 _ => None,
             })
             .collect();
-        violations.push(Violation {
-            invariant: Invariant::IntentDurable,
-            operation: None,
-            message: format!(
+        violations.push(Violation::new(
+            breach!(IntentDurable, "§2-4"),
+            None,
+            format!(
                 "incarnation {incarnation} was started with its data dir `{path}` missing (the harness had hidden it) and {did}; expected it to exit with an error naming the path (CONTRACT.md §2-4). Accepted before: {}",
                 if accepted.is_empty() { "nothing".to_owned() } else { accepted.join(", ") }
             ),
-            evidence: run
+            run
                 .timeline
                 .iter()
                 .filter(|m| m.seq <= mark.seq)
@@ -89,7 +95,7 @@ fn missing_data_dir(run: &Run, violations: &mut Vec<Violation>) {
                 })
                 .map(marked)
                 .collect(),
-        });
+        ));
     }
 }
 
@@ -138,6 +144,11 @@ pub(super) fn idempotent_submission(run: &Run, violations: &mut Vec<Violation>) 
         if problem.is_none() && created.is_none() {
             continue;
         }
+        let resubmitted = match submission {
+            Resubmission::Same | Resubmission::Equivalent => breach!(IdempotentSubmission, "§3-3"),
+            Resubmission::Different => breach!(IdempotentSubmission, "§3-4"),
+            _ => breach!(IdempotentSubmission, "§3-5"),
+        };
         let why = match submission {
             Resubmission::Same | Resubmission::Equivalent => {
                 "a submission is idempotent by operation id: the same body (destinations are a set, unknown fields ignored) gets 200 and changes nothing"
@@ -147,16 +158,16 @@ pub(super) fn idempotent_submission(run: &Run, violations: &mut Vec<Violation>) 
             }
             _ => "a malformed submission is refused with 400 and creates nothing",
         };
-        violations.push(Violation {
-            invariant: Invariant::IdempotentSubmission,
-            operation: operation.clone(),
-            message: format!(
+        violations.push(Violation::new(
+            resubmitted,
+            operation.clone(),
+            format!(
                 "{named} submitted with {}: {}{} ({why}; CONTRACT.md section 3)",
                 submission.describe(),
                 problem.unwrap_or_else(|| "answered as expected".to_owned()),
                 created.unwrap_or_default()
             ),
-            evidence: vec![marked(mark)],
-        });
+            vec![marked(mark)],
+        ));
     }
 }

@@ -1,6 +1,7 @@
 //! What the checker hands back: the verdict of one run, its violations, how each fault was
 //! exercised, and the one-word status that follows from them.
 
+use super::rules::breach::Breach;
 use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::driver::Hit;
@@ -12,10 +13,29 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Violation {
     pub invariant: Invariant,
+    /// The rules of the contract this violation breaks (`§4-10`), named by the check that found
+    /// it: not every rule its invariant checks. Private so that only a [`Breach`] sets them.
+    rules: &'static [&'static str],
     pub operation: Option<String>,
     pub message: String,
     /// Ledger lines (`#seq text`) that show it.
     pub evidence: Vec<String>,
+}
+
+impl Violation {
+    pub fn new(breach: Breach, operation: Option<String>, message: String, evidence: Vec<String>) -> Violation {
+        Violation { invariant: breach.invariant(), rules: breach.rules(), operation, message, evidence }
+    }
+
+    /// The rules of the contract it breaks, in the order its check named them.
+    pub fn rules(&self) -> &'static [&'static str] {
+        self.rules
+    }
+
+    /// Whether it breaks rule `id` (`§4-10`).
+    pub fn breaks(&self, id: &str) -> bool {
+        self.rules.contains(&id)
+    }
 }
 
 /// How one fault of the scenario was exercised.
@@ -39,6 +59,10 @@ pub struct Verdict {
     /// The crash model the verdict holds under: what each kill took down.
     pub crash: crate::model::crash::Crash,
     pub violations: Vec<Violation>,
+    /// The rules of the contract a full pass of this scenario establishes, under this crash: those
+    /// its `[[catches]]` are known to catch broken (`judge/rules/caught.rs`). Rules no variant
+    /// breaks are established by any full pass, and are not listed.
+    pub exercises: Vec<&'static str>,
     /// One entry per fault of the scenario, in file order.
     pub coverage: Vec<Coverage>,
     /// The harness failed during the run (what failed): nothing was judged.

@@ -1,7 +1,9 @@
 //! The seed's acceptance checklist, answered for the certified runtime: each of its eight
 //! questions gets `yes`, `no` or `not shown`, with the scenarios and invariants that say so.
 //!
-//! A question is answered `no` as soon as one scenario broke one of its invariants, `yes` only
+//! A question is answered `no` as soon as one scenario broke one of its rules (a violation of one
+//! of its invariants that names one of the question's contract rules: an invariant's failure for
+//! another rule's sake says nothing about this question), `yes` only
 //! when one of its scenarios ran in full (no boundary left to the probe) and none broke them, and
 //! `not shown` otherwise (its scenarios were filtered out, or ran only partly). Durability is
 //! answered `yes` only from machine-crash runs: a process kill keeps the page cache, so surviving
@@ -53,45 +55,63 @@ enum Needs {
     MachineCrash,
 }
 
-/// The six questions answered by invariants: the question, its invariants, its scenarios, and
-/// the crash their `yes` needs.
-const BY_INVARIANTS: [(&str, &[Invariant], &[&str], Needs); 6] = [
-    (
-        "Can I distinguish execution success from delivery acknowledgement?",
-        &[Invariant::NoExecutionForDelivery, Invariant::DeliveredOnce, Invariant::TruthfulStatus],
-        &["after_result_write", "after_delivery_send", "delivery_dead_letter"],
-        Needs::AnyCrash,
-    ),
-    (
-        "Can I reconcile an interrupted tool call without guessing?",
-        &[Invariant::NoBlindRetry, Invariant::AtMostOnce],
-        &["after_dispatch", "kill_while_reconciling", "lookup_unavailable", "unreadable_success"],
-        Needs::AnyCrash,
-    ),
-    (
-        "Does every side-effecting operation have a stable idempotency key?",
-        &[Invariant::StableProviderKey],
-        &["after_dispatch", "after_provider_success"],
-        Needs::AnyCrash,
-    ),
-    (
-        "Can the consumer deduplicate the same event?",
-        &[Invariant::StableDeliveryKey, Invariant::DeliveredOnce],
-        &["after_delivery_send", "delivery_dead_letter"],
-        Needs::AnyCrash,
-    ),
-    (
-        "Are result records durable before a worker acknowledges the job?",
-        &[Invariant::IntentDurable, Invariant::DeliveredOnce, Invariant::TruthfulStatus],
-        &["after_submit", "after_result_write"],
-        Needs::MachineCrash,
-    ),
-    (
-        "Does reconciliation recheck current authorization?",
-        &[Invariant::PolicyChecked, Invariant::PolicyRespected],
-        &["after_policy_revocation", "revoke_without_kill"],
-        Needs::AnyCrash,
-    ),
+/// One question answered by invariants.
+struct Question {
+    question: &'static str,
+    invariants: &'static [Invariant],
+    /// The contract's rules it asks about: a violation of its invariants answers `no` only if it
+    /// names one of these.
+    rules: &'static [&'static str],
+    /// The scenarios whose full pass answers `yes`.
+    scenarios: &'static [&'static str],
+    /// The crash that `yes` must have survived.
+    needs: Needs,
+}
+
+/// The six questions answered by invariants.
+const BY_INVARIANTS: [Question; 6] = [
+    Question {
+        question: "Can I distinguish execution success from delivery acknowledgement?",
+        invariants: &[Invariant::NoExecutionForDelivery, Invariant::DeliveredOnce, Invariant::TruthfulStatus],
+        rules: &["§4-6", "§4-14", "§6-1", "§6-3", "§6-6"],
+        scenarios: &["after_result_write", "after_delivery_send", "delivery_dead_letter"],
+        needs: Needs::AnyCrash,
+    },
+    Question {
+        question: "Can I reconcile an interrupted tool call without guessing?",
+        invariants: &[Invariant::NoBlindRetry, Invariant::AtMostOnce],
+        rules: &["§4-8", "§4-10", "§4-11", "§4-12", "§4-13", "§5-1"],
+        scenarios: &["after_dispatch", "kill_while_reconciling", "lookup_unavailable", "unreadable_success"],
+        needs: Needs::AnyCrash,
+    },
+    Question {
+        question: "Does every side-effecting operation have a stable idempotency key?",
+        invariants: &[Invariant::StableProviderKey],
+        rules: &["§4-5"],
+        scenarios: &["after_dispatch", "after_provider_success"],
+        needs: Needs::AnyCrash,
+    },
+    Question {
+        question: "Can the consumer deduplicate the same event?",
+        invariants: &[Invariant::StableDeliveryKey, Invariant::DeliveredOnce],
+        rules: &["§6-2", "§6-3"],
+        scenarios: &["after_delivery_send", "delivery_dead_letter"],
+        needs: Needs::AnyCrash,
+    },
+    Question {
+        question: "Are result records durable before a worker acknowledges the job?",
+        invariants: &[Invariant::IntentDurable, Invariant::DeliveredOnce, Invariant::TruthfulStatus],
+        rules: &["§3-2", "§3-9", "§4-4", "§4-6", "§7-6", "§7-7"],
+        scenarios: &["after_submit", "after_result_write"],
+        needs: Needs::MachineCrash,
+    },
+    Question {
+        question: "Does reconciliation recheck current authorization?",
+        invariants: &[Invariant::PolicyChecked, Invariant::PolicyRespected],
+        rules: &["§4-1", "§8-2", "§8-3", "§8-5"],
+        scenarios: &["after_policy_revocation", "revoke_without_kill"],
+        needs: Needs::AnyCrash,
+    },
 ];
 
 const LOGS: &str = "Can I prove, from logs, whether a retry was execution or delivery?";
@@ -99,8 +119,7 @@ const KILLED: &str = "Have I killed the worker at every boundary in the table ab
 
 /// The eight answers, in the seed's order.
 pub fn answer(entries: &[ScenarioEntry], outcomes: &[ScenarioOutcome], matrix: &[MatrixCell]) -> Vec<Item> {
-    let mut items: Vec<Item> =
-        BY_INVARIANTS.iter().map(|(q, inv, sc, needs)| by_invariants(q, inv, sc, *needs, entries)).collect();
+    let mut items: Vec<Item> = BY_INVARIANTS.iter().map(|q| by_invariants(q, entries)).collect();
     items.insert(6, logs(outcomes));
     items.push(killed(matrix, entries));
     items
@@ -110,24 +129,24 @@ fn names(invariants: &[Invariant]) -> String {
     invariants.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
 }
 
-fn by_invariants(
-    question: &'static str,
-    invariants: &[Invariant],
-    scenarios: &[&str],
-    needs: Needs,
-    entries: &[ScenarioEntry],
-) -> Item {
+fn by_invariants(asked: &Question, entries: &[ScenarioEntry]) -> Item {
+    let Question { question, invariants, rules, scenarios, needs } = *asked;
     let mut broken = Vec::new();
     for entry in entries {
-        let mut violated: Vec<&str> = entry
-            .violations
-            .iter()
-            .filter(|v| invariants.contains(&v.invariant))
-            .map(|v| v.invariant.as_str())
-            .collect();
-        violated.dedup();
+        // Each invariant once, with the question's rules its violations here name.
+        let mut violated: Vec<(Invariant, Vec<&str>)> = Vec::new();
+        for v in entry.violations.iter().filter(|v| invariants.contains(&v.invariant)) {
+            for rule in v.rules().iter().copied().filter(|r| rules.contains(r)) {
+                match violated.iter_mut().find(|(i, _)| *i == v.invariant) {
+                    Some((_, named)) if !named.contains(&rule) => named.push(rule),
+                    Some(_) => {}
+                    None => violated.push((v.invariant, vec![rule])),
+                }
+            }
+        }
         if !violated.is_empty() {
-            broken.push(format!("{}: violated {}", entry.name, violated.join(", ")));
+            let said: Vec<String> = violated.iter().map(|(i, named)| format!("{i} ({})", named.join(", "))).collect();
+            broken.push(format!("{}: violated {}", entry.name, said.join(", ")));
         }
     }
     if !broken.is_empty() {
@@ -259,6 +278,7 @@ mod tests {
             error: None,
             duration_ms: 0,
             violations: Vec::new(),
+            reasked: Vec::new(),
             faults: Vec::new(),
             artifacts: None,
             story: None,
@@ -280,5 +300,27 @@ mod tests {
         // Other questions do not need one.
         let keys = answer(&[passed("after_dispatch", Crash::Process)], &[], &[]);
         assert_eq!(keys.iter().find(|i| i.question.contains("stable idempotency key")).unwrap().answer, Answer::Yes);
+    }
+
+    /// Issue 32: `blind-retry`'s FAILED over an applied effect is an untrue read (§3-8), not a
+    /// success confused with a delivery's acknowledgement; a success recorded without its
+    /// deliveries (§4-6) is. Both are `truthful_status`.
+    #[test]
+    fn a_question_is_answered_no_only_by_a_violation_of_its_rules() {
+        use crate::judge::Violation;
+        use crate::judge::rules::breach::breach;
+        let distinguish = |violation: Violation| {
+            let mut failed = passed("after_policy_revocation", Crash::Process);
+            failed.status = ScenarioStatus::Fail;
+            failed.violations = vec![violation];
+            let entries = [failed, passed("after_result_write", Crash::Process)];
+            answer(&entries, &[], &[]).into_iter().find(|i| i.question.contains("distinguish")).expect("the question")
+        };
+        let untrue = Violation::new(breach!(TruthfulStatus, "§3-8"), None, "FAILED, applied".into(), Vec::new());
+        assert_eq!(distinguish(untrue).answer, Answer::Yes);
+        let split = Violation::new(breach!(TruthfulStatus, "§4-6"), None, "no delivery record".into(), Vec::new());
+        let item = distinguish(split);
+        assert_eq!(item.answer, Answer::No);
+        assert_eq!(item.evidence, ["after_policy_revocation: violated truthful_status (§4-6)"]);
     }
 }

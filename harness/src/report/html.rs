@@ -247,7 +247,6 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
 mod tests {
     use super::*;
     use crate::judge::{Coverage, Verdict, Violation};
-    use crate::model::invariant::Invariant;
     use crate::report::outcome::ScenarioOutcome;
     use crate::report::timeline::{Lane, TimelineEvent};
     use crate::run::driver::Hit;
@@ -289,20 +288,21 @@ mod tests {
             duplicate_keys: vec![("provider".into(), 0), ("consumer ledger".into(), 0)],
             retried: vec![6],
         };
-        let violation = Violation {
-            invariant: Invariant::AtMostOnce,
-            operation: Some("charge".into()),
-            message: "`charge` had 2 effects at the provider; at most one is allowed".into(),
-            evidence: vec![
+        let violation = Violation::new(
+            crate::judge::rules::breach::breach!(AtMostOnce, "§5-1"),
+            Some("charge".into()),
+            "`charge` had 2 effects at the provider; at most one is allowed".into(),
+            vec![
                 "#3 provider  call charge_card for charge (call 1, key charge): applied charge_card-000001, answer held".into(),
                 "#6 provider  call charge_card for charge (call 2, key charge#2): applied charge_card-000002, answered 200".into(),
             ],
-        };
+        );
         let verdict = Verdict {
             scenario: "after_dispatch".into(),
             probe: true,
             crash: crate::model::crash::Crash::Process,
             violations: vec![violation],
+            exercises: Vec::new(),
             coverage: vec![Coverage {
                 boundary: Boundary::AfterDispatch,
                 operation: "charge".into(),

@@ -10,6 +10,8 @@
 //! and judges the rules for a certificate. Like the rest of the judge layer, it imports nothing
 //! from report, search or cli.
 
+pub mod breach;
+pub mod caught;
 mod contract;
 mod table;
 
@@ -26,13 +28,15 @@ pub fn document() -> Result<String, Vec<String>> {
     let mut out = String::new();
     out.push_str(
         "# Coverage: every rule of the contract, and what checks it\n\n\
-         Generated from `CONTRACT.md`, `harness/src/judge/rules/table.rs` and the scenarios' `[[catches]]` \
+         Generated from `CONTRACT.md`, `harness/src/judge/rules/table.rs` and `harness/src/judge/rules/caught.rs` \
          by `cargo test` (`coverage_document_is_current`); do not edit by hand — run\n\
          `KILLPOINT_UPDATE_COVERAGE=1 cargo test -p killpoint --lib coverage` to rewrite it.\n\n\
-         *Checked by* names the invariants (`harness/src/model/invariant.rs`) that judge the rule in every \
-         run. *Proven by* names the broken variants of the reference runtime (`killpoint-runtime --broken …`) \
-         that a scenario catches on one of those invariants — the proof that the check can fail — or, for \
-         an invariant no runtime bug is needed to break, the test that proves it.\n\n",
+         *Checked by* names the invariants (`harness/src/model/invariant.rs`) whose checks, failing, name \
+         the rule (a violation names the rules it breaks, not every rule of its invariant). *Proven by* \
+         names the broken variants of the reference runtime (`killpoint-runtime --broken …`) whose \
+         violations in a scenario that `[[catches]]` them name the rule (`tests/broken_rules.rs` runs \
+         each) — the proof that the check can fail for it — or, for an invariant no runtime bug is needed \
+         to break, the test that proves it.\n\n",
     );
     let (mut checked, mut enforced, mut open) = (0, 0, 0);
     for rule in RULES {
@@ -55,8 +59,10 @@ pub fn document() -> Result<String, Vec<String>> {
         let (check, proof) = match rule.check {
             Check::Invariants(invariants) => {
                 let names: Vec<String> = invariants.iter().map(|i| format!("`{i}`")).collect();
-                let proofs: Vec<String> =
-                    rule.proven_by.iter().map(|(broken, scenario)| format!("`{broken}` → `{scenario}`")).collect();
+                let proofs: Vec<String> = caught::proofs(rule.id)
+                    .iter()
+                    .map(|(broken, scenario)| format!("`{broken}` → `{scenario}`"))
+                    .collect();
                 // No broken variant: a test of its own may prove that every invariant can fail.
                 let elsewhere: Vec<&str> = invariants
                     .iter()
@@ -130,14 +136,18 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                 let machine = MACHINE_CRASH_RULES.contains(&rule.id);
                 let judged: Vec<&&crate::judge::Verdict> =
                     judged.iter().copied().filter(|v| !machine || v.crash == Crash::Machine).collect();
+                // Violated only where a violation names the rule: another rule of the same invariant
+                // broken in a scenario leaves this one not established there, not violated.
                 let violated: Vec<&str> = judged
                     .iter()
-                    .filter(|v| v.violations.iter().any(|x| invariants.contains(&x.invariant)))
+                    .filter(|v| v.violations.iter().any(|x| x.breaks(rule.id)))
                     .map(|v| v.scenario.as_str())
                     .collect();
+                // Established by what ran: a full pass of a scenario whose catches show it can fail
+                // for this rule, or any full pass for a rule no variant is caught breaking.
+                let breakable = caught::breakable(rule.id);
                 let exercising = |v: &&&crate::judge::Verdict| {
-                    v.status() == Status::Pass
-                        && (rule.proven_by.is_empty() || rule.proven_by.iter().any(|(_, s)| *s == v.scenario))
+                    v.status() == Status::Pass && (!breakable || v.exercises.contains(&rule.id))
                 };
                 let (status, note) = if !violated.is_empty() {
                     (RuleStatus::Violated, Some(format!("violated in {}", violated.join(", "))))
@@ -145,13 +155,19 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                     (RuleStatus::Verified, None)
                 } else {
                     let mut wanted: Vec<&str> = Vec::new();
-                    // Two variants proven in one scenario name it once.
-                    for (_, scenario) in rule.proven_by {
-                        if !wanted.contains(scenario) {
-                            wanted.push(scenario);
+                    // Two variants caught in one scenario name it once.
+                    for c in caught::CAUGHT.iter().filter(|c| c.rules.contains(&rule.id)) {
+                        if !wanted.contains(&c.scenario) {
+                            wanted.push(c.scenario);
                         }
                     }
-                    let wanted = if wanted.is_empty() { "any scenario".to_owned() } else { wanted.join(" or ") };
+                    let wanted = match wanted.is_empty() {
+                        true => "any scenario".to_owned(),
+                        false => format!(
+                            "{}, or of a scenario whose [[catches]] catch a variant breaking it",
+                            wanted.join(" or ")
+                        ),
+                    };
                     let crash = if machine { " under --crash machine" } else { "" };
                     (RuleStatus::NotExercised, Some(format!("needs a full pass of {wanted}{crash}")))
                 };
@@ -174,6 +190,29 @@ pub fn summarise(rules: &[RuleOutcome]) -> String {
     parts.push(format!("{} enforced by the harness", ids(RuleStatus::Enforced).len()));
     parts.push(format!("{} not checked", ids(RuleStatus::NotChecked).len()));
     format!("contract rules: {} (docs/coverage.md)", parts.join(", "))
+}
+
+/// For one scenario (`killpoint run`): the rules it established and those it violated, one line
+/// each, and the rest counted in one line.
+pub fn summarise_shown(rules: &[RuleOutcome]) -> String {
+    let ids = |status: RuleStatus| -> Vec<&str> { rules.iter().filter(|r| r.status == status).map(|r| r.id).collect() };
+    let (established, violated) = (ids(RuleStatus::Verified), ids(RuleStatus::Violated));
+    let mut lines = vec![match established.is_empty() {
+        true => "contract rules this run established: none".to_owned(),
+        false => format!("contract rules this run established: {}", established.join(", ")),
+    }];
+    if !violated.is_empty() {
+        lines.push(format!("contract rules this run violated: {}", violated.join(", ")));
+    }
+    let count = |status: RuleStatus| ids(status).len();
+    lines.push(format!(
+        "the other {}: {} not exercised by this scenario, {} enforced by the harness, {} not checked (docs/coverage.md)",
+        rules.len() - established.len() - violated.len(),
+        count(RuleStatus::NotExercised),
+        count(RuleStatus::Enforced),
+        count(RuleStatus::NotChecked)
+    ));
+    lines.join("\n")
 }
 
 #[cfg(test)]
@@ -221,35 +260,50 @@ mod tests {
     }
 
     #[test]
-    fn every_proof_names_a_catch_of_its_scenario_on_one_of_the_rules_invariants() {
+    fn every_row_of_caught_is_a_catch_of_its_standard_scenario() {
         let scenarios = standard_scenarios();
         let mut wrong = Vec::new();
-        for rule in RULES {
-            let invariants = match rule.check {
-                Check::Invariants(i) => i,
-                _ if rule.proven_by.is_empty() => continue,
-                _ => {
-                    wrong.push(format!("{}: not checked by invariants, so nothing can prove it", rule.id));
-                    continue;
+        for row in caught::CAUGHT {
+            match scenarios.iter().find(|s| s.name == row.scenario) {
+                None => wrong.push(format!("{} → {}: no such standard scenario", row.broken, row.scenario)),
+                Some(s) if !s.catches.iter().any(|c| c.broken == row.broken) => {
+                    wrong.push(format!("{} → {}: the scenario has no [[catches]] of it", row.broken, row.scenario))
                 }
-            };
-            for (broken, name) in rule.proven_by {
-                let Some(scenario) = scenarios.iter().find(|s| s.name == *name) else {
-                    wrong.push(format!("{}: no scenario `{name}`", rule.id));
-                    continue;
-                };
-                let caught = scenario.catches.iter().any(|c| {
-                    c.broken == *broken && c.invariants.iter().any(|n| invariants.iter().any(|i| i.as_str() == n))
-                });
-                if !caught {
-                    wrong.push(format!(
-                        "{}: `{name}` has no [[catches]] of `{broken}` on any of {invariants:?}",
-                        rule.id
-                    ));
+                Some(_) if row.rules.is_empty() => {
+                    wrong.push(format!("{} → {}: names no rule", row.broken, row.scenario))
                 }
+                Some(_) => {}
             }
         }
-        assert!(wrong.is_empty(), "coverage::RULES proofs that the scenarios do not back:\n{}", wrong.join("\n"));
+        assert!(wrong.is_empty(), "caught.rs rows the scenarios do not back:\n{}", wrong.join("\n"));
+    }
+
+    /// Issue 32: one bug, its own rules. A violation of `at_most_once` breaks §5-1; the other
+    /// rules `at_most_once` checks are not established by that scenario, not violated, and a
+    /// scenario that passed and exercises them still verifies them.
+    #[test]
+    fn a_violation_makes_only_the_rules_it_names_violated() {
+        use crate::judge::{Verdict, Violation};
+        let verdict = |scenario: &str, violations: Vec<Violation>, exercises: Vec<&'static str>| Verdict {
+            scenario: scenario.into(),
+            probe: true,
+            crash: Crash::Process,
+            violations,
+            exercises,
+            coverage: Vec::new(),
+            error: None,
+            reasked: Vec::new(),
+        };
+        let twice =
+            Violation::new(breach::breach!(AtMostOnce, "§5-1"), Some("charge".into()), "twice".into(), Vec::new());
+        let failed = verdict("after_dispatch", vec![twice], vec!["§4-10", "§5-1"]);
+        let passed = verdict("provider_rejects", Vec::new(), vec!["§4-7"]);
+        let rules = judge_rules(&[&failed, &passed]);
+        let status = |id: &str| rules.iter().find(|r| r.id == id).map(|r| r.status);
+        assert_eq!(status("§5-1"), Some(RuleStatus::Violated));
+        assert_eq!(status("§4-10"), Some(RuleStatus::NotExercised), "at_most_once checks it, but nothing broke it");
+        assert_eq!(status("§4-7"), Some(RuleStatus::Verified), "provider_rejects passed and exercises it");
+        assert_eq!(status("§6-4"), Some(RuleStatus::NotExercised), "no verdict exercises it");
     }
 
     #[test]

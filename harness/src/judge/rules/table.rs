@@ -1,13 +1,14 @@
-//! The coverage table, as data: every numbered rule of the contract, how it is checked, and the
-//! broken variants that prove the check can fail. The contract parser and the document generator
-//! are beside it.
+//! The coverage table, as data: every numbered rule of the contract and how it is checked. Which
+//! broken variants prove that a check can fail is `caught.rs`; the contract parser and the
+//! document generator are beside it.
 
 use crate::model::invariant::Invariant;
 
 /// How a rule is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
-    /// Judged in every run from the ledgers by these invariants.
+    /// Judged in every run from the ledgers by these invariants: those whose checks, failing, can
+    /// name the rule (`breach.rs` refuses any other).
     Invariants(&'static [Invariant]),
     /// Enforced by the harness while it starts or talks to the runtime: a runtime that breaks it
     /// cannot get a verdict at all. The text says how.
@@ -22,10 +23,6 @@ pub struct Rule {
     /// `§4-3`, as tagged in the contract.
     pub id: &'static str,
     pub check: Check,
-    /// `(broken variant, scenario)`: the scenario's `[[catches]]` names the variant and one of the
-    /// rule's invariants, so running it proves the check can fail for this rule. Verified by a
-    /// test against the scenario files.
-    pub proven_by: &'static [(&'static str, &'static str)],
 }
 
 use Invariant::*;
@@ -54,232 +51,113 @@ pub const RULES: &[Rule] = &[
         check: Check::NotChecked(
             "the harness refuses a runtime that declares another version (a harness-side check); it never starts a runtime with a version it does not speak",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§2-2",
         check: Check::NotChecked(
             "the harness cannot see where a process writes; state kept elsewhere survives its restarts too. Syscall tracing (`--points syscalls`) will see it",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§2-3",
         check: Check::Harness(
             "every kill also sweeps processes carrying the token (tests/hostile.rs); a runtime that drops it from a child's environment leaves an orphan the sweep misses",
         ),
-        proven_by: &[],
     },
-    Rule { id: "§2-4", check: by(&[IntentDurable]), proven_by: &[("recreate-data-dir", "missing_data_dir")] },
+    Rule { id: "§2-4", check: by(&[IntentDurable]) },
     Rule {
         id: "§2-5",
         check: Check::NotChecked(
             "needs a network namespace (privileges) to observe; all the fake world's addresses are loopback",
         ),
-        proven_by: &[],
     },
-    Rule { id: "§2-6", check: by(&[Ready]), proven_by: &[] },
+    Rule { id: "§2-6", check: by(&[Ready]) },
     Rule {
         id: "§2-7",
         check: Check::Harness(
             "a runtime that declares the probe and has not connected by the ready deadline stops the run with an error saying so (tests/hostile.rs)",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§2-8",
         check: Check::NotChecked(
             "the harness reads the probe only after the ready line, so an early announcement only delays the runtime itself",
         ),
-        proven_by: &[],
     },
-    Rule {
-        id: "§3-1",
-        check: by(&[ArgumentsUnchanged]),
-        proven_by: &[("strip-private-arguments", "after_delivery_send"), ("truncate-arguments", "after_delivery_send")],
-    },
-    Rule { id: "§3-2", check: by(&[IntentDurable]), proven_by: &[("ack-before-durable", "after_submit")] },
-    Rule { id: "§3-3", check: by(&[IdempotentSubmission]), proven_by: &[("submit-upsert", "after_submit")] },
-    Rule { id: "§3-4", check: by(&[IdempotentSubmission]), proven_by: &[("submit-upsert", "after_submit")] },
-    Rule { id: "§3-5", check: by(&[IdempotentSubmission]), proven_by: &[] },
-    Rule {
-        id: "§3-6",
-        check: by(&[TruthfulStatus]),
-        proven_by: &[("count-refused-attempt", "after_policy_revocation")],
-    },
-    Rule { id: "§3-7", check: by(&[PolicyRespected]), proven_by: &[] },
-    Rule { id: "§3-8", check: by(&[TruthfulStatus]), proven_by: &[("split-outbox", "after_result_write")] },
-    Rule { id: "§3-9", check: by(&[IntentDurable]), proven_by: &[("ack-before-durable", "after_submit")] },
-    Rule { id: "§3-10", check: by(&[Settled]), proven_by: &[] },
-    Rule {
-        id: "§4-1",
-        check: by(&[PolicyChecked, PolicyRespected]),
-        proven_by: &[("policy-cache", "attempt_bound"), ("no-policy-recheck", "after_policy_revocation")],
-    },
-    Rule {
-        id: "§4-2",
-        check: by(&[ExpectedOutcome, PolicyRespected]),
-        proven_by: &[("no-policy-recheck", "after_policy_revocation")],
-    },
-    Rule { id: "§4-3", check: by(&[TruthfulStatus, ExpectedOutcome]), proven_by: &[] },
-    Rule { id: "§4-4", check: by(&[AtMostOnce, NoBlindRetry]), proven_by: &[("no-write-ahead", "after_dispatch")] },
-    Rule {
-        id: "§4-5",
-        check: by(&[StableProviderKey]),
-        proven_by: &[("fresh-key", "after_dispatch"), ("fresh-key", "provider_unavailable")],
-    },
-    Rule {
-        id: "§4-6",
-        check: by(&[DeliveredOnce, TruthfulStatus]),
-        proven_by: &[("split-outbox", "after_result_write")],
-    },
-    Rule {
-        id: "§4-7",
-        check: by(&[ExpectedOutcome, TruthfulStatus]),
-        proven_by: &[("retry-on-4xx", "provider_rejects")],
-    },
-    Rule {
-        id: "§4-8",
-        check: by(&[NoBlindRetry, TruthfulStatus, AtMostOnce]),
-        proven_by: &[("trust-2xx", "unreadable_success"), ("blind-retry", "provider_unavailable")],
-    },
-    Rule { id: "§4-9", check: Check::NotChecked("the fake provider never answers with a redirect"), proven_by: &[] },
-    Rule {
-        id: "§4-10",
-        check: by(&[NoBlindRetry, AtMostOnce]),
-        proven_by: &[
-            ("blind-retry", "after_dispatch"),
-            ("blind-retry", "after_provider_success"),
-            ("one-dispatch-slot", "concurrent_dispatch"),
-        ],
-    },
-    Rule {
-        id: "§4-11",
-        check: by(&[NoBlindRetry, AtMostOnce, TruthfulStatus]),
-        proven_by: &[("blind-retry", "after_dispatch"), ("blind-retry", "lookup_unavailable")],
-    },
-    Rule {
-        id: "§4-12",
-        check: by(&[NoBlindRetry, AtMostOnce]),
-        proven_by: &[
-            ("lookup-error-as-miss", "lookup_unavailable"),
-            ("restart-after-failed-lookup", "kill_while_reconciling"),
-        ],
-    },
-    Rule { id: "§4-13", check: by(&[NoBlindRetry, AtMostOnce]), proven_by: &[("blind-retry", "after_dispatch")] },
-    Rule {
-        id: "§4-14",
-        check: by(&[NoExecutionForDelivery]),
-        proven_by: &[("rerun-on-delivery", "after_delivery_send")],
-    },
-    Rule { id: "§4-15", check: by(&[TruthfulStatus]), proven_by: &[("fail-at-bound", "attempt_bound")] },
-    Rule {
-        id: "§5-1",
-        check: by(&[AtMostOnce]),
-        proven_by: &[
-            ("blind-retry", "after_dispatch"),
-            ("no-write-ahead", "after_dispatch"),
-            ("rerun-on-delivery", "delivery_dead_letter"),
-        ],
-    },
-    Rule { id: "§6-1", check: by(&[DeliveredOnce]), proven_by: &[("trust-2xx", "unreadable_success")] },
-    Rule {
-        id: "§6-2",
-        check: by(&[StableDeliveryKey]),
-        proven_by: &[("fresh-delivery-key", "after_delivery_send"), ("fresh-delivery-key", "delivery_dead_letter")],
-    },
-    Rule {
-        id: "§6-3",
-        check: by(&[DeliveredOnce]),
-        proven_by: &[("split-outbox", "after_result_write"), ("fresh-delivery-key", "after_delivery_send")],
-    },
-    Rule { id: "§6-4", check: by(&[DeliveryBackoff]), proven_by: &[("no-backoff", "attempt_bound")] },
-    Rule { id: "§6-5", check: by(&[DeadLetterBound]), proven_by: &[("dead-letter-early", "delivery_dead_letter")] },
-    Rule {
-        id: "§6-6",
-        check: by(&[NoExecutionForDelivery, AtMostOnce]),
-        proven_by: &[("rerun-on-delivery", "after_delivery_send"), ("rerun-on-delivery", "delivery_dead_letter")],
-    },
-    Rule {
-        id: "§6-7",
-        check: by(&[PolicyChecked, PolicyRespected]),
-        proven_by: &[("policy-cache", "delivery_dead_letter"), ("deliver-refused", "revoked_destination")],
-    },
+    Rule { id: "§3-1", check: by(&[ArgumentsUnchanged]) },
+    Rule { id: "§3-2", check: by(&[IntentDurable]) },
+    Rule { id: "§3-3", check: by(&[IdempotentSubmission]) },
+    Rule { id: "§3-4", check: by(&[IdempotentSubmission]) },
+    Rule { id: "§3-5", check: by(&[IdempotentSubmission]) },
+    Rule { id: "§3-6", check: by(&[TruthfulStatus]) },
+    Rule { id: "§3-7", check: by(&[PolicyRespected]) },
+    Rule { id: "§3-8", check: by(&[TruthfulStatus]) },
+    Rule { id: "§3-9", check: by(&[IntentDurable, TruthfulStatus]) },
+    Rule { id: "§3-10", check: by(&[Settled]) },
+    Rule { id: "§4-1", check: by(&[PolicyChecked]) },
+    Rule { id: "§4-2", check: by(&[ExpectedOutcome, PolicyRespected]) },
+    Rule { id: "§4-3", check: by(&[ExpectedOutcome, TruthfulStatus]) },
+    Rule { id: "§4-4", check: by(&[TruthfulStatus]) },
+    Rule { id: "§4-5", check: by(&[StableProviderKey]) },
+    Rule { id: "§4-6", check: by(&[TruthfulStatus]) },
+    Rule { id: "§4-7", check: by(&[NoBlindRetry, ExpectedOutcome]) },
+    Rule { id: "§4-8", check: by(&[NoBlindRetry, TruthfulStatus]) },
+    Rule { id: "§4-9", check: Check::NotChecked("the fake provider never answers with a redirect") },
+    Rule { id: "§4-10", check: by(&[NoBlindRetry]) },
+    Rule { id: "§4-11", check: by(&[NoBlindRetry, NoExecutionForDelivery, ExpectedOutcome]) },
+    Rule { id: "§4-12", check: by(&[NoBlindRetry]) },
+    Rule { id: "§4-13", check: by(&[NoBlindRetry, ExpectedOutcome]) },
+    Rule { id: "§4-14", check: by(&[NoBlindRetry, NoExecutionForDelivery]) },
+    Rule { id: "§4-15", check: by(&[ExpectedOutcome, TruthfulStatus]) },
+    Rule { id: "§5-1", check: by(&[AtMostOnce]) },
+    Rule { id: "§6-1", check: by(&[DeliveredOnce]) },
+    Rule { id: "§6-2", check: by(&[StableDeliveryKey]) },
+    Rule { id: "§6-3", check: by(&[DeliveredOnce]) },
+    Rule { id: "§6-4", check: by(&[DeliveryBackoff]) },
+    Rule { id: "§6-5", check: by(&[DeadLetterBound]) },
+    Rule { id: "§6-6", check: by(&[NoExecutionForDelivery]) },
+    Rule { id: "§6-7", check: by(&[PolicyRespected, PolicyChecked]) },
     Rule {
         id: "§7-1",
         check: Check::Harness(
             "the harness answers each announcement before reading the next, and kills at the announcement; a runtime that does not block is killed a little later than announced, which the syscall-level points will expose",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§7-2",
         check: Check::Harness(
             "an interleaved or malformed probe line stops the run with the line quoted (tests/hostile.rs)",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§7-3",
         check: Check::NotChecked(
             "the harness closes the probe only when it kills the runtime, so a runtime that ignores a closed probe is killed anyway",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§7-4",
         check: Check::NotChecked(
             "the harness trusts where the runtime says it is; syscall-level crash points (`--points syscalls`) will cross-check announcements against durable writes and requests",
         ),
-        proven_by: &[],
     },
     Rule {
         id: "§7-5",
         check: Check::NotChecked(
             "a runtime that refuses tracing fails to start under the tracer, which the report shows as its start failing; no invariant judges it",
         ),
-        proven_by: &[],
     },
-    Rule {
-        id: "§7-6",
-        check: by(&[IntentDurable, AtMostOnce, DeliveredOnce, TruthfulStatus]),
-        proven_by: &[("no-sync", "after_submit")],
-    },
+    Rule { id: "§7-6", check: by(&[IntentDurable]) },
     // The reference runtime creates no file of its own (SQLite syncs the directory of the journal
     // and log it creates), so no variant of it skips a directory sync; the power-loss model's unit
     // tests (run/power_loss) show a name lost without one.
-    Rule { id: "§7-7", check: by(&[IntentDurable, AtMostOnce, DeliveredOnce, TruthfulStatus]), proven_by: &[] },
-    Rule { id: "§8-1", check: by(&[PolicyChecked]), proven_by: &[] },
-    Rule {
-        id: "§8-2",
-        check: by(&[PolicyChecked]),
-        proven_by: &[("policy-cache", "attempt_bound"), ("policy-cache", "delivery_dead_letter")],
-    },
-    Rule {
-        id: "§8-3",
-        check: by(&[PolicyChecked, PolicyRespected]),
-        proven_by: &[
-            ("policy-cache", "attempt_bound"),
-            ("no-policy-recheck", "after_policy_revocation"),
-            ("no-policy-recheck", "revoke_without_kill"),
-        ],
-    },
-    Rule {
-        id: "§8-4",
-        check: by(&[PolicyChecked, PolicyRespected]),
-        proven_by: &[("policy-fail-open", "policy_unavailable")],
-    },
-    Rule {
-        id: "§8-5",
-        check: by(&[PolicyRespected]),
-        proven_by: &[
-            ("no-policy-recheck", "after_policy_revocation"),
-            ("no-policy-recheck", "revoke_without_kill"),
-            ("policy-fail-open", "policy_unavailable"),
-            ("deliver-refused", "revoked_destination"),
-        ],
-    },
-    Rule { id: "§9-1", check: by(&[Fenced]), proven_by: &[("no-fence-header", "zombie_worker")] },
+    Rule { id: "§7-7", check: by(&[IntentDurable, AtMostOnce, DeliveredOnce, TruthfulStatus]) },
+    Rule { id: "§8-1", check: by(&[PolicyChecked]) },
+    Rule { id: "§8-2", check: by(&[PolicyChecked]) },
+    Rule { id: "§8-3", check: by(&[PolicyChecked]) },
+    Rule { id: "§8-4", check: by(&[PolicyChecked]) },
+    Rule { id: "§8-5", check: by(&[PolicyRespected]) },
+    Rule { id: "§9-1", check: by(&[Fenced]) },
     Rule {
         id: "§9-2",
         // The outlived incarnation's next step at a freezable boundary is a commit: a request of
@@ -287,7 +165,6 @@ pub const RULES: &[Rule] = &[
         // wrote also shows in the final reads (`delivered_once`, `expected_outcome`, …), but
         // those invariants judge other rules too, so they do not speak for this one.
         check: by(&[Fenced]),
-        proven_by: &[("no-store-fence", "zombie_worker")],
     },
     // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), with the
     // probe and black-box under the tracer alike (`zombie_worker` freezes where the tracer reaches
@@ -295,32 +172,22 @@ pub const RULES: &[Rule] = &[
     // just before a request, a `[[syscall_fault]]`, which no standard scenario has (it would need
     // tracing everywhere): tests/syscalls.rs `a_zombie_frozen_before_a_request_exits_on_its_409`
     // proves it, with the reference and the Python runtime passing.
-    Rule { id: "§9-3", check: by(&[Fenced]), proven_by: &[("fenced-hangs", "zombie_worker")] },
+    Rule { id: "§9-3", check: by(&[Fenced]) },
     Rule {
         id: "§11-1",
         check: Check::NotChecked(
             "that every family is served is not checked: a missing series counts as 0, and only dead letters, reconciliations and policy refusals are held against the ledgers (§11-2)",
         ),
-        proven_by: &[],
     },
-    Rule { id: "§11-2", check: by(&[TruthfulStatus]), proven_by: &[("miscounts-dead-letters", "monitoring_signals")] },
-    Rule {
-        id: "§11-3",
-        check: by(&[TruthfulStatus]),
-        proven_by: &[("mislabels-delivery-retries", "delivery_dead_letter")],
-    },
+    Rule { id: "§11-2", check: by(&[TruthfulStatus]) },
+    Rule { id: "§11-3", check: by(&[TruthfulStatus]) },
     Rule {
         id: "§12-1",
         check: Check::Harness(
             "the world's model answers 400 to a conversation without the task's marker or without the task's tool offered: the task is never decided, and its operation never settles (`settled`)",
         ),
-        proven_by: &[],
     },
-    Rule { id: "§12-2", check: by(&[ArgumentsUnchanged]), proven_by: &[("strip-private-arguments", "model_decides")] },
-    Rule { id: "§12-3", check: by(&[OneDecision]), proven_by: &[("reask-on-recovery", "model_decides")] },
-    Rule {
-        id: "§12-4",
-        check: by(&[TruthfulStatus, ExpectedOutcome]),
-        proven_by: &[("reask-on-recovery", "model_decides")],
-    },
+    Rule { id: "§12-2", check: by(&[ArgumentsUnchanged]) },
+    Rule { id: "§12-3", check: by(&[OneDecision]) },
+    Rule { id: "§12-4", check: by(&[TruthfulStatus, ExpectedOutcome]) },
 ];
