@@ -380,13 +380,14 @@ fn on_interrupt() {
         let signal = signals.wait().unwrap_or(Signal::SIGINT);
         // Sockets and the copies of built crash states are no evidence: gone before the exit.
         killpoint::run::scratch::remove_all();
-        for path in killpoint::run::artifacts::kept() {
+        let (kept, live) = killpoint::run::artifacts::frozen();
+        for path in kept {
             cli::console::err(format_args!(
                 "\nkillpoint: interrupted ({signal}); a failing run's artifacts are kept at {}\n",
                 path.display()
             ));
         }
-        for path in killpoint::run::artifacts::live() {
+        for path in live {
             cli::console::err(format_args!(
                 "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}\n",
                 path.display()

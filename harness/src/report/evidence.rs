@@ -43,9 +43,14 @@ pub fn killpoint_program() -> PathBuf {
 
 /// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe] [--crash machine] [--ready-timeout S]EXTRA [-- ARGS…]`: the
 /// command that runs `file` in the mode of `options` (under the tracer, without the probe) against
-/// the same runtime (by absolute path) and arguments. `program` and `extra` are put in as given.
+/// the same runtime and arguments, from any directory. `program` and `extra` are put in as given.
+///
+/// The runtime's path is made absolute but not resolved: a virtualenv's `bin/python` is a link to
+/// the base interpreter, which cannot import what the virtualenv installed (issue 32: a replay
+/// failed on `ready` instead of reproducing). An argument that names a file from here (a script)
+/// is made absolute too, so the line works from another directory.
 pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOptions, extra: &str) -> String {
-    let runtime = std::fs::canonicalize(&target.program).unwrap_or_else(|_| target.program.clone());
+    let runtime = std::path::absolute(&target.program).unwrap_or_else(|_| target.program.clone());
     let mut command = format!(
         "{program} run {} --runtime {}",
         shell_word(&file.display().to_string()),
@@ -71,10 +76,20 @@ pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOpt
         command.push_str(" --");
         for a in &target.args {
             command.push(' ');
-            command.push_str(&shell_word(a));
+            command.push_str(&shell_word(&absolute_if_file(a)));
         }
     }
     command
+}
+
+/// `a`, absolute when it names an existing file relative to this directory. A script may be
+/// resolved (its interpreter is the runtime's path, kept as given).
+fn absolute_if_file(a: &str) -> String {
+    let path = Path::new(a);
+    match path.is_relative() && !a.starts_with('-') && path.is_file() {
+        true => std::fs::canonicalize(path).map_or_else(|_| a.to_owned(), |p| p.display().to_string()),
+        false => a.to_owned(),
+    }
 }
 
 /// The line a person pastes to replay `file`: [`run_command`] with this `killpoint` by absolute
@@ -249,6 +264,33 @@ pub fn shell_word(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A replay line works from anywhere: the runtime by absolute path, a link (a virtualenv's
+    /// `bin/python`) not resolved, and a script argument made absolute; other arguments as given.
+    #[test]
+    fn the_replay_line_keeps_links_and_makes_script_arguments_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("python");
+        std::os::unix::fs::symlink("/bin/true", &link).unwrap();
+        let script = dir.path().join("runtime.py");
+        std::fs::write(&script, "").unwrap();
+        let here = std::env::current_dir().unwrap();
+        let relative = pathdiff(&script, &here);
+        let target = Target { program: link.clone(), args: vec![relative, "--broken".into(), "x.py".into()] };
+        let command = run_command("killpoint", Path::new("/c.toml"), &target, &RunOptions::default(), "");
+        assert!(command.contains(&format!("--runtime {}", link.display())), "{command}");
+        let script = std::fs::canonicalize(&script).unwrap();
+        assert!(command.ends_with(&format!("-- {} --broken x.py", script.display())), "{command}");
+    }
+
+    /// `path` relative to `base` (both absolute), with `..` as needed.
+    fn pathdiff(path: &Path, base: &Path) -> String {
+        let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+        let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let ups = std::iter::repeat_n("..".to_owned(), b.len() - common);
+        let downs = p[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned());
+        ups.chain(downs).collect::<Vec<_>>().join("/")
+    }
 
     /// A case run under another ready deadline is rerun under it; the default is not spelled out.
     #[test]

@@ -12,12 +12,23 @@ use std::sync::Mutex;
 
 use super::scratch::Scratch;
 
-/// The artifact directories that exist right now in this process.
-static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Every artifact directory of this process, under one lock: an interrupt must see each one
+/// exactly where it is — in progress, or kept — never between the two, and never made but not
+/// yet listed, or listed no more but not yet removed (issue 32: an interrupted explore left a run
+/// directory the interrupt did not name, 1 run in 4 under load).
+static DIRS: Mutex<Dirs> = Mutex::new(Dirs { live: Vec::new(), kept: Vec::new() });
 
-/// The artifact directories this process kept (a failing run's), for an interrupt to name: the
-/// report that would have said where they are is never printed.
-static KEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+struct Dirs {
+    /// The runs in progress.
+    live: Vec<PathBuf>,
+    /// The runs this process kept (failing ones), for an interrupt to name: the report that
+    /// would have said where they are is never printed.
+    kept: Vec<PathBuf>,
+}
+
+fn dirs() -> std::sync::MutexGuard<'static, Dirs> {
+    DIRS.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The most bytes a Unix socket's path may have: `sun_path` is 108 bytes, with its NUL.
 pub const SOCKET_PATH_MAX: usize = 107;
@@ -48,13 +59,15 @@ impl Artifacts {
         let prefix = format!("killpoint-{short}-");
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).permissions(std::fs::Permissions::from_mode(0o700));
+        let sockets = Scratch::new(SOCKETS_PREFIX)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot make the sockets' directory: {e}")))?;
+        // Made and listed under the lock: there is no instant at which it exists unlisted.
+        let mut dirs = dirs();
         let dir = match root {
             Some(root) => builder.tempdir_in(root)?,
             None => builder.tempdir()?,
         };
-        let sockets = Scratch::new(SOCKETS_PREFIX)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot make the sockets' directory: {e}")))?;
-        LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.path().to_owned());
+        dirs.live.push(dir.path().to_owned());
         Ok(Artifacts { dir: Some(dir), sockets: Some(sockets) })
     }
 
@@ -72,23 +85,24 @@ impl Artifacts {
         let dir = self.dir.take().expect("present until kept or dropped");
         // The run is over: its sockets are of no use to anyone.
         drop(self.sockets.take());
-        forget(dir.path());
+        // Moved from one list to the other in one step.
+        let mut dirs = dirs();
         let kept = dir.keep();
-        KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(kept.clone());
+        dirs.live.retain(|p| *p != kept);
+        dirs.kept.push(kept.clone());
         kept
     }
 }
 
 impl Drop for Artifacts {
     fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            forget(dir.path());
+        if let Some(dir) = self.dir.take() {
+            // Removed while still listed: an interrupt meanwhile names what is left of it.
+            let path = dir.path().to_owned();
+            let _ = dir.close();
+            dirs().live.retain(|p| *p != path);
         }
     }
-}
-
-fn forget(path: &Path) {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| p != path);
 }
 
 /// Whether a socket's path in the sockets' directory can be bound: checked before anything runs,
@@ -119,10 +133,20 @@ pub fn kept_at(path: &Path) -> String {
 
 /// The artifact directories of runs still in progress (for an interrupt handler to report).
 pub fn live() -> Vec<PathBuf> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    dirs().live.clone()
 }
 
 /// The artifact directories this process kept (failing runs), for an interrupt handler to report.
 pub fn kept() -> Vec<PathBuf> {
-    KEPT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    dirs().kept.clone()
+}
+
+/// For a process about to exit on an interrupt: the kept directories and those in progress, as
+/// one consistent view that no thread changes afterwards (the lock is never released, so no run
+/// makes, keeps or removes a directory between this answer and the exit).
+pub fn frozen() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let dirs = dirs();
+    let view = (dirs.kept.clone(), dirs.live.clone());
+    std::mem::forget(dirs);
+    view
 }

@@ -33,7 +33,10 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| p != self.dir.path());
+        // Removed while still listed, then unlisted: an interrupt in between removes it again.
+        let path = self.dir.path().to_owned();
+        let _ = std::fs::remove_dir_all(&path);
+        LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| *p != path);
     }
 }
 
