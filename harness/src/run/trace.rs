@@ -17,8 +17,32 @@ pub struct Line {
 
 /// Every event of the run, in clock order.
 pub fn lines(run: &Run) -> Vec<Line> {
-    let mut lines: Vec<Line> = run.ledger.iter().map(entry_line).chain(run.timeline.iter().map(mark_line)).collect();
+    let marks = with_services_alive(&run.timeline);
+    let mut lines: Vec<Line> = run.ledger.iter().map(entry_line).chain(marks).collect();
     lines.sort_by_key(|l| l.seq);
+    lines
+}
+
+/// The harness's marks as lines, each kill of the worker saying which services lived on through
+/// it: with services declared, a kill takes the worker alone, and the server decides what runs
+/// again.
+fn with_services_alive(timeline: &[Mark]) -> Vec<Line> {
+    let mut alive: Vec<&str> = Vec::new();
+    let mut lines = Vec::new();
+    for mark in timeline {
+        let mut line = mark_line(mark);
+        match &mark.happening {
+            Happening::ServiceStarted { service, .. } => alive.push(service),
+            Happening::ServiceExited { service, .. } | Happening::ServiceStopped { service } => {
+                alive.retain(|s| s != service);
+            }
+            Happening::Killed { .. } if !alive.is_empty() => {
+                line.text.push_str(&format!(" (the worker only: service {} lives on)", alive.join(", ")));
+            }
+            _ => {}
+        }
+        lines.push(line);
+    }
     lines
 }
 
@@ -175,6 +199,9 @@ pub fn describe_mark(mark: &Mark) -> String {
             };
             format!("runtime   incarnation {incarnation} on a hidden data dir: {what}; harness puts the dir back")
         }
+        Happening::ServiceStarted { service, .. } => format!("harness   start service {service} (ready)"),
+        Happening::ServiceExited { service, status } => format!("service   {service} EXITED on its own ({status})"),
+        Happening::ServiceStopped { service } => format!("harness   stop service {service} (end of the run)"),
     }
 }
 
