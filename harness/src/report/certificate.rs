@@ -92,9 +92,10 @@ impl Certificate {
                 command: std::iter::once(s.program.display().to_string()).chain(s.args.iter().cloned()).collect(),
                 ready: match &s.ready {
                     crate::run::services::Ready::Port => "port".to_owned(),
-                    crate::run::services::Ready::Command { program, args } => {
-                        std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
-                    }
+                    crate::run::services::Ready::Command { program, args } => std::iter::once(program.as_str())
+                        .chain(args.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" "),
                 },
             })
             .collect();

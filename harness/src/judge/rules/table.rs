@@ -316,11 +316,7 @@ pub const RULES: &[Rule] = &[
         ),
         proven_by: &[],
     },
-    Rule {
-        id: "§12-2",
-        check: by(&[ArgumentsUnchanged]),
-        proven_by: &[("strip-private-arguments", "model_decides")],
-    },
+    Rule { id: "§12-2", check: by(&[ArgumentsUnchanged]), proven_by: &[("strip-private-arguments", "model_decides")] },
     Rule { id: "§12-3", check: by(&[OneDecision]), proven_by: &[("reask-on-recovery", "model_decides")] },
     Rule {
         id: "§12-4",

@@ -37,7 +37,8 @@ pub(super) async fn start(
 
 /// The marks of a stop: the services that had exited on their own, then those it stopped.
 fn stop_marks(stop: &Stop) -> Vec<Happening> {
-    let exited = stop.exits.iter().map(|e| Happening::ServiceExited { service: e.name.clone(), status: e.status.clone() });
+    let exited =
+        stop.exits.iter().map(|e| Happening::ServiceExited { service: e.name.clone(), status: e.status.clone() });
     let stopped = stop.stopped.iter().map(|s| Happening::ServiceStopped { service: s.clone() });
     exited.chain(stopped).collect()
 }
@@ -97,6 +98,10 @@ pub(super) async fn stopped(
 ) -> (Vec<Mark>, Abort) {
     let stop = services.stop().await;
     let clock = &ground.clock;
-    timeline.extend(stop_marks(&stop).into_iter().map(|happening| Mark { seq: clock.tick(), at_micros: clock.micros(), happening }));
+    timeline.extend(stop_marks(&stop).into_iter().map(|happening| Mark {
+        seq: clock.tick(),
+        at_micros: clock.micros(),
+        happening,
+    }));
     (timeline, Abort::NotReady(told(why, &stop)))
 }

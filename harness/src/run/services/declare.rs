@@ -84,9 +84,13 @@ impl Services {
             let service = service.into_inner();
             let name = ServiceName::new(service.name.get_ref()).map_err(|m| at(Some(service.name.span()), m))?;
             if list.iter().any(|s| s.name == name) {
-                return Err(at(Some(service.name.span()), format!("a second service named `{name}`: names must differ")));
+                return Err(at(
+                    Some(service.name.span()),
+                    format!("a second service named `{name}`: names must differ"),
+                ));
             }
-            let (program, args) = command(service.command.get_ref()).map_err(|m| at(Some(service.command.span()), m))?;
+            let (program, args) =
+                command(service.command.get_ref()).map_err(|m| at(Some(service.command.span()), m))?;
             let ready = match service.ready {
                 None => Ready::Port,
                 Some(ready) => readiness(ready.get_ref()).map_err(|m| at(Some(ready.span()), m))?,
@@ -140,7 +144,10 @@ mod tests {
     fn a_service_with_the_defaults_waits_for_its_port_for_ten_seconds() {
         let services = parse("[[service]]\nname = \"kv\"\ncommand = [\"python3\", \"kv.py\"]\n").unwrap();
         let kv = &services.list[0];
-        assert_eq!((kv.name.as_str(), kv.program.as_path(), &kv.args[..]), ("kv", Path::new("python3"), &["kv.py".to_owned()][..]));
+        assert_eq!(
+            (kv.name.as_str(), kv.program.as_path(), &kv.args[..]),
+            ("kv", Path::new("python3"), &["kv.py".to_owned()][..])
+        );
         assert_eq!((&kv.ready, kv.ready_timeout), (&Ready::Port, Duration::from_secs(10)));
         assert_eq!(kv.dir, Path::new("/nowhere"));
         assert_eq!(kv.name.variable("PORT"), "KILLPOINT_SERVICE_KV_PORT");
@@ -159,9 +166,18 @@ mod tests {
         let cases = [
             ("[[service]]\nname = \"Kv\"\ncommand = [\"x\"]\n", "/nowhere/services.toml:2:8: expected a service name"),
             ("[[service]]\nname = \"kv\"\ncommand = []\n", "/nowhere/services.toml:3:11: expected command = "),
-            ("[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nready = \"tcp\"\n", "/nowhere/services.toml:4:9: expected ready = \"port\""),
-            ("[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nready_timeout_seconds = 0\n", ":4:25: expected ready_timeout_seconds of at least 1"),
-            ("[[service]]\nname = \"kv\"\ncommand = [\"x\"]\n[[service]]\nname = \"kv\"\ncommand = [\"y\"]\n", ":5:8: a second service named `kv`"),
+            (
+                "[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nready = \"tcp\"\n",
+                "/nowhere/services.toml:4:9: expected ready = \"port\"",
+            ),
+            (
+                "[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nready_timeout_seconds = 0\n",
+                ":4:25: expected ready_timeout_seconds of at least 1",
+            ),
+            (
+                "[[service]]\nname = \"kv\"\ncommand = [\"x\"]\n[[service]]\nname = \"kv\"\ncommand = [\"y\"]\n",
+                ":5:8: a second service named `kv`",
+            ),
             ("[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nport = 5\n", ":4:1: unknown field `port`"),
             ("", "/nowhere/services.toml: expected at least one [[service]] table"),
         ];

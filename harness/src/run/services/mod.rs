@@ -66,7 +66,8 @@ impl Ready {
         match self {
             Ready::Port => format!("a TCP connection to 127.0.0.1:{port} to be accepted"),
             Ready::Command { program, args } => {
-                let command: Vec<&str> = std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect();
+                let command: Vec<&str> =
+                    std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect();
                 format!("`{}` to exit 0", command.join(" "))
             }
         }

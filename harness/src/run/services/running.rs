@@ -148,8 +148,10 @@ impl Running {
         })
         .await;
         if reaped.is_err() {
-            let left: Vec<String> = self.started.iter().filter(|s| s.ended.is_none()).map(|s| s.name.to_string()).collect();
-            stop.unreaped = Some(format!("service(s) {} not reaped within {REAP_DEADLINE:?} of their SIGKILL", left.join(", ")));
+            let left: Vec<String> =
+                self.started.iter().filter(|s| s.ended.is_none()).map(|s| s.name.to_string()).collect();
+            stop.unreaped =
+                Some(format!("service(s) {} not reaped within {REAP_DEADLINE:?} of their SIGKILL", left.join(", ")));
         }
         stop
     }

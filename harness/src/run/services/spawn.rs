@@ -152,13 +152,16 @@ async fn check(
     deadline: Instant,
 ) -> Result<(), String> {
     match ready {
-        Ready::Port => match tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(("127.0.0.1", port))).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("was refused: {e}")),
-            Err(_) => Err("did not connect before the deadline".into()),
-        },
+        Ready::Port => {
+            match tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(("127.0.0.1", port))).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(format!("was refused: {e}")),
+                Err(_) => Err("did not connect before the deadline".into()),
+            }
+        }
         Ready::Command { program, args } => {
-            let (out, err) = log_files(log, &format!("--- killpoint: readiness check of service {} ---", service.name))?;
+            let (out, err) =
+                log_files(log, &format!("--- killpoint: readiness check of service {} ---", service.name))?;
             let mut command = Command::new(in_dir(&service.dir, Path::new(program)));
             command.args(args).current_dir(&service.dir).envs(env.iter().map(|(k, v)| (k, v)));
             command.stdin(Stdio::null()).stdout(out).stderr(err).process_group(0).kill_on_drop(true);

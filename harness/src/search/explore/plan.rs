@@ -50,7 +50,11 @@ pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> s
     // state, which neither a built state nor a fingerprint holds: every case re-runs its prefix,
     // and no two cases are taken for the same state.
     let services = !options.run.services.is_empty();
-    let options = &ExploreOptions { prune: options.prune && !services, rerun_prefix: options.rerun_prefix || services, ..options.clone() };
+    let options = &ExploreOptions {
+        prune: options.prune && !services,
+        rerun_prefix: options.rerun_prefix || services,
+        ..options.clone()
+    };
     let (verdict, run, built) = if syscalls && !options.rerun_prefix {
         super::built::record(&workload.base, target, &record_options)?
     } else {
