@@ -228,11 +228,7 @@ fn finds_divergence(path: &std::path::Path, target: &Target) -> Result<(), Faile
         let (verdict, replay) = run_scenario(&replayed, &broken, &run).map_err(|e| format!("replay: {e}"))?;
         if !verdict.failed_invariants().contains(&killpoint::Invariant::OneDecision) {
             let story = killpoint::report::story::story(&replayed, &verdict, &replay);
-            return Err(format!(
-                "round {round}: the written case {} did not replay the divergence\n{story}",
-                written.display()
-            )
-            .into());
+            return Err(format!("round {round}: the written case {} did not replay the divergence\n{story}", written.display()).into());
         }
     }
     Ok(())
