@@ -6,7 +6,7 @@
 //!
 //! - `services::lives_through_every_kill`: after_dispatch and after_provider_success pass with the
 //!   probe; the server was started once and served every incarnation (its log: one pid, one
-//!   start, every registration); every kill in the trace was the worker's alone; and once the run
+//!   start, every registration); every kill in the trace and the timeline was the worker's alone; and once the run
 //!   is dropped nothing is left — no process carrying the run's directory in its environment, no
 //!   file in the run's root, no sockets' directory.
 //! - `services::never_ready`: a server that never binds its port is named, with what the harness
@@ -135,12 +135,17 @@ fn lives_through_every_kill() -> Result<(), Failed> {
         if kills == 0 || (starts, exits, stops) != (1, 0, 1) {
             return Err(format!("{name}: expected ≥ 1 kill, 1 service start, 0 exits, 1 stop; found {kills}, {starts}, {exits}, {stops}\n{story}").into());
         }
-        // The trace says every kill took the worker alone.
-        let lines = killpoint::run::trace::lines(&run);
-        let killed: Vec<&str> =
-            lines.iter().map(|l| l.text.as_str()).filter(|t| t.contains("SIGKILL incarnation")).collect();
-        if killed.is_empty() || !killed.iter().all(|t| t.ends_with("(the worker only: service kv lives on)")) {
-            return Err(format!("{name}: every kill's line must say the service lived on: {killed:?}").into());
+        // The text trace and the timeline (trace.jsonl, the HTML report) say every kill took
+        // the worker alone.
+        let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+        let timeline: Vec<String> =
+            killpoint::report::timeline::Timeline::of(&run).events.into_iter().map(|e| e.text).collect();
+        for (what, texts) in [("trace", trace), ("timeline", timeline)] {
+            let killed: Vec<&String> = texts.iter().filter(|t| t.contains("SIGKILL incarnation")).collect();
+            if killed.len() != kills || !killed.iter().all(|t| t.ends_with("(the worker only: service kv lives on)")) {
+                let message = format!("{name}: each of the {kills} kills in the {what} must say the service lived on");
+                return Err(format!("{message}: {killed:?}").into());
+            }
         }
         served_every_incarnation(name, &run)?;
         nothing_left(run, root.path())?;

@@ -23,27 +23,32 @@ pub fn lines(run: &Run) -> Vec<Line> {
     lines
 }
 
-/// The harness's marks as lines, each kill of the worker saying which services lived on through
-/// it: with services declared, a kill takes the worker alone, and the server decides what runs
-/// again.
+/// The harness's marks as lines, in the timeline's order, with [`mark_texts`]'s words.
 fn with_services_alive(timeline: &[Mark]) -> Vec<Line> {
+    timeline.iter().zip(mark_texts(timeline)).map(|(mark, text)| Line { text, ..mark_line(mark) }).collect()
+}
+
+/// Each mark in words ([`describe_mark`]), a kill of the worker saying which services lived on
+/// through it: with services declared, a kill takes the worker alone, and the server decides what
+/// runs again. The text trace and the HTML timeline both say it.
+pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
     let mut alive: Vec<&str> = Vec::new();
-    let mut lines = Vec::new();
+    let mut texts = Vec::new();
     for mark in timeline {
-        let mut line = mark_line(mark);
+        let mut text = describe_mark(mark);
         match &mark.happening {
             Happening::ServiceStarted { service, .. } => alive.push(service),
             Happening::ServiceExited { service, .. } | Happening::ServiceStopped { service } => {
                 alive.retain(|s| s != service);
             }
             Happening::Killed { .. } if !alive.is_empty() => {
-                line.text.push_str(&format!(" (the worker only: service {} lives on)", alive.join(", ")));
+                text.push_str(&format!(" (the worker only: service {} lives on)", alive.join(", ")));
             }
             _ => {}
         }
-        lines.push(line);
+        texts.push(text);
     }
-    lines
+    texts
 }
 
 fn entry_line(entry: &Entry) -> Line {
