@@ -130,9 +130,18 @@ struct RuntimeArgs {
     /// What a kill takes down: `process` (SIGKILL; the page cache survives) or `machine` (a power loss: the data dir keeps only what the runtime synced; runs under killpoint-tracer, Linux x86_64)
     #[arg(long, value_enum, default_value_t = CrashArg::Process)]
     crash: CrashArg,
+    /// Processes of the runtime beside its worker (a workflow server, a database), declared in a TOML file: started before the first start of the worker, outside its process group, alive across its kills (CONTRACT.md section 2, "Services")
+    #[arg(long, value_name = "FILE", value_parser = services_file)]
+    services: Option<killpoint::run::services::Services>,
     /// Arguments for the runtime, after `--`
     #[arg(last = true, value_name = "RUNTIME_ARGS")]
     runtime_args: Vec<String>,
+}
+
+/// `--services FILE`, read and checked as the option is parsed: a mistake in it is a usage error
+/// (exit 2) naming the file, line and column, before anything runs.
+fn services_file(path: &str) -> Result<killpoint::run::services::Services, String> {
+    killpoint::run::services::Services::load(std::path::Path::new(path)).map_err(|e| e.to_string())
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -432,6 +441,7 @@ impl From<RuntimeArgs> for cli::Runtime {
             no_probe: a.no_probe,
             ready_timeout: std::time::Duration::from_secs(a.ready_timeout),
             crash: a.crash.into(),
+            services: a.services.unwrap_or_default(),
             runtime_args: a.runtime_args,
         }
     }

@@ -626,3 +626,23 @@ fn a_failing_run_reads_the_same() {
     let tail: Vec<&str> = stderr.lines().filter(|l| l.starts_with("after_dispatch: ")).collect();
     assert_reads_the_same("run_failing", &format!("{stdout}---- stderr\n{story}\n----\n{}\n", tail.join("\n")));
 }
+
+/// `--services FILE` is read as the option is parsed, on every command that runs a runtime: a
+/// mistake is exit 2 naming the file, line and column, before anything runs.
+#[test]
+fn a_services_file_with_a_mistake_is_named_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("services.toml");
+    std::fs::write(&bad, "[[service]]\nname = \"kv\"\ncommand = []\n").unwrap();
+    for command in ["certify", "run", "explore", "random", "bench"] {
+        let mut args = vec![command];
+        if command == "run" || command == "explore" {
+            args.push("after_dispatch");
+        }
+        let output = killpoint().args(&args).arg("--services").arg(&bad).output().unwrap();
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        let expected = format!("{}:3:11: expected command = [", bad.display());
+        assert!(stderr.contains(&expected), "{command}: expected {expected:?} in {stderr}");
+    }
+}

@@ -65,10 +65,17 @@ pub(super) fn certify(
     let runtime = std::iter::once(target.program.display().to_string()).chain(target.args.iter().cloned());
     let (runtime, count, crash) = (runtime.collect::<Vec<_>>().join(" "), scenarios.len(), options.crash.name());
     outln!("certifying {runtime} against {count} scenario(s), {crash} crashes\n");
+    if !options.services.is_empty() {
+        let names: Vec<&str> = options.services.list.iter().map(|s| s.name.as_str()).collect();
+        outln!(
+            "with services {} beside the worker: each started once per scenario, every kill takes the worker alone (CONTRACT.md section 2, \"Services\")\n",
+            names.join(", ")
+        );
+    }
     let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
     let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);
-    let certificate = print_tables(target, &outcomes, checklist);
+    let certificate = print_tables(target, &outcomes, checklist).with_services(&options.services);
     if let Err(code) = write_reports(output, &certificate, &outcomes) {
         return code;
     }

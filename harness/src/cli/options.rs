@@ -14,6 +14,8 @@ pub struct Runtime {
     pub ready_timeout: std::time::Duration,
     /// `--crash`: what a kill takes down, the process or the machine.
     pub crash: crate::model::crash::Crash,
+    /// `--services`: the runtime's processes beside its worker (none by default).
+    pub services: crate::run::services::Services,
     /// Arguments for the runtime, after `--`.
     pub runtime_args: Vec<String>,
 }

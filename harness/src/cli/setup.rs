@@ -33,7 +33,13 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
 }
 
 pub(super) fn run_options(args: &Runtime) -> RunOptions {
-    RunOptions { probe: !args.no_probe, crash: args.crash, ready_timeout: args.ready_timeout, ..RunOptions::default() }
+    RunOptions {
+        probe: !args.no_probe,
+        crash: args.crash,
+        ready_timeout: args.ready_timeout,
+        services: args.services.clone(),
+        ..RunOptions::default()
+    }
 }
 
 /// `--points` as asked, or `boundaries` where this machine refuses tracing (said in one line).

@@ -46,6 +46,18 @@ pub struct RuntimeIdentity {
     pub files: Vec<RuntimeFile>,
     /// Whether the runtime implemented the probe (`null` if no scenario got it started).
     pub probe: Option<bool>,
+    /// The processes of the runtime beside its worker (`--services`), each started once per
+    /// scenario and alive across every kill of the worker; absent without them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceIdentity>,
+}
+
+/// A service the runtime was certified with: its name, command and readiness check as declared.
+#[derive(Debug, Serialize)]
+pub struct ServiceIdentity {
+    pub name: String,
+    pub command: Vec<String>,
+    pub ready: String,
 }
 
 /// A file a runtime argument names, as given, and its SHA-256 (hex) when it was read.
@@ -65,6 +77,29 @@ impl RuntimeFile {
             .filter(|arg| Path::new(arg).is_file())
             .map(|arg| RuntimeFile { path: arg.clone(), sha256: sha256_file(Path::new(arg)) })
             .collect()
+    }
+}
+
+impl Certificate {
+    /// The certificate of a runtime run with `services` (declared in `--services`): its runtime
+    /// section lists them, so that what was certified is the worker *and* its servers.
+    pub fn with_services(mut self, services: &crate::run::services::Services) -> Certificate {
+        self.runtime.services = services
+            .list
+            .iter()
+            .map(|s| ServiceIdentity {
+                name: s.name.to_string(),
+                command: std::iter::once(s.program.display().to_string()).chain(s.args.iter().cloned()).collect(),
+                ready: match &s.ready {
+                    crate::run::services::Ready::Port => "port".to_owned(),
+                    crate::run::services::Ready::Command { program, args } => std::iter::once(program.as_str())
+                        .chain(args.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                },
+            })
+            .collect();
+        self
     }
 }
 
@@ -115,6 +150,7 @@ impl Certificate {
                 sha256: sha256_file(&target.program),
                 files: RuntimeFile::of(target),
                 probe: verdicts.first().map(|v| v.probe),
+                services: Vec::new(),
             },
             seed: None,
             summary: Summary {
@@ -189,6 +225,9 @@ impl Certificate {
         for file in &self.runtime.files {
             let sha256 = file.sha256.clone().unwrap_or_default();
             suite.add_property(Property::new(format!("runtime.file.{}", file.path), sha256));
+        }
+        for service in &self.runtime.services {
+            suite.add_property(Property::new(format!("runtime.service.{}", service.name), service.command.join(" ")));
         }
         let mut total = Duration::ZERO;
         for entry in &self.scenarios {

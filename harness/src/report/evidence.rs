@@ -41,7 +41,7 @@ pub fn killpoint_program() -> PathBuf {
     found.map_or_else(|| PathBuf::from("killpoint"), |p| std::fs::canonicalize(&p).unwrap_or(p))
 }
 
-/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe] [--crash machine] [--ready-timeout S]EXTRA [-- ARGS…]`: the
+/// `PROGRAM run FILE --runtime PATH [--points syscalls] [--no-probe] [--crash machine] [--services FILE] [--ready-timeout S]EXTRA [-- ARGS…]`: the
 /// command that runs `file` in the mode of `options` (under the tracer, without the probe) against
 /// the same runtime and arguments, from any directory. `program` and `extra` are put in as given.
 ///
@@ -64,6 +64,9 @@ pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOpt
     }
     if options.crash == crate::model::crash::Crash::Machine {
         command.push_str(" --crash machine");
+    }
+    if let Some(file) = &options.services.file {
+        command.push_str(&format!(" --services {}", shell_word(&file.display().to_string())));
     }
     // Only a deadline other than the default is repeated: the case ran under it (in whole seconds,
     // rounded up, as the option takes it).
@@ -178,7 +181,8 @@ pub fn keep(outcome: &mut ScenarioOutcome, scenario: &Scenario, run: Run, target
         Ok(rerun) => {
             outcome.rerun = Some(rerun);
             let one = std::slice::from_ref(outcome);
-            let report = crate::report::html::render(&Certificate::new(target, one), one);
+            let certificate = Certificate::new(target, one).with_services(&options.services);
+            let report = crate::report::html::render(&certificate, one);
             if let Err(e) = std::fs::write(dir.join("report.html"), report) {
                 append_story(outcome, &format!("killpoint: cannot write report.html in {}: {e}", dir.display()));
             }

@@ -3,7 +3,7 @@
 
 use crate::run::driver::{Happening, Mark, Run};
 use crate::run::retry_log::{RetryKind, RetryLine};
-use crate::run::trace::{describe_entry, describe_mark};
+use crate::run::trace::{describe_entry, mark_texts};
 use fake_tool::{Entry, Event, Service};
 use serde::Serialize;
 
@@ -88,7 +88,7 @@ impl Timeline {
     /// [`Timeline::of`] from its parts: the ledger, the harness's marks, the runtime's stderr.
     fn merged(ledger: &[Entry], marks: &[Mark], stderr: &str) -> Timeline {
         let mut events: Vec<TimelineEvent> =
-            ledger.iter().map(entry_event).chain(marks.iter().map(mark_event)).collect();
+            ledger.iter().map(entry_event).chain(marks.iter().zip(mark_texts(marks)).map(mark_event)).collect();
         let last = events.iter().max_by_key(|e| e.seq).map_or((0, 0), |e| (e.seq, e.at_micros));
         events.extend(retries(stderr, ledger, last));
         events.sort_by_key(TimelineEvent::place);
@@ -137,7 +137,8 @@ fn retried(ledger: &[Entry]) -> Vec<u64> {
         .collect()
 }
 
-fn mark_event(mark: &Mark) -> TimelineEvent {
+/// `mark` as an event, in the words `text` ([`mark_texts`]).
+fn mark_event((mark, text): (&Mark, String)) -> TimelineEvent {
     let kind = match &mark.happening {
         Happening::Killed { .. }
         | Happening::SyscallKill { .. }
@@ -147,14 +148,7 @@ fn mark_event(mark: &Mark) -> TimelineEvent {
         Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
         _ => Kind::Plain,
     };
-    TimelineEvent {
-        seq: mark.seq,
-        led_to: None,
-        at_micros: mark.at_micros,
-        lane: Lane::Runtime,
-        kind,
-        text: describe_mark(mark),
-    }
+    TimelineEvent { seq: mark.seq, led_to: None, at_micros: mark.at_micros, lane: Lane::Runtime, kind, text }
 }
 
 fn entry_event(entry: &Entry) -> TimelineEvent {

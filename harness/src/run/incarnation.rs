@@ -60,7 +60,7 @@ pub struct Incarnation {
 }
 
 /// The variable every process of an incarnation inherits (CONTRACT.md section 2).
-const TOKEN_VARIABLE: &str = "KILLPOINT_INCARNATION_TOKEN";
+pub(crate) const TOKEN_VARIABLE: &str = "KILLPOINT_INCARNATION_TOKEN";
 
 /// Starts, once per harness process, the watchdog that outlives it: PDEATHSIG kills the runtime
 /// when the harness dies (even by SIGKILL), but not what the runtime started. The watchdog is a
@@ -68,7 +68,7 @@ const TOKEN_VARIABLE: &str = "KILLPOINT_INCARNATION_TOKEN";
 /// the watchdog then kills every process carrying one of this harness's incarnation tokens, and
 /// exits. On a normal exit it finds nothing left and exits too. Its own process group, so a
 /// Ctrl-C at the terminal does not take it before it has swept.
-fn watchdog() {
+pub(crate) fn watchdog() {
     use std::os::unix::process::CommandExt;
     use std::sync::{Mutex, OnceLock};
     static PIPE: OnceLock<Mutex<Option<std::process::ChildStdin>>> = OnceLock::new();
@@ -94,8 +94,32 @@ done"#;
     });
 }
 
-/// Numbers incarnations within this harness process, for unique tokens.
+/// Numbers incarnations (and services) within this harness process, for unique tokens.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A token no other process of this harness carries: `<harness pid>.<kind><n>`, the form the
+/// watchdog sweeps (`kind` is empty for an incarnation, `service-<name>-` for a service).
+pub(crate) fn new_token(kind: &str) -> String {
+    let n = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}.{kind}{n}", std::process::id())
+}
+
+/// Makes `command`'s process die with the harness (SIGKILL on the harness's death).
+pub(crate) fn die_with_harness(command: &mut Command) {
+    // SAFETY: the closure only calls async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        command.pre_exec(|| {
+            // PDEATHSIG fires when the thread that spawned us exits, so the harness spawns from
+            // the thread that drives the scenario to its end.
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // The harness may already have died between fork and prctl.
+            if nix::unistd::getppid() == Pid::from_raw(1) {
+                nix::libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
 
 /// The runtime could not be started or did not become ready.
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +147,7 @@ impl Incarnation {
         let _ = writeln!(stderr, "--- killpoint: incarnation {number} ---");
 
         watchdog();
-        let token = format!("{}.{}", std::process::id(), NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let token = new_token("");
         let mut command = Command::new(&launch.target.program);
         command
             .args(&launch.target.args)
@@ -137,19 +161,7 @@ impl Incarnation {
             // A group of its own: killpg reaches every process the runtime forks.
             .process_group(0)
             .kill_on_drop(true);
-        // SAFETY: the closure only calls async-signal-safe functions (prctl, getppid, _exit).
-        unsafe {
-            command.pre_exec(|| {
-                // Die with the harness. PDEATHSIG fires when the thread that spawned us exits, so
-                // the harness spawns from the thread that drives the scenario to its end.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                // The harness may already have died between fork and prctl.
-                if nix::unistd::getppid() == Pid::from_raw(1) {
-                    nix::libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        die_with_harness(&mut command);
         let spawned = tokio::time::Instant::now();
         let child = command.spawn().map_err(|e| fail(cannot_start(&launch.target.program, &e)))?;
         let pid = child.id().ok_or_else(|| fail("exited before it could be watched".into()))?;
@@ -337,17 +349,22 @@ impl Incarnation {
     /// inherited. (Deliberately clearing the environment as well escapes this; a PID namespace
     /// would not be escapable, but needs privileges the harness may not have.)
     fn kill_everything(&self) {
-        // ESRCH (already gone) is fine: the group is dead either way.
-        let _ = killpg(self.pgid, Signal::SIGKILL);
-        let wanted = format!("{TOKEN_VARIABLE}={}", self.token);
-        let Ok(processes) = std::fs::read_dir("/proc") else { return };
-        for entry in processes.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-            // Unreadable (gone, a zombie, another user's): not ours to kill anyway.
-            let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-            if environ.split(|&b| b == 0).any(|variable| variable == wanted.as_bytes()) {
-                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-            }
+        kill_group_and_token(self.pgid, &self.token);
+    }
+}
+
+/// SIGKILLs the process group `pgid`, then every process that carries `token` in its environment.
+pub(crate) fn kill_group_and_token(pgid: Pid, token: &str) {
+    // ESRCH (already gone) is fine: the group is dead either way.
+    let _ = killpg(pgid, Signal::SIGKILL);
+    let wanted = format!("{TOKEN_VARIABLE}={token}");
+    let Ok(processes) = std::fs::read_dir("/proc") else { return };
+    for entry in processes.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        // Unreadable (gone, a zombie, another user's): not ours to kill anyway.
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        if environ.split(|&b| b == 0).any(|variable| variable == wanted.as_bytes()) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
 }
@@ -492,7 +509,7 @@ pub fn tail_of_logs(logs: &Path, lines: usize) -> String {
 }
 
 /// The last `n` bytes of a file (all of it if shorter), and whether anything was cut off.
-fn read_end(path: &Path, n: u64) -> (Vec<u8>, bool) {
+pub(crate) fn read_end(path: &Path, n: u64) -> (Vec<u8>, bool) {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut file) = std::fs::File::open(path) else { return (Vec::new(), false) };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);

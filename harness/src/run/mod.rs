@@ -2,7 +2,7 @@
 //! [`incarnation`] is one life of the runtime process, [`client`] its HTTP API, [`probe`] the
 //! harness end of the boundary probe, [`traced`] the harness end of the tracer (and [`held`], an incarnation it holds frozen;
 //! [`sent`] counts the requests it saw sent), [`preflight`] the checks before a first start, [`power_loss`] what a
-//! machine crash leaves of the data dir, [`artifacts`] the directory a run lives in, and [`trace`] the
+//! machine crash leaves of the data dir, [`artifacts`] the directory a run lives in, [`services`] the processes beside the worker (a server that outlives it), and [`trace`] the
 //! merged timeline of what happened; [`built`] the crash states built at system-call points of a
 //! record run, from which a case runs only the recovery.
 //!
@@ -20,5 +20,6 @@ pub mod probe;
 pub mod retry_log;
 pub mod scratch;
 pub mod sent;
+pub mod services;
 pub mod trace;
 pub mod traced;

@@ -17,9 +17,38 @@ pub struct Line {
 
 /// Every event of the run, in clock order.
 pub fn lines(run: &Run) -> Vec<Line> {
-    let mut lines: Vec<Line> = run.ledger.iter().map(entry_line).chain(run.timeline.iter().map(mark_line)).collect();
+    let marks = with_services_alive(&run.timeline);
+    let mut lines: Vec<Line> = run.ledger.iter().map(entry_line).chain(marks).collect();
     lines.sort_by_key(|l| l.seq);
     lines
+}
+
+/// The harness's marks as lines, in the timeline's order, with [`mark_texts`]'s words.
+fn with_services_alive(timeline: &[Mark]) -> Vec<Line> {
+    timeline.iter().zip(mark_texts(timeline)).map(|(mark, text)| Line { text, ..mark_line(mark) }).collect()
+}
+
+/// Each mark in words ([`describe_mark`]), a kill of the worker saying which services lived on
+/// through it: with services declared, a kill takes the worker alone, and the server decides what
+/// runs again. The text trace and the HTML timeline both say it.
+pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
+    let mut alive: Vec<&str> = Vec::new();
+    let mut texts = Vec::new();
+    for mark in timeline {
+        let mut text = describe_mark(mark);
+        match &mark.happening {
+            Happening::ServiceStarted { service, .. } => alive.push(service),
+            Happening::ServiceExited { service, .. } | Happening::ServiceStopped { service } => {
+                alive.retain(|s| s != service);
+            }
+            Happening::Killed { .. } if !alive.is_empty() => {
+                text.push_str(&format!(" (the worker only: service {} lives on)", alive.join(", ")));
+            }
+            _ => {}
+        }
+        texts.push(text);
+    }
+    texts
 }
 
 fn entry_line(entry: &Entry) -> Line {
@@ -175,6 +204,9 @@ pub fn describe_mark(mark: &Mark) -> String {
             };
             format!("runtime   incarnation {incarnation} on a hidden data dir: {what}; harness puts the dir back")
         }
+        Happening::ServiceStarted { service, .. } => format!("harness   start service {service} (ready)"),
+        Happening::ServiceExited { service, status } => format!("service   {service} EXITED on its own ({status})"),
+        Happening::ServiceStopped { service } => format!("harness   stop service {service} (end of the run)"),
     }
 }
 

@@ -464,7 +464,7 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// The 1-based line and column of byte `offset` of `text`, for an error's place.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     // A span should start on a character, but an error message must never panic if it does not.
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {

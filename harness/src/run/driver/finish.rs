@@ -34,6 +34,8 @@ impl Driver<'_> {
         // Before anything is held against the runtime: was the harness's own ground intact?
         let harness_failure = intact(&artifacts).err();
         self.incarnation.kill().await;
+        // The worker is dead: now its services, whose own exit may be why the run stopped.
+        let aborted = self.stop_services(aborted).await;
         let incarnations = self.incarnation.number;
         let ledger = self.world.entries();
         let hits = provider_saw(self.scenario, self.hits.clone(), &ledger);

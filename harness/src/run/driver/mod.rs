@@ -9,7 +9,8 @@
 //!
 //! Its parts: `record` (what a run leaves), `abort` (why one stopped early), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
-//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `workload`
+//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `services` (the processes beside the
+//! worker, started before it and stopped after it), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
 //! `tail` (the harness's own requests once the workload settled, restarted through a kill),
 //! `finish` (the record at the end), `fingerprint` (a crash state, for pruning) and `resume` (a run
@@ -30,6 +31,7 @@ mod missing_dir;
 pub mod record;
 mod restart;
 mod resume;
+mod services;
 mod settle;
 mod setup;
 mod state;
@@ -111,7 +113,23 @@ async fn play(
         None => Ground::prepare(&artifacts, scenario, options).await?,
     };
 
+    // A built state holds the worker's data dir and the world, not a service's state: a run from
+    // one with services would recover against a server that never saw the prefix.
+    if start.from.is_some() && !options.services.is_empty() {
+        ground.world.shutdown().await;
+        let why = "a run from a built crash state cannot have services (their state is not in it): explore re-runs each case's prefix";
+        return Err(std::io::Error::other(why));
+    }
+    let (services, service_starts) = match services::start(&options.services, &artifacts, &ground).await {
+        Ok(started) => started,
+        Err((timeline, why)) => {
+            ground.world.shutdown().await;
+            let aborted = Abort::NotReady(why);
+            return Ok((finish::unstarted(scenario, options.crash, timeline, aborted, artifacts), None));
+        }
+    };
     let mut env = environment(&ground.world, &ground.data, &scenario.runtime);
+    env.extend(services.worker_env());
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), ground.probe_path.display().to_string()));
     }
@@ -151,7 +169,7 @@ async fn play(
         probe: ground.listener.as_ref(),
         ready_timeout: options.ready_timeout,
     };
-    let mut opening = resume::Opening::new(&ground, start.from);
+    let mut opening = resume::Opening::new(&ground, start.from, service_starts);
     let capture = match (start.recording, &tracer.tracing) {
         (Some(recording), Some(tracing)) => Some(opening.capture(&ground, tracing, recording)?),
         _ => None,
@@ -160,9 +178,9 @@ async fn play(
     let first = match restart::start(&launch, opening.number, &mut tracer.tracing).await {
         Ok(i) => i,
         Err(e) => {
+            let (timeline, aborted) = services::stopped(services, opening.timeline, &ground, e.to_string()).await;
             ground.world.shutdown().await;
-            let aborted = Abort::NotReady(e.to_string());
-            return Ok((finish::unstarted(scenario, options.crash, opening.timeline, aborted, artifacts), None));
+            return Ok((finish::unstarted(scenario, options.crash, timeline, aborted, artifacts), None));
         }
     };
     let probe = first.probe.is_some();
@@ -183,6 +201,7 @@ async fn play(
         }
     }
     driver.mirror = opening.mirror.take();
+    driver.services = services;
     driver.tell_capture_the_api();
     if opening.number > 1 {
         driver.recovering(opening.killed_at).await;

@@ -107,6 +107,22 @@ pub enum Happening {
         incarnation: u32,
         waited: Duration,
     },
+    /// A declared service (`RunOptions::services`) was started, before the first incarnation,
+    /// and its readiness check passed `waited` after its spawn; it listens on `port`.
+    ServiceStarted {
+        service: String,
+        port: u16,
+        waited: Duration,
+    },
+    /// A service exited on its own while the run went on: the run stops on it.
+    ServiceExited {
+        service: String,
+        status: String,
+    },
+    /// The harness killed and reaped the service at the end of the run.
+    ServiceStopped {
+        service: String,
+    },
     /// The incarnation was started with its data dir (`path`) hidden (`missing_data_dir`), and
     /// did what `refusal` says; the dir was put back after.
     MissingDataDir {
@@ -185,6 +201,10 @@ pub struct RunOptions {
     /// What a kill takes down: the process (the page cache survives) or the machine (only what
     /// was synced survives: every incarnation runs under the tracer, which sees the syncs).
     pub crash: Crash,
+    /// Processes of the runtime that are not its worker (a workflow server, a database): started
+    /// before the first incarnation, outside its process group, alive across every kill of the
+    /// worker, stopped at the end of the run (`crate::run::services`).
+    pub services: crate::run::services::Services,
 }
 
 impl Default for RunOptions {
@@ -197,6 +217,7 @@ impl Default for RunOptions {
             malformed_submissions: true,
             syscalls: false,
             crash: Crash::Process,
+            services: crate::run::services::Services::default(),
         }
     }
 }

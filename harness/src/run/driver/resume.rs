@@ -25,13 +25,19 @@ pub(super) struct Opening {
 }
 
 impl Opening {
-    pub(super) fn new(ground: &Ground, from: Option<&BuiltState>) -> Opening {
+    /// `services`: the starts of the run's services, marked before anything else (a run from a
+    /// built state has none: `super::play` refuses it).
+    pub(super) fn new(ground: &Ground, from: Option<&BuiltState>, services: Vec<Happening>) -> Opening {
         let clock = &ground.clock;
         let mark = |happening| Mark { seq: clock.tick(), at_micros: clock.micros(), happening };
         match from {
             None => Opening {
                 number: 1,
-                timeline: vec![mark(Happening::Started { incarnation: 1 })],
+                timeline: services
+                    .into_iter()
+                    .chain(std::iter::once(Happening::Started { incarnation: 1 }))
+                    .map(mark)
+                    .collect(),
                 mirror: None,
                 killed_at: Instant::now(),
             },

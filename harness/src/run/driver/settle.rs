@@ -50,6 +50,7 @@ pub(super) async fn settle(
         let earliest = wave.earliest();
         let driver = &mut *wave.driver;
         let incarnation = &mut driver.incarnation;
+        let services = &mut driver.services;
         let next_poll = pace.next();
         tokio::select! {
             biased;
@@ -68,6 +69,7 @@ pub(super) async fn settle(
                 pace.activity();
             }
             status = incarnation.child.wait() => return Err(wave.exited(status.ok())),
+            exit = services.exited() => return Err(wave.driver.service_exited(exit)),
             // Settling shows in the fake world's ledger (a call, a receipt) a moment before the
             // runtime's last commit: read at each entry, and on a slow tick for what the world
             // cannot see (an ACK written after the consumer's answer).

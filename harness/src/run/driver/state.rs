@@ -79,6 +79,8 @@ pub(super) struct Driver<'a> {
     pub(super) unready: bool,
     /// In a run that builds crash states: the timeline, shared with the capture (`resume`).
     pub(super) mirror: Option<std::sync::Arc<crate::run::built::marks::SharedMarks>>,
+    /// The run's services, started before the first incarnation (none by default).
+    pub(super) services: crate::run::services::Running,
 }
 
 impl<'a> Driver<'a> {
@@ -111,8 +113,11 @@ impl<'a> Driver<'a> {
             crash: options.crash,
             // A fingerprint hashes what a process kill leaves; a power loss leaves what was synced,
             // which it does not see: machine crashes are not pruned by it.
-            fingerprint_data: (options.fingerprints && options.crash == crate::model::crash::Crash::Process)
-                .then(|| ground.data.clone()),
+            // Nor does it see a service's state: with services, no fingerprints (nothing pruned).
+            fingerprint_data: (options.fingerprints
+                && options.crash == crate::model::crash::Crash::Process
+                && options.services.is_empty())
+            .then(|| ground.data.clone()),
             fingerprints: Vec::new(),
             malformed_submissions: options.malformed_submissions,
             traced: tracer.tracing,
@@ -123,6 +128,7 @@ impl<'a> Driver<'a> {
             last_seen: HashMap::new(),
             unready: false,
             mirror: None,
+            services: crate::run::services::Running::default(),
         }
     }
 }

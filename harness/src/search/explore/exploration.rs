@@ -214,7 +214,8 @@ impl Explorer<'_> {
         for (finding, run, states) in outcomes {
             result.judge(&finding);
             let Some(run) = run else { continue };
-            if let Some(found) = recovery(&finding, &run, self.syscalls, options.prune) {
+            let prune = options.prune && options.run.services.is_empty(); // as in `plan`
+            if let Some(found) = recovery(&finding, &run, self.syscalls, prune) {
                 next.extend(result.recovered(found));
             }
             if let (Some(shelf), Some(states)) = (shelf.as_deref_mut(), states) {

@@ -46,6 +46,15 @@ pub struct Plan {
 pub fn plan(workload: &Workload, target: &Target, options: &ExploreOptions) -> std::io::Result<Plan> {
     let syscalls = options.points == Points::Syscalls;
     let record_options = RunOptions { fingerprints: !syscalls, syscalls, ..options.run.clone() };
+    // With services, a crash state is the worker's data dir and the world *and* the services'
+    // state, which neither a built state nor a fingerprint holds: every case re-runs its prefix,
+    // and no two cases are taken for the same state.
+    let services = !options.run.services.is_empty();
+    let options = &ExploreOptions {
+        prune: options.prune && !services,
+        rerun_prefix: options.rerun_prefix || services,
+        ..options.clone()
+    };
     let (verdict, run, built) = if syscalls && !options.rerun_prefix {
         super::built::record(&workload.base, target, &record_options)?
     } else {

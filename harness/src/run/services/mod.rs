@@ -1,0 +1,109 @@
+//! Services: processes that are part of the runtime under test but are not its worker — a
+//! workflow server (Temporal, Restate), a database (Postgres under DBOS) — declared once for a
+//! runtime (`--services FILE`, [`Services::load`]; CONTRACT.md section 2, "Services").
+//!
+//! The harness starts each before the first incarnation, in a process group of its own outside
+//! the worker's, on a data dir of its own in the run's directory and a loopback port it picked;
+//! waits until its declared readiness check passes; tells every incarnation of the worker where
+//! it is; and kills and reaps it when the run ends. A kill of the worker never reaches a service:
+//! with services declared, every fault of a scenario is "the worker died, the server lived on".
+//! A service that exits while the run goes on stops the run, said as such.
+//!
+//! `declare` reads the file, `spawn` starts one service and waits for it, `running` holds the
+//! started ones (their exits, the worker's environment, the stop).
+
+mod declare;
+mod running;
+mod spawn;
+
+pub use declare::ServicesError;
+pub use running::{Running, ServiceExit, ServiceStart, Stop};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The services a runtime is run with; none by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Services {
+    /// The file they were declared in, for the command that reruns a case (`--services FILE`).
+    pub file: Option<PathBuf>,
+    pub list: Vec<Service>,
+}
+
+impl Services {
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// One declared service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Service {
+    pub name: ServiceName,
+    /// The program and its arguments, started in `dir`.
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The working directory: that of the file that declared it (relative paths in the command
+    /// are the file's, not those of wherever killpoint was started).
+    pub dir: PathBuf,
+    pub ready: Ready,
+    /// How long from its start it has for its readiness check to pass.
+    pub ready_timeout: Duration,
+}
+
+/// When a service counts as ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ready {
+    /// A TCP connection to its port on 127.0.0.1 is accepted.
+    Port,
+    /// This command, run in the service's directory with the service's environment, exits 0.
+    Command { program: String, args: Vec<String> },
+}
+
+impl Ready {
+    /// What the harness waits for, in words, for messages.
+    pub fn describe(&self, port: u16) -> String {
+        match self {
+            Ready::Port => format!("a TCP connection to 127.0.0.1:{port} to be accepted"),
+            Ready::Command { program, args } => {
+                let command: Vec<&str> =
+                    std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect();
+                format!("`{}` to exit 0", command.join(" "))
+            }
+        }
+    }
+}
+
+/// A service's name: `[a-z][a-z0-9_]*`, at most 32 characters, so that it is a file name
+/// (`logs/service-<name>.log`) and, upper-cased, part of an environment variable's name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceName(String);
+
+impl ServiceName {
+    pub fn new(name: &str) -> Result<ServiceName, String> {
+        let mut chars = name.chars();
+        let first = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+        let rest = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        match first && rest && name.len() <= 32 {
+            true => Ok(ServiceName(name.to_owned())),
+            false => Err(format!(
+                "expected a service name of lower-case letters, digits and `_`, starting with a letter, at most 32 characters; found `{name}`"
+            )),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The worker's variables for this service: `KILLPOINT_SERVICE_<NAME>_<what>`.
+    pub fn variable(&self, what: &str) -> String {
+        format!("KILLPOINT_SERVICE_{}_{what}", self.0.to_ascii_uppercase())
+    }
+}
+
+impl std::fmt::Display for ServiceName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -1,0 +1,201 @@
+//! Starting one service: its data dir and port, its process (a group of its own, dying with the
+//! harness, carrying a token the watchdog sweeps), its log, and the wait for its readiness check.
+
+use super::{Ready, Service, ServiceName};
+use crate::run::incarnation::{TOKEN_VARIABLE, describe_status, die_with_harness, kill_group_and_token, new_token};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// How often a readiness check is tried again. There is no event for "a server now accepts
+/// connections": the check is polled, always under the service's deadline.
+const POLL: Duration = Duration::from_millis(20);
+
+/// A service whose process is running and whose readiness check passed.
+pub(super) struct Spawned {
+    pub(super) name: ServiceName,
+    pub(super) port: u16,
+    pub(super) pgid: Pid,
+    pub(super) token: String,
+    pub(super) child: Child,
+    pub(super) log: PathBuf,
+    /// From its spawn to its check passing.
+    pub(super) waited: Duration,
+}
+
+/// Starts `service` with its data dir under `run_dir/services/` and its log in `logs`, and waits
+/// for it to be ready. On an error nothing of it is left running: the message says what was
+/// waited for and shows its last lines.
+pub(super) async fn spawn(service: &Service, run_dir: &Path, logs: &Path) -> Result<Spawned, String> {
+    let name = &service.name;
+    let data = run_dir.join("services").join(name.as_str());
+    std::fs::create_dir_all(&data).map_err(|e| format!("cannot make its data dir {}: {e}", data.display()))?;
+    let port = free_port().map_err(|e| format!("no free port on 127.0.0.1 for it: {e}"))?;
+    let log = logs.join(format!("service-{name}.log"));
+    let env = environment(name, &data, port);
+    let (out, err) = log_files(&log, &format!("--- killpoint: service {name} started on port {port} ---"))?;
+
+    crate::run::incarnation::watchdog();
+    let token = new_token(&format!("service-{name}-"));
+    let mut command = Command::new(in_dir(&service.dir, &service.program));
+    command
+        .args(&service.args)
+        .current_dir(&service.dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        // Swept by the watchdog if the harness dies, with everything the service starts.
+        .env(TOKEN_VARIABLE, &token)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        // Outside the worker's group: no kill of the worker reaches it.
+        .process_group(0)
+        .kill_on_drop(true);
+    die_with_harness(&mut command);
+    let spawned_at = Instant::now();
+    let child = command.spawn().map_err(|e| format!("cannot start `{}`: {e}", service.program.display()))?;
+    let pgid = Pid::from_raw(child.id().map_or(0, |pid| pid as i32));
+    let mut spawned = Spawned { name: name.clone(), port, pgid, token, child, log, waited: Duration::ZERO };
+    match wait_ready(&mut spawned.child, service, port, &env, &spawned.log).await {
+        Ok(()) => {
+            spawned.waited = spawned_at.elapsed();
+            Ok(spawned)
+        }
+        Err(what) => {
+            // Killed and reaped before the error is told: a caller checking that nothing is left
+            // running would race the kill.
+            kill_group_and_token(spawned.pgid, &spawned.token);
+            let _ = spawned.child.wait().await;
+            Err(format!("{what}\n{}", last_lines(&spawned.log, 15)))
+        }
+    }
+}
+
+/// The service's own variables (CONTRACT.md section 2, "Services"), besides the harness's
+/// environment it inherits.
+fn environment(name: &ServiceName, data: &Path, port: u16) -> Vec<(String, String)> {
+    vec![
+        ("KILLPOINT_SERVICE_NAME".to_owned(), name.to_string()),
+        ("KILLPOINT_SERVICE_DATA_DIR".to_owned(), data.display().to_string()),
+        ("KILLPOINT_SERVICE_PORT".to_owned(), port.to_string()),
+        ("KILLPOINT_SERVICE_LISTEN".to_owned(), format!("127.0.0.1:{port}")),
+    ]
+}
+
+/// A port nothing listens on right now, picked by the OS. The service binds it after the harness
+/// let it go, so another process could take it in between; the readiness check would then fail or
+/// pass for the wrong process. Rare on loopback, and the alternative (the service reports the
+/// port it bound) would ask every server for a ready line of its own.
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `program` as the service's directory has it: a relative path with a `/` is the file's
+/// neighbour; a bare name is looked up on PATH.
+fn in_dir(dir: &Path, program: &Path) -> PathBuf {
+    match program.is_relative() && program.components().count() > 1 {
+        true => dir.join(program),
+        false => program.to_owned(),
+    }
+}
+
+/// The log file, opened for appending twice (stdout, stderr), after `header`.
+fn log_files(log: &Path, header: &str) -> Result<(Stdio, Stdio), String> {
+    use std::io::Write as _;
+    let open = || std::fs::OpenOptions::new().create(true).append(true).open(log);
+    let mut out = open().map_err(|e| format!("cannot open its log {}: {e}", log.display()))?;
+    let _ = writeln!(out, "{header}");
+    let err = out.try_clone().map_err(|e| format!("cannot open its log {}: {e}", log.display()))?;
+    Ok((Stdio::from(out), Stdio::from(err)))
+}
+
+/// Tries the readiness check until it passes, the service exits, or its deadline passes.
+async fn wait_ready(
+    child: &mut Child,
+    service: &Service,
+    port: u16,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<(), String> {
+    let deadline = Instant::now() + service.ready_timeout;
+    let waited_for = service.ready.describe(port);
+    let mut last = String::new();
+    let mut tick = tokio::time::interval(POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            status = child.wait() => {
+                let status = describe_status(status.ok());
+                return Err(format!("exited ({status}) before it was ready (waited for {waited_for})"));
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                return Err(format!("was not ready within {:?}: waited for {waited_for}{last}", service.ready_timeout));
+            }
+            _ = tick.tick() => match check(&service.ready, service, port, env, log, deadline).await {
+                Ok(()) => return Ok(()),
+                Err(why) => last = format!("; the last try {why}"),
+            },
+        }
+    }
+}
+
+/// One try of the readiness check, within `deadline`.
+async fn check(
+    ready: &Ready,
+    service: &Service,
+    port: u16,
+    env: &[(String, String)],
+    log: &Path,
+    deadline: Instant,
+) -> Result<(), String> {
+    match ready {
+        Ready::Port => {
+            match tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(("127.0.0.1", port))).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(format!("was refused: {e}")),
+                Err(_) => Err("did not connect before the deadline".into()),
+            }
+        }
+        Ready::Command { program, args } => {
+            let (out, err) =
+                log_files(log, &format!("--- killpoint: readiness check of service {} ---", service.name))?;
+            let mut command = Command::new(in_dir(&service.dir, Path::new(program)));
+            command.args(args).current_dir(&service.dir).envs(env.iter().map(|(k, v)| (k, v)));
+            command.stdin(Stdio::null()).stdout(out).stderr(err).process_group(0).kill_on_drop(true);
+            die_with_harness(&mut command);
+            let mut child = command.spawn().map_err(|e| format!("could not start: {e}"))?;
+            let pgid = Pid::from_raw(child.id().map_or(0, |pid| pid as i32));
+            match tokio::time::timeout_at(deadline, child.wait()).await {
+                Ok(Ok(status)) if status.success() => Ok(()),
+                Ok(status) => Err(format!("exited ({})", describe_status(status.ok()))),
+                Err(_) => {
+                    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+                    let _ = child.wait().await;
+                    Err("was still running at the deadline".into())
+                }
+            }
+        }
+    }
+}
+
+/// The last `n` lines of a service's log, for error messages.
+pub(super) fn last_lines(log: &Path, n: usize) -> String {
+    let (bytes, cut) = crate::run::incarnation::read_end(log, 16 * 1024);
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if cut && lines.len() > 1 {
+        lines.remove(0); // only the end of a line
+    }
+    let start = lines.len().saturating_sub(n);
+    let mut out = format!("  last lines of {}:\n", log.display());
+    if lines.is_empty() {
+        out.push_str("    (empty)\n");
+    }
+    for line in &lines[start..] {
+        out.push_str(&format!("    {line}\n"));
+    }
+    out
+}

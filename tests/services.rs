@@ -1,0 +1,206 @@
+//! `cargo test --test services`: a runtime that is a worker and a server (CONTRACT.md §2,
+//! "Services"; issue 31). The server is tests/fixtures/services/kv_server.py, a key-value HTTP
+//! server whose state is a file in its own data dir; the worker is kv_worker.py, which registers
+//! each incarnation with that server (refused unless every earlier one registered with the same
+//! state) and then becomes the reference runtime.
+//!
+//! - `services::lives_through_every_kill`: after_dispatch and after_provider_success pass with the
+//!   probe; the server was started once and served every incarnation (its log: one pid, one
+//!   start, every registration); every kill in the trace and the timeline was the worker's alone; and once the run
+//!   is dropped nothing is left — no process carrying the run's directory in its environment, no
+//!   file in the run's root, no sockets' directory.
+//! - `services::never_ready`: a server that never binds its port is named, with what the harness
+//!   waited for, within its 1 s deadline; the worker never starts.
+//! - `services::dies_mid_run`: a server that exits while the run goes on stops the run, said as
+//!   the server's exit, with its last words.
+//!
+//! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
+
+use killpoint::run::services::Services;
+use killpoint::trials::arguments::TestArguments;
+use killpoint::{Happening, Run, RunOptions, Scenario, Target, run_scenario};
+use libtest_mimic::{Failed, Trial};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+fn main() -> ExitCode {
+    let args = TestArguments::from_args();
+    let python = Command::new("python3")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !python {
+        eprintln!("python3 not found: the services trials (a Python server beside the worker) are ignored, not passed");
+    }
+    let trials = vec![
+        Trial::test("services::lives_through_every_kill", lives_through_every_kill),
+        Trial::test("services::never_ready", never_ready),
+        Trial::test("services::dies_mid_run", dies_mid_run),
+    ];
+    let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
+    args.run(trials).exit_code()
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join("services")
+}
+
+fn scenario(name: &str) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(format!("{name}.toml"));
+    Scenario::load(&path).expect("shipped scenarios parse")
+}
+
+/// kv_worker.py in front of the reference runtime.
+fn worker() -> Target {
+    let runtime = env!("CARGO_BIN_EXE_killpoint-runtime").to_owned();
+    Target { program: fixtures().join("kv_worker.py"), args: vec![runtime] }
+}
+
+/// Run options with the services of `file` and run directories in `root`. The ready deadline is
+/// for a Python start on a loaded 2-core machine (as tests/hostile.rs's).
+fn options(file: &str, root: &Path) -> RunOptions {
+    let services = Services::load(&fixtures().join(file)).expect("the fixture's services file parses");
+    RunOptions {
+        services,
+        artifacts_root: Some(root.to_owned()),
+        ready_timeout: Duration::from_secs(20),
+        ..RunOptions::default()
+    }
+}
+
+/// Live processes (zombies excluded) whose environment contains `needle`: every process of a run,
+/// worker or service, carries its run directory there (KILLPOINT_DATA_DIR,
+/// KILLPOINT_SERVICE_DATA_DIR).
+fn running_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, Some('Z' | 'X') | None) {
+            continue;
+        }
+        let environ = String::from_utf8_lossy(&std::fs::read(dir.join("environ")).unwrap_or_default()).into_owned();
+        if environ.contains(needle) {
+            let cmdline =
+                String::from_utf8_lossy(&std::fs::read(dir.join("cmdline")).unwrap_or_default()).replace('\0', " ");
+            found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// Nothing of `run` is left once it is dropped: no process carrying its directory (the harness
+/// reaped the worker and the services before returning the run), and no file in `root` nor its
+/// sockets' directory after the drop.
+fn nothing_left(run: Run, root: &Path) -> Result<(), Failed> {
+    let dir = run.artifacts_path().display().to_string();
+    let left = running_with(&dir);
+    if !left.is_empty() {
+        return Err(format!("still running after the run: {left:?}").into());
+    }
+    let sockets = run.artifacts.socket("probe.sock").parent().map(Path::to_owned);
+    drop(run);
+    let files: Vec<_> = std::fs::read_dir(root)?.flatten().map(|e| e.path()).collect();
+    if !files.is_empty() {
+        return Err(format!("left in the run's root {}: {files:?}", root.display()).into());
+    }
+    match sockets {
+        Some(s) if s.exists() => Err(format!("the sockets' directory {} was left", s.display()).into()),
+        _ => Ok(()),
+    }
+}
+
+fn count(run: &Run, wanted: fn(&Happening) -> bool) -> usize {
+    run.timeline.iter().filter(|m| wanted(&m.happening)).count()
+}
+
+fn lives_through_every_kill() -> Result<(), Failed> {
+    for name in ["after_dispatch", "after_provider_success"] {
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(&scenario(name), &worker(), &options("kv.toml", root.path()))?;
+        eprintln!("{name}: {:.1?}", started.elapsed());
+        let story = killpoint::report::story::story(&scenario(name), &verdict, &run);
+        if !verdict.passed() {
+            return Err(format!("{name} must pass with the server beside the worker:\n{story}").into());
+        }
+        let kills = count(&run, |h| matches!(h, Happening::Killed { .. }));
+        let starts = count(&run, |h| matches!(h, Happening::ServiceStarted { .. }));
+        let exits = count(&run, |h| matches!(h, Happening::ServiceExited { .. }));
+        let stops = count(&run, |h| matches!(h, Happening::ServiceStopped { .. }));
+        if kills == 0 || (starts, exits, stops) != (1, 0, 1) {
+            return Err(format!("{name}: expected ≥ 1 kill, 1 service start, 0 exits, 1 stop; found {kills}, {starts}, {exits}, {stops}\n{story}").into());
+        }
+        // The text trace and the timeline (trace.jsonl, the HTML report) say every kill took
+        // the worker alone.
+        let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+        let timeline: Vec<String> =
+            killpoint::report::timeline::Timeline::of(&run).events.into_iter().map(|e| e.text).collect();
+        for (what, texts) in [("trace", trace), ("timeline", timeline)] {
+            let killed: Vec<&String> = texts.iter().filter(|t| t.contains("SIGKILL incarnation")).collect();
+            if killed.len() != kills || !killed.iter().all(|t| t.ends_with("(the worker only: service kv lives on)")) {
+                let message = format!("{name}: each of the {kills} kills in the {what} must say the service lived on");
+                return Err(format!("{message}: {killed:?}").into());
+            }
+        }
+        served_every_incarnation(name, &run)?;
+        nothing_left(run, root.path())?;
+    }
+    Ok(())
+}
+
+/// The server's log: one process started once and registered incarnations 1..=N in order.
+fn served_every_incarnation(name: &str, run: &Run) -> Result<(), Failed> {
+    let log = std::fs::read_to_string(run.artifacts_path().join("logs").join("service-kv.log"))?;
+    let serving: Vec<&str> = log.lines().filter(|l| l.contains(": serving on 127.0.0.1:")).collect();
+    let pid = serving.first().and_then(|l| l.split(']').next()).unwrap_or_default().to_owned();
+    let registered: Vec<&str> = log.lines().filter(|l| l.contains("registered incarnation")).collect();
+    let expected: Vec<String> = (1..=run.incarnations).map(|n| format!("{pid}]: registered incarnation {n}")).collect();
+    if serving.len() != 1 || registered != expected {
+        return Err(format!("{name}: expected one server start and registrations {expected:?}; the log:\n{log}").into());
+    }
+    Ok(())
+}
+
+fn never_ready() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let started = Instant::now();
+    let (verdict, run) =
+        run_scenario(&scenario("after_dispatch"), &worker(), &options("kv_never_ready.toml", root.path()))?;
+    let took = started.elapsed();
+    let reason = run.aborted.as_deref().unwrap_or("(the run did not stop)").to_owned();
+    eprintln!("never_ready: {took:.1?}: {reason}");
+    let expected = "service `kv` was not ready within 1s: waited for a TCP connection to 127.0.0.1:";
+    if !reason.contains(expected) || !reason.contains("told never to be ready") {
+        return Err(format!("expected `{expected}` and the server's last line in: {reason}").into());
+    }
+    // The 1 s deadline, and the harness's own start-up and teardown; a hang is for ever.
+    if took > Duration::from_secs(10) || verdict.passed() {
+        return Err(format!("took {took:?} (passed: {})", verdict.passed()).into());
+    }
+    if count(&run, |h| matches!(h, Happening::Started { .. })) != 0 {
+        return Err("the worker must not start without its server".into());
+    }
+    nothing_left(run, root.path())
+}
+
+fn dies_mid_run() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let (verdict, run) = run_scenario(&scenario("after_dispatch"), &worker(), &options("kv_dies.toml", root.path()))?;
+    let reason = run.aborted.as_deref().unwrap_or("(the run did not stop)").to_owned();
+    eprintln!("dies_mid_run: {reason}");
+    let expected = "service `kv` exited on its own (exit code 3) while the run went on";
+    if !reason.contains(expected) || !reason.contains("exiting on incarnation 2's registration") || verdict.passed() {
+        return Err(
+            format!("expected `{expected}` with the server's last line, and a failed verdict, in: {reason}").into()
+        );
+    }
+    if count(&run, |h| matches!(h, Happening::ServiceExited { .. })) != 1 {
+        return Err("expected the service's exit on the timeline".into());
+    }
+    nothing_left(run, root.path())
+}
