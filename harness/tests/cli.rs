@@ -115,6 +115,31 @@ fn a_runtime_without_the_executable_bit_is_one_message_and_exit_2() {
     assert!(stderr.contains("is not executable (mode 644)"), "{stderr}");
 }
 
+/// Issue 32: an interpreter's missing script is one message before anything runs, not every
+/// scenario failing to start with its run directory left behind.
+#[test]
+fn an_interpreters_missing_script_is_one_message_and_exit_2() {
+    // python3 is one of the two things README says the tests need.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let python = std::env::split_paths(&path)
+        .map(|dir| dir.join("python3"))
+        .find(|p| p.is_file())
+        .expect("python3 on PATH (README: the tests need it)");
+    let python = python.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let output = killpoint()
+        .args(["certify", "--runtime", python, "--", "no_such.py"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "nothing ran");
+    assert!(stderr.contains("`no_such.py` is not a file"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn an_unknown_broken_variant_is_one_message_naming_the_known_ones() {
     let output = killpoint()

@@ -24,7 +24,32 @@ pub fn runtime(program: &Path, args: &[String]) -> Result<Option<String>, String
     if let Some(line) = shebang(program)? {
         interpreter(program, &line)?;
     }
+    script(program, args)?;
     broken_variant(program, args)
+}
+
+/// Interpreters whose first argument that is not an option is the program they run.
+const INTERPRETERS: [&str; 8] = ["python", "node", "ruby", "perl", "bash", "sh", "deno", "bun"];
+
+/// For an interpreter (`python3`, a virtualenv's `bin/python`, `node`…): its script, the first
+/// argument that is not an option, exists. Otherwise every scenario would fail to start, each
+/// leaving its run directory (issue 32: `-- no_such.py` failed 24 scenarios).
+fn script(program: &Path, args: &[String]) -> Result<(), String> {
+    let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let interpreter = INTERPRETERS
+        .iter()
+        .any(|i| name.strip_prefix(i).is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit() || c == '.')));
+    let Some(script) = args.iter().find(|a| !a.starts_with('-')).filter(|_| interpreter) else {
+        return Ok(());
+    };
+    if Path::new(script).is_file() {
+        return Ok(());
+    }
+    let here = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "?".into());
+    Err(format!(
+        "the runtime `{} {script}` cannot start: `{script}` is not a file (looked for from {here}); expected the path of the runtime's script",
+        program.display()
+    ))
 }
 
 /// The `#!` line of `program`, if it has one.
