@@ -39,6 +39,11 @@ fn script(program: &Path, args: &[String]) -> Result<(), String> {
     let interpreter = INTERPRETERS
         .iter()
         .any(|i| name.strip_prefix(i).is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit() || c == '.')));
+    // `python3 -m module`, `-c code`, `node -e code`: no script file to look for.
+    let options = args.iter().take_while(|a| a.starts_with('-'));
+    if options.clone().any(|a| ["-m", "-c", "-e", "--eval", "-"].contains(&a.as_str())) {
+        return Ok(());
+    }
     let Some(script) = args.iter().find(|a| !a.starts_with('-')).filter(|_| interpreter) else {
         return Ok(());
     };
@@ -121,6 +126,26 @@ fn broken_variant(program: &Path, args: &[String]) -> Result<Option<String>, Str
         "the runtime argument `--broken {name}`: {}",
         crate::model::boundary::unknown_word("broken variant", &name, &names)
     ))
+}
+
+#[cfg(test)]
+mod script_tests {
+    use super::script;
+    use std::path::Path;
+
+    #[test]
+    fn only_an_interpreters_missing_script_is_refused() {
+        let python = Path::new("/venv/bin/python3.11");
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(script(python, &args(&["no_such.py"])).is_err());
+        assert!(script(python, &args(&["-u", "no_such.py"])).is_err());
+        assert!(script(python, &args(&["-m", "my_runtime"])).is_ok(), "a module is no file");
+        assert!(script(python, &args(&["-c", "print(1)"])).is_ok());
+        assert!(script(Path::new("/usr/bin/node"), &args(&["-e", "x"])).is_ok());
+        assert!(script(Path::new("/bin/my-runtime"), &args(&["no_such.py"])).is_ok(), "not an interpreter");
+        assert!(script(Path::new("/usr/bin/pythonista"), &args(&["x"])).is_ok(), "not python");
+        assert!(script(python, &args(&["Cargo.toml"])).is_ok() || !Path::new("Cargo.toml").is_file());
+    }
 }
 
 #[cfg(test)]
