@@ -129,26 +129,6 @@ fn broken_variant(program: &Path, args: &[String]) -> Result<Option<String>, Str
 }
 
 #[cfg(test)]
-mod script_tests {
-    use super::script;
-    use std::path::Path;
-
-    #[test]
-    fn only_an_interpreters_missing_script_is_refused() {
-        let python = Path::new("/venv/bin/python3.11");
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(script(python, &args(&["no_such.py"])).is_err());
-        assert!(script(python, &args(&["-u", "no_such.py"])).is_err());
-        assert!(script(python, &args(&["-m", "my_runtime"])).is_ok(), "a module is no file");
-        assert!(script(python, &args(&["-c", "print(1)"])).is_ok());
-        assert!(script(Path::new("/usr/bin/node"), &args(&["-e", "x"])).is_ok());
-        assert!(script(Path::new("/bin/my-runtime"), &args(&["no_such.py"])).is_ok(), "not an interpreter");
-        assert!(script(Path::new("/usr/bin/pythonista"), &args(&["x"])).is_ok(), "not python");
-        assert!(script(python, &args(&["Cargo.toml"])).is_ok() || !Path::new("Cargo.toml").is_file());
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -193,5 +173,20 @@ mod tests {
         assert!(note.starts_with("the runtime argument `--broken blind-retry` is not checked: "), "{note}");
         assert!(note.contains("--list-broken` did not finish within 5 s"), "{note}");
         assert!(note.contains("its process group was killed (signal: 9"), "{note}");
+    }
+
+    #[test]
+    fn only_an_interpreters_missing_script_is_refused() {
+        use std::path::Path;
+        let python = Path::new("/venv/bin/python3.11");
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(super::script(python, &args(&["no_such.py"])).is_err());
+        assert!(super::script(python, &args(&["-u", "no_such.py"])).is_err());
+        assert!(super::script(python, &args(&["-m", "my_runtime"])).is_ok(), "a module is no file");
+        assert!(super::script(python, &args(&["-c", "print(1)"])).is_ok());
+        assert!(super::script(Path::new("/usr/bin/node"), &args(&["-e", "x"])).is_ok());
+        assert!(super::script(Path::new("/bin/my-runtime"), &args(&["no_such.py"])).is_ok(), "not an interpreter");
+        assert!(super::script(Path::new("/usr/bin/pythonista"), &args(&["x"])).is_ok(), "not python");
+        assert!(super::script(python, &args(&["Cargo.toml"])).is_ok() || !Path::new("Cargo.toml").is_file());
     }
 }
