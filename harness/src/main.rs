@@ -133,9 +133,20 @@ struct RuntimeArgs {
     /// Processes of the runtime beside its worker (a workflow server, a database), declared in a TOML file: started before the first start of the worker, outside its process group, alive across its kills (CONTRACT.md section 2, "Services")
     #[arg(long, value_name = "FILE", value_parser = services_file)]
     services: Option<killpoint::run::services::Services>,
+    /// The contract version the runtime declares: the current one, or an older one this harness still certifies by its own rules, its newer rules not claimed (CONTRACT.md, "Versions")
+    #[arg(long, value_name = "VERSION", default_value = killpoint::model::contract::Version::CURRENT.name(), value_parser = contract_version)]
+    contract: killpoint::model::contract::Version,
     /// Arguments for the runtime, after `--`
     #[arg(last = true, value_name = "RUNTIME_ARGS")]
     runtime_args: Vec<String>,
+}
+
+/// `--contract VERSION`: one of the versions this harness certifies.
+fn contract_version(name: &str) -> Result<killpoint::model::contract::Version, String> {
+    killpoint::model::contract::Version::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = killpoint::model::contract::Version::ALL.iter().map(|v| v.name()).collect();
+        format!("expected one of {}, found `{name}`", names.join(", "))
+    })
 }
 
 /// `--services FILE`, read and checked as the option is parsed: a mistake in it is a usage error
@@ -442,6 +453,7 @@ impl From<RuntimeArgs> for cli::Runtime {
             ready_timeout: std::time::Duration::from_secs(a.ready_timeout),
             crash: a.crash.into(),
             services: a.services.unwrap_or_default(),
+            contract: a.contract,
             runtime_args: a.runtime_args,
         }
     }

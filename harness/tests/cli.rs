@@ -140,6 +140,37 @@ fn an_interpreters_missing_script_is_one_message_and_exit_2() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// Issue 32 item 7: a runtime written for `/6` is told the option that certifies it, and with it
+/// is held to `/6`'s rules: the task scenarios are not run and §12's rules are "not claimed".
+#[test]
+fn an_older_contract_is_certified_by_its_own_rules() {
+    let runtime = repository().join("tests/fixtures/contract6_runtime.py");
+    let refused =
+        killpoint().args(["certify", "--filter", "after_dispatch", "--runtime"]).arg(&runtime).output().unwrap();
+    let (stdout, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("run it with `--contract killpoint-contract/6`"), "{stdout}\n{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("certificate.json");
+    let certified = killpoint()
+        .args(["certify", "--filter", "_d", "--contract", "killpoint-contract/6", "--json"])
+        .arg(&json)
+        .arg("--runtime")
+        .arg(&runtime)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&certified);
+    assert!(certified.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("not run under killpoint-contract/6") && stdout.contains("model_decides"), "{stdout}");
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(certificate["contract"], "killpoint-contract/6");
+    let status = |id: &str| {
+        certificate["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["status"].clone()).unwrap()
+    };
+    assert_eq!(status("§12-3"), "not_claimed");
+    assert_eq!(status("§4-11"), "verified", "{certificate:#}");
+}
+
 #[test]
 fn an_unknown_broken_variant_is_one_message_naming_the_known_ones() {
     let output = killpoint()

@@ -52,6 +52,23 @@ pub(super) enum Checklist {
     Shown,
 }
 
+/// The scenarios a runtime of `contract` can be held to: under an older version, those that need
+/// what it does not have (tasks) are left out, said in one line.
+fn claimed(scenarios: &[Scenario], contract: crate::model::contract::Version) -> (Vec<Scenario>, Option<String>) {
+    let (kept, left): (Vec<&Scenario>, Vec<&Scenario>) =
+        scenarios.iter().partition(|s| contract.has_tasks() || !s.operations.iter().any(|op| op.task));
+    let note = (!left.is_empty()).then(|| {
+        let names: Vec<&str> = left.iter().map(|s| s.name.as_str()).collect();
+        let (rules, what) = contract.not_claimed();
+        format!(
+            "not run under {contract}, which has no {what}: {} (rules not claimed: {})\n",
+            names.join(", "),
+            rules.join(", ")
+        )
+    });
+    (kept.into_iter().cloned().collect(), note)
+}
+
 /// Certifies `scenarios` and prints what `certify` prints; `run` shares it for its one scenario.
 pub(super) fn certify(
     scenarios: &[Scenario],
@@ -61,10 +78,14 @@ pub(super) fn certify(
     jobs: Option<u32>,
     checklist: Checklist,
 ) -> ExitCode {
+    let (scenarios, not_claimed) = claimed(scenarios, options.contract);
     // The program and its arguments: `python3 my.py` is the script's certificate, not python's.
     let runtime = std::iter::once(target.program.display().to_string()).chain(target.args.iter().cloned());
     let (runtime, count, crash) = (runtime.collect::<Vec<_>>().join(" "), scenarios.len(), options.crash.name());
     outln!("certifying {runtime} against {count} scenario(s), {crash} crashes\n");
+    if let Some(note) = not_claimed {
+        outln!("{note}");
+    }
     if !options.services.is_empty() {
         let names: Vec<&str> = options.services.list.iter().map(|s| s.name.as_str()).collect();
         outln!(
@@ -73,9 +94,9 @@ pub(super) fn certify(
         );
     }
     let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
-    let outcomes = certify::certify(scenarios, target, options, output.keep_artifacts, jobs);
+    let outcomes = certify::certify(&scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);
-    let certificate = print_tables(target, &outcomes, checklist).with_services(&options.services);
+    let certificate = print_tables(target, &outcomes, checklist, options.contract).with_services(&options.services);
     if let Err(code) = write_reports(output, &certificate, &outcomes) {
         return code;
     }
@@ -100,7 +121,12 @@ fn print_failures(outcomes: &[ScenarioOutcome]) {
 
 /// On stdout, the scenario, boundary × tool kind, contract-rule and checklist tables; returns the
 /// certificate they come from.
-fn print_tables(target: &Target, outcomes: &[ScenarioOutcome], checklist: Checklist) -> Certificate {
+fn print_tables(
+    target: &Target,
+    outcomes: &[ScenarioOutcome],
+    checklist: Checklist,
+    contract: crate::model::contract::Version,
+) -> Certificate {
     let rows: Vec<(String, Result<Verdict, String>)> =
         outcomes.iter().map(|o| (o.name.clone(), o.verdict.clone())).collect();
     out!("{}", story::table(&rows));
@@ -114,7 +140,7 @@ fn print_tables(target: &Target, outcomes: &[ScenarioOutcome], checklist: Checkl
             names.join(", ")
         );
     }
-    let certificate = Certificate::new(target, outcomes);
+    let certificate = Certificate::new(target, outcomes).with_contract(contract);
     let rules = match checklist {
         Checklist::Whole => crate::judge::rules::summarise(&certificate.rules),
         Checklist::Shown => crate::judge::rules::summarise_shown(&certificate.rules),

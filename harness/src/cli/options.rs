@@ -16,6 +16,8 @@ pub struct Runtime {
     pub crash: crate::model::crash::Crash,
     /// `--services`: the runtime's processes beside its worker (none by default).
     pub services: crate::run::services::Services,
+    /// `--contract`: the version the runtime is given and declares (the current one by default).
+    pub contract: crate::model::contract::Version,
     /// Arguments for the runtime, after `--`.
     pub runtime_args: Vec<String>,
 }

@@ -38,6 +38,7 @@ pub(super) fn run_options(args: &Runtime) -> RunOptions {
         crash: args.crash,
         ready_timeout: args.ready_timeout,
         services: args.services.clone(),
+        contract: args.contract,
         ..RunOptions::default()
     }
 }

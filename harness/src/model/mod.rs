@@ -5,6 +5,7 @@
 //! The bottom layer: imports nothing else of the crate.
 
 pub mod boundary;
+pub mod contract;
 pub mod crash;
 pub mod invariant;
 pub mod variants;

@@ -103,6 +103,19 @@ impl Certificate {
     }
 }
 
+impl Certificate {
+    /// Certified under `version`: the rules an older one does not have are "not claimed".
+    pub fn with_contract(mut self, version: crate::model::contract::Version) -> Certificate {
+        self.contract = version.name();
+        let (rules, what) = version.not_claimed();
+        for rule in self.rules.iter_mut().filter(|r| rules.contains(&r.id)) {
+            rule.status = crate::judge::rules::RuleStatus::NotClaimed;
+            rule.note = Some(format!("not claimed: the runtime declares {version}, which has no {what}"));
+        }
+        self
+    }
+}
+
 /// The runtime as a person names it: the program and its arguments (`python3 my.py`).
 pub fn runtime_name(runtime: &RuntimeIdentity) -> String {
     std::iter::once(runtime.path.as_str()).chain(runtime.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")

@@ -17,8 +17,8 @@ use tokio::net::UnixListener;
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
-/// The contract version this harness speaks.
-pub const CONTRACT: &str = "killpoint-contract/7";
+/// The contract version this harness gives a runtime unless told otherwise (`--contract`).
+pub const CONTRACT: &str = crate::model::contract::Version::CURRENT.name();
 
 /// How long after its ready line a runtime that declared the probe has for its connection to be
 /// taken: it connected before printing the line, so this only covers the harness's own turn.
@@ -206,7 +206,13 @@ impl Incarnation {
 
         let deadline = tokio::time::Instant::now() + launch.ready_timeout;
         let line = self.ready_line(launch, deadline, ready_rx).await?;
-        let declares_probe = self.read_ready_line(&line)?;
+        let given = launch
+            .env
+            .iter()
+            .find(|(name, _)| name == "KILLPOINT_CONTRACT")
+            .and_then(|(_, v)| crate::model::contract::Version::from_name(v))
+            .unwrap_or(crate::model::contract::Version::CURRENT);
+        let declares_probe = self.read_ready_line(&line, given)?;
         // Not the ready deadline: a runtime connects before it prints the ready line, so its
         // connection is queued by now, and what is left of the start-up's allowance says nothing
         // of how long to look for it (under load, the line can come just before that deadline).
@@ -262,18 +268,15 @@ impl Incarnation {
 
     /// Reads the ready line: the contract it speaks, its API address and whether it serves
     /// metrics are kept; returns whether it declares the probe.
-    fn read_ready_line(&mut self, line: &str) -> Result<bool, String> {
+    fn read_ready_line(&mut self, line: &str, given: crate::model::contract::Version) -> Result<bool, String> {
         let ready: serde_json::Value = serde_json::from_str(line)
             .map_err(|e| format!("expected `KILLPOINT_READY <json>`, found `KILLPOINT_READY {line}`: {e}"))?;
         match ready.get("contract").and_then(|c| c.as_str()) {
-            Some(CONTRACT) => {}
-            Some(other) => {
-                return Err(format!("speaks contract `{other}`; this harness speaks `{CONTRACT}` (see CONTRACT.md)"));
+            Some(declared) => {
+                crate::model::contract::judge_declared(declared, given)?;
             }
             None => {
-                return Err(format!(
-                    "expected \"contract\": \"{CONTRACT}\" in the ready line, found no contract: {line}"
-                ));
+                return Err(format!("expected \"contract\": \"{given}\" in the ready line, found no contract: {line}"));
             }
         }
         self.api = ready
@@ -471,7 +474,11 @@ pub fn describe_status(status: Option<ExitStatus>) -> String {
 
 /// `what` went wrong, with the runtime's last lines.
 fn last_words(logs: &Path, what: &str) -> String {
-    format!("{what}\n{}", tail_of_logs(logs, 15))
+    let tail = tail_of_logs(logs, 15);
+    match crate::model::contract::hint(&tail) {
+        Some(hint) => format!("{what}; {hint}\n{tail}"),
+        None => format!("{what}\n{tail}"),
+    }
 }
 
 /// The last lines of the runtime's stderr and stdout, for error messages and reports. Reads only

@@ -100,6 +100,9 @@ pub enum RuleStatus {
     Enforced,
     /// killpoint does not check it (yet); `note` says why.
     NotChecked,
+    /// The runtime is certified under an older contract version, which does not have it
+    /// (`--contract`, CONTRACT.md "Versions").
+    NotClaimed,
 }
 
 /// One rule's line in the certificate.
@@ -181,7 +184,12 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
 pub fn summarise(rules: &[RuleOutcome]) -> String {
     let ids = |status: RuleStatus| -> Vec<&str> { rules.iter().filter(|r| r.status == status).map(|r| r.id).collect() };
     let mut parts = vec![format!("{} verified", ids(RuleStatus::Verified).len())];
-    for (status, word) in [(RuleStatus::Violated, "violated"), (RuleStatus::NotExercised, "not exercised")] {
+    let listed = [
+        (RuleStatus::Violated, "violated"),
+        (RuleStatus::NotExercised, "not exercised"),
+        (RuleStatus::NotClaimed, "not claimed"),
+    ];
+    for (status, word) in listed {
         let found = ids(status);
         if !found.is_empty() {
             parts.push(format!("{} {word} ({})", found.len(), found.join(", ")));
@@ -205,8 +213,12 @@ pub fn summarise_shown(rules: &[RuleOutcome]) -> String {
         lines.push(format!("contract rules this run violated: {}", violated.join(", ")));
     }
     let count = |status: RuleStatus| ids(status).len();
+    let not_claimed = match count(RuleStatus::NotClaimed) {
+        0 => String::new(),
+        n => format!(", {n} not claimed (an older contract version)"),
+    };
     lines.push(format!(
-        "the other {}: {} not exercised by this scenario, {} enforced by the harness, {} not checked (docs/coverage.md)",
+        "the other {}: {} not exercised by this scenario, {} enforced by the harness, {} not checked{not_claimed} (docs/coverage.md)",
         rules.len() - established.len() - violated.len(),
         count(RuleStatus::NotExercised),
         count(RuleStatus::Enforced),

@@ -107,6 +107,13 @@ async fn play(
     options: &RunOptions,
     start: Start<'_>,
 ) -> std::io::Result<(Run, Option<BuiltStates>)> {
+    if !options.contract.has_tasks() && scenario.operations.iter().any(|op| op.task) {
+        let why = format!(
+            "`{}` has task operations (CONTRACT.md section 12), which `{}` does not have: it is not run under that version",
+            scenario.name, options.contract
+        );
+        return Err(std::io::Error::other(why));
+    }
     let artifacts = Artifacts::create_in(options.artifacts_root.as_deref(), &scenario.name)?;
     let (ground, mut points) = match start.from {
         Some(state) => Ground::resume(&artifacts, state, options).await?,
@@ -129,6 +136,11 @@ async fn play(
         }
     };
     let mut env = environment(&ground.world, &ground.data, &scenario.runtime);
+    for (name, value) in env.iter_mut() {
+        if name == "KILLPOINT_CONTRACT" {
+            *value = options.contract.name().to_owned();
+        }
+    }
     env.extend(services.worker_env());
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), ground.probe_path.display().to_string()));

@@ -205,6 +205,9 @@ pub struct RunOptions {
     /// before the first incarnation, outside its process group, alive across every kill of the
     /// worker, stopped at the end of the run (`crate::run::services`).
     pub services: crate::run::services::Services,
+    /// The contract version the runtime is given and must declare (`--contract`): an older
+    /// supported one is certified by its own rules (`crate::model::contract`).
+    pub contract: crate::model::contract::Version,
 }
 
 impl Default for RunOptions {
@@ -218,6 +221,7 @@ impl Default for RunOptions {
             syscalls: false,
             crash: Crash::Process,
             services: crate::run::services::Services::default(),
+            contract: crate::model::contract::Version::CURRENT,
         }
     }
 }
