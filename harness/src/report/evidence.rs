@@ -65,6 +65,9 @@ pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOpt
     if options.crash == crate::model::crash::Crash::Machine {
         command.push_str(" --crash machine");
     }
+    if options.contract != crate::model::contract::Version::CURRENT {
+        command.push_str(&format!(" --contract {}", options.contract));
+    }
     if let Some(file) = &options.services.file {
         command.push_str(&format!(" --services {}", shell_word(&file.display().to_string())));
     }
@@ -306,5 +309,9 @@ mod tests {
         let short = RunOptions { ready_timeout: std::time::Duration::from_millis(2500), ..RunOptions::default() };
         let command = run_command("killpoint", file, &target, &short, "");
         assert!(command.ends_with(" --ready-timeout 3"), "{command}");
+        let older = RunOptions { contract: crate::model::contract::Version::V6, ..RunOptions::default() };
+        let command = run_command("killpoint", file, &target, &older, "");
+        assert!(command.contains(" --contract killpoint-contract/6"), "{command}");
+        assert!(!default.contains("--contract"), "the current version is not spelled out: {default}");
     }
 }
