@@ -64,12 +64,20 @@ pub(super) fn traced_options(args: &Runtime, asked: Points) -> RunOptions {
 pub(super) fn scenarios(select: &Selection, copies: u32) -> Result<Vec<Scenario>, Usage> {
     let set = ScenarioSet { standard: !select.no_standard, dirs: select.scenarios.clone() };
     let mut chosen = Vec::new();
+    // A scenario that cannot be read is a failed certification, not a skipped one; every one that
+    // cannot is named at once, as `killpoint check` names them (not the first of seven).
+    let mut unreadable = Vec::new();
     for s in set.load()? {
-        // A scenario that cannot be read is a failed certification, not a skipped one.
-        let s = s.map_err(|e| e.to_string())?;
-        if select.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) {
-            chosen.push(s.with_copies(copies));
+        match s {
+            Err(e) => unreadable.push(e.to_string()),
+            Ok(s) if select.filter.as_ref().is_none_or(|f| s.name.contains(f.as_str())) => {
+                chosen.push(s.with_copies(copies))
+            }
+            Ok(_) => {}
         }
+    }
+    if !unreadable.is_empty() {
+        return Err(unreadable.join("\n").into());
     }
     if chosen.is_empty() {
         let filter = select.filter.as_deref().map(|f| format!(" whose name contains `{f}`")).unwrap_or_default();
