@@ -73,7 +73,8 @@ def _next_attempt(shell, op, retry_reason, decided=None):
     if call is None:  # no decision: nothing acted on, nothing recorded; ask again later
         log(f"no decision for {op['id']}: {why}; asking again later")
         return shell.defer(op, RETRY_LATER_S)
-    return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on a new decision")
+    acting = "a new decision" if decided is None else f"the framework's decision ({call.decision})"
+    return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on {acting}")
 
 
 def _recorded_call(op):
