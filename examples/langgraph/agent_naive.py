@@ -49,7 +49,8 @@ def perform(op_id, call, kinds):
     killpoint_probe.boundary("before_dispatch", op_id, n)
     with shell.store.tx() as db:
         db.execute("UPDATE operations SET execution = 'DISPATCHED', attempts = ?, tool_name = ?, tool_kind = ?,"
-                   " arguments = ? WHERE id = ?", (n, call["name"], kinds[call["name"]], json.dumps(call["args"]), op_id))
+                   " arguments = ? WHERE id = ?",
+                   (n, call["name"], kinds[call["name"]], json.dumps(call["args"]), op_id))
         shell.audit(db, op_id, "dispatched", f"attempt {n}: {call['name']}, tool call {call['id']}")
     status, body = ks.http("POST", f"{shell.env.provider_url}/tools/{ks.quote(call['name'])}",
                            {"arguments": call["args"]}, key=call["id"])
