@@ -43,6 +43,8 @@
 //! versions on every operation of their scenarios, DBOS with the probe at every boundary, and the
 //! black box at `after_dispatch`.
 
+#[path = "frameworks/agents.rs"]
+mod agents;
 #[path = "frameworks/installed.rs"]
 mod installed;
 #[path = "frameworks/venv.rs"]
@@ -231,6 +233,12 @@ fn main() -> ExitCode {
             }
         }
     }
+    for trial in agents::trials(&root, matrix) {
+        let python = python.clone();
+        trials.push(
+            Trial::test(trial.name.clone(), move || agents::run(&python, &trial)).with_ignored_flag(!python_present),
+        );
+    }
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));
@@ -253,13 +261,7 @@ fn run(
     probe: bool,
     narrow: bool,
 ) -> Result<(), Failed> {
-    if !python.is_file() {
-        return Err(format!(
-            "expected the frameworks' virtualenv interpreter at {}, found nothing; make it with\n  python3 -m venv target/frameworks-venv && target/frameworks-venv/bin/pip install -r examples/frameworks/requirements.txt probe-kit/python\n(or set KILLPOINT_FRAMEWORKS_PYTHON)",
-            python.display()
-        )
-        .into());
-    }
+    interpreter(python)?;
     let mut scenario = Scenario::load(scenario).map_err(|e| e.to_string())?;
     if narrow {
         only_the_first_killed(&mut scenario)?;
@@ -326,6 +328,18 @@ fn run(
             Ok(())
         }
     }
+}
+
+/// Whether the frameworks' interpreter is there; if not, how to make it.
+fn interpreter(python: &Path) -> Result<(), Failed> {
+    if python.is_file() {
+        return Ok(());
+    }
+    Err(format!(
+        "expected the frameworks' virtualenv interpreter at {}, found nothing; make it with\n  python3 -m venv target/frameworks-venv && target/frameworks-venv/bin/pip install -r examples/frameworks/requirements.txt probe-kit/python\n(or set KILLPOINT_FRAMEWORKS_PYTHON)",
+        python.display()
+    )
+    .into())
 }
 
 /// Keeps of `scenario` the operation its first fault kills, with its faults: the one a naive

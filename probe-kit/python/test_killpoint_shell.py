@@ -282,6 +282,22 @@ class TaskTest(unittest.TestCase):
             self.assertIsNone(execute(self.shell, "op-1"))
         self.assertEqual((self.calls(), self.decisions), ([("op-1", "call_1")] * 2, 1))
 
+    def test_a_frameworks_decision_is_acted_on_and_a_new_one_only_after_a_lookup_found_nothing(self):
+        """A framework's own model decides (`decided`): the kit asks no model; after a crash a
+        re-asked framework's new decision is looked up first, and acted on only if nothing was found."""
+        self.submit_task()
+        first = ("charge", {"amount_cents": 7, "_killpoint": {"decision": "fw_1"}}, "fw_1")
+        World.answers["POST /p/tools/charge"] = (503, {})
+        self.assertEqual(execute(self.shell, "op-1", decided=first), 0.05)
+        World.answers["GET /p/tools/charge/effects"] = (200, {"provider_ref": "r-1", "result": {}})
+        second = ("charge", {"amount_cents": 8, "_killpoint": {"decision": "fw_2"}}, "fw_2")
+        self.assertIsNone(execute(self.shell, "op-1", decided=second))
+        self.assertEqual((self.calls(), self.decisions), ([("op-1", "fw_1")], 0))
+        self.assertEqual(self.shell.store.operation("op-1")["provider_ref"], "r-1")
+        self.submit_task(operation_id="op-2")
+        with contextlib.redirect_stderr(io.StringIO()):  # a tool the task did not offer decides nothing
+            self.assertEqual(execute(self.shell, "op-2", decided=("teleport", {}, "fw_3")), ks.RETRY_LATER_S)
+
     def test_no_decision_is_no_attempt(self):
         self.submit_task()
         World.answers["POST /m/chat/completions"] = (200, {"choices": [{"message": {"content": "hello"}}]})

@@ -44,10 +44,11 @@ __all__ = ["serve", "execute", "running", "Shell", "http", "log", "log_retry", "
 _running = None
 
 
-def execute(op_id):
+def execute(op_id, decided=None):
     """One round of `op_id`'s execution in the running shell; None once nothing more is needed,
-    else the seconds to wait before the next round."""
-    return _execute(running(), op_id)
+    else the seconds to wait before the next round. A task acts on `decided` (tool, arguments,
+    call id: a framework's own model's decision) where the kit would ask the model itself."""
+    return _execute(running(), op_id, decided)
 
 
 def running():

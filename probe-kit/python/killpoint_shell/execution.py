@@ -26,6 +26,11 @@ task" (§12-3) with the design that makes the action's identity not depend on th
 A `409` with `"code": "idempotency_key_reused"` says an earlier request under this key applied an
 effect with other arguments (§12-4): neither a failure nor a success, an unknown outcome that the
 next round reconciles by lookup.
+
+An agent framework that asks the model itself (its own model client, its own loop) passes its
+decision in: `execute(shell, op_id, decided=(tool, arguments, call_id))` acts on that decision
+where the kit would ask the model, and nowhere else — a round whose request may be out still
+reconciles first, so a framework that re-asks after a crash still acts on one decision.
 """
 
 import json
@@ -45,29 +50,31 @@ SETTLED_STATES = ("SUCCEEDED", "FAILED")
 KEY_REUSED = "idempotency_key_reused"
 
 
-def execute(shell, op_id):
+def execute(shell, op_id, decided=None):
     op = shell.store.operation(op_id)
     if op is None:
         raise KeyError(f"expected an accepted operation, found no {op_id!r} in the store")
     if op["execution"] in SETTLED_STATES or op["paused"]:
         return None
     if op["execution"] == "INTENT_RECORDED":
-        return _next_attempt(shell, op, None)
+        return _next_attempt(shell, op, None, decided)
     # UNKNOWN, or a DISPATCHED whose round died without its answer: the request may be out.
-    return _reconcile(shell, op)
+    return _reconcile(shell, op, decided)
 
 
-def _next_attempt(shell, op, retry_reason):
+def _next_attempt(shell, op, retry_reason, decided=None):
     """An attempt on the submitted call, or, for a task, on a decision the model makes now."""
     if op["task"] is None:
         return _attempt(shell, op, _recorded_call(op), retry_reason)
     if _bounded(shell, op):
         return None  # settled at the bound: no point asking the model
-    call, why = decide(shell.env.model_url, json.loads(op["task"]))
+    task = json.loads(op["task"])
+    call, why = decide(shell.env.model_url, task) if decided is None else framework_decision(task, *decided)
     if call is None:  # no decision: nothing acted on, nothing recorded; ask again later
         log(f"no decision for {op['id']}: {why}; asking again later")
         return shell.defer(op, RETRY_LATER_S)
-    return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on a new decision")
+    acting = "a new decision" if decided is None else f"the framework's decision ({call.decision})"
+    return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on {acting}")
 
 
 def _recorded_call(op):
@@ -76,7 +83,16 @@ def _recorded_call(op):
     return Call(op["tool_name"], op["tool_kind"], json.loads(op["arguments"]), None)
 
 
-def _reconcile(shell, op):
+def framework_decision(task, tool, arguments, call_id):
+    """A decision a framework's own model client made, as a Call of a tool the task offered."""
+    kinds = {offered["name"]: offered["kind"] for offered in task["tools"]}
+    if tool not in kinds or not isinstance(arguments, dict):
+        return None, (f"expected a call of one of the offered tools {sorted(kinds)} with an object of"
+                      f" arguments, found {tool!r} with {arguments!r}")[:500]
+    return Call(tool, kinds[tool], arguments, call_id), None
+
+
+def _reconcile(shell, op, decided=None):
     kind = op["tool_kind"]
     if kind == "non_idempotent_no_lookup":
         shell.pause(op, "no lookup for this tool; an operator must decide")
@@ -100,7 +116,7 @@ def _reconcile(shell, op):
     with shell.store.tx() as db:
         db.execute("UPDATE operations SET execution = 'UNKNOWN' WHERE id = ?", (op["id"],))
         shell.audit(db, op["id"], "lookup_not_found", f"after {op['attempts']} attempt(s)")
-    return _next_attempt(shell, op, "lookup found nothing")
+    return _next_attempt(shell, op, "lookup found nothing", decided)
 
 
 def _bounded(shell, op):
