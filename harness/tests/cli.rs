@@ -171,6 +171,23 @@ fn an_older_contract_is_certified_by_its_own_rules() {
     assert_eq!(status("§4-11"), "verified", "{certificate:#}");
 }
 
+/// Issue 32 item 8: every scenario file that cannot be read is named, as `check` names them.
+#[test]
+fn certify_names_every_unreadable_scenario_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 1..=3 {
+        let text =
+            format!("description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"nope{n}\"\nexpect = \"succeeded\"\n");
+        std::fs::write(dir.path().join(format!("bad{n}.toml")), text).unwrap();
+    }
+    let output = killpoint().args(["certify", "--no-standard", "--scenarios"]).arg(dir.path()).output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    for n in 1..=3 {
+        assert!(stderr.contains(&format!("bad{n}.toml:4:8: unknown tool `nope{n}`")), "{stderr}");
+    }
+}
+
 #[test]
 fn an_unknown_broken_variant_is_one_message_naming_the_known_ones() {
     let output = killpoint()
