@@ -130,12 +130,22 @@ pub struct StartError {
     pub message: String,
 }
 
+/// The runtime a person started, for messages: under `killpoint-tracer -- PROGRAM ARGS…` it is
+/// PROGRAM, not the tracer (issue 32: a runtime that exited before its ready line was reported as
+/// the tracer's failure).
+fn runtime_name(target: &Target) -> String {
+    let traced = target.program.file_name().is_some_and(|n| n == "killpoint-tracer");
+    match target.args.iter().position(|a| a == "--").filter(|_| traced) {
+        Some(i) => target.args.get(i + 1).cloned().unwrap_or_else(|| target.program.display().to_string()),
+        None => target.program.display().to_string(),
+    }
+}
+
 impl Incarnation {
     /// Spawns the runtime and waits until it has connected the probe (when there is one) and
     /// printed its ready line.
     pub async fn start(launch: &Launch<'_>, number: u32) -> Result<Incarnation, StartError> {
-        let fail =
-            |message: String| StartError { number, program: launch.target.program.display().to_string(), message };
+        let fail = |message: String| StartError { number, program: runtime_name(launch.target), message };
         let stderr_path = launch.logs.join("stderr.log");
         let mut stderr = std::fs::OpenOptions::new()
             .create(true)
@@ -535,4 +545,21 @@ pub fn reference_runtime() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
     [dir.join("killpoint-runtime"), dir.parent()?.join("killpoint-runtime")].into_iter().find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Target, runtime_name};
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_traced_runtime_is_named_by_its_program_not_the_tracer() {
+        let plain = Target { program: PathBuf::from("/x/my-runtime"), args: vec!["--flag".into()] };
+        assert_eq!(runtime_name(&plain), "/x/my-runtime");
+        let traced = Target {
+            program: PathBuf::from("/t/killpoint-tracer"),
+            args: vec!["--".into(), "/x/my-runtime".into(), "--flag".into()],
+        };
+        assert_eq!(runtime_name(&traced), "/x/my-runtime");
+    }
 }
