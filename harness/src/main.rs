@@ -312,6 +312,9 @@ struct ExploreArgs {
     /// Where failing cases are written as scenario files, each as soon as it is found
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
     out: PathBuf,
+    /// Where the failing cases' run directories are kept (default: the temp dir; made if missing), with rerun.sh
+    #[arg(long, value_name = "DIR")]
+    artifacts_dir: Option<PathBuf>,
     /// Stop at the first failing case
     #[arg(long)]
     first_failure: bool,
@@ -529,6 +532,7 @@ impl From<ExploreArgs> for cli::explore::ExploreCommand {
             knobs: a.knobs.into(),
             shard: a.shard,
             out: a.out,
+            artifacts_dir: a.artifacts_dir,
             first_failure: a.first_failure,
             quiet: a.quiet,
             operations: a.operations,

@@ -188,6 +188,29 @@ fn certify_names_every_unreadable_scenario_file() {
     }
 }
 
+/// Issue 32 item 8: `explore --artifacts-dir` keeps the failing cases' run directories there, as
+/// README says of every failing case.
+#[test]
+fn explore_keeps_failing_cases_under_the_artifacts_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let (found, kept) = (dir.path().join("found"), dir.path().join("kept"));
+    let output = killpoint()
+        .args(["explore", "--first-failure", "--quiet", "--jobs", "1", "--out"])
+        .arg(&found)
+        .arg("--artifacts-dir")
+        .arg(&kept)
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .arg(repository().join("scenarios/after_dispatch.toml"))
+        .args(["--", "--broken", "blind-retry"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let runs: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(!runs.is_empty() && runs.iter().all(|r| r.join("rerun.sh").is_file()), "{runs:?}\n{stdout}\n{stderr}");
+}
+
 #[test]
 fn an_unknown_broken_variant_is_one_message_naming_the_known_ones() {
     let output = killpoint()

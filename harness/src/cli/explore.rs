@@ -39,6 +39,8 @@ pub struct ExploreCommand {
     pub shard: Option<(u64, u64)>,
     /// `--out`: where failing cases are written as scenario files.
     pub out: PathBuf,
+    /// `--artifacts-dir`: where failing cases' run directories are kept (`None`: the temp dir).
+    pub artifacts_dir: Option<PathBuf>,
     /// `--first-failure`: stop at the first failing case.
     pub first_failure: bool,
     /// `--quiet`: no progress and no stories: the summary, and where the failures are.
@@ -53,7 +55,9 @@ impl ExploreCommand {
         let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?.with_copies(self.operations);
         let mut args = self.clone();
         args.knobs.points = points(args.knobs.points, &args.runtime);
-        Ok(args.explore(&scenario, &target, run_options(&args.runtime)))
+        let output = super::Output { artifacts_dir: self.artifacts_dir.clone(), ..super::Output::default() };
+        let run = RunOptions { artifacts_root: super::setup::artifacts_root(&output)?, ..run_options(&args.runtime) };
+        Ok(args.explore(&scenario, &target, run))
     }
 
     fn explore(&self, scenario: &Scenario, target: &Target, run: RunOptions) -> ExitCode {
