@@ -15,10 +15,12 @@ use std::path::{Path, PathBuf};
 /// the same failure in every scenario.
 pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
     let Some(program) = args.runtime.clone().or_else(crate::run::incarnation::reference_runtime) else {
-        return Err(
-            "no --runtime given and no reference runtime beside this binary; build it with `cargo build --workspace`"
-                .into(),
-        );
+        let here = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.display().to_string()));
+        return Err(format!(
+            "no --runtime given, and no reference runtime (killpoint-runtime) beside this binary in {}: give --runtime PATH, or put the reference runtime beside it (`cargo install --path .` from a checkout installs it; `cargo install --path harness` installs killpoint alone; `cargo build --workspace` builds both)",
+            here.as_deref().unwrap_or("?")
+        )
+        .into());
     };
     crate::run::artifacts::sockets_fit()?;
     if args.crash == Crash::Machine
