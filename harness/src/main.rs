@@ -221,9 +221,6 @@ struct CertifyArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
-    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point (in the record run; at depth 2, in the depth-1 case's run)
-    #[arg(long)]
-    rerun_prefix: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -241,9 +238,6 @@ struct RunArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
-    /// With `--points syscalls`: re-run the workload's prefix for every case, instead of running only the recovery from the crash state built at the point (in the record run; at depth 2, in the depth-1 case's run)
-    #[arg(long)]
-    rerun_prefix: bool,
 }
 
 #[derive(Args, Debug, Clone)]
