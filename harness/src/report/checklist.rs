@@ -169,10 +169,36 @@ fn by_invariants(asked: &Question, entries: &[ScenarioEntry]) -> Item {
         return Item { question, answer: Answer::NotShown, evidence };
     }
     if held.is_empty() {
-        let evidence = vec![format!("none of {} ran in full", scenarios.join(", "))];
-        return Item { question, answer: Answer::NotShown, evidence };
+        return Item { question, answer: Answer::NotShown, evidence: vec![why_not_shown(entries, scenarios)] };
     }
     Item { question, answer: Answer::Yes, evidence: held }
+}
+
+/// Why none of `scenarios` shows a question's answer: each one failed (for another question's
+/// rules), passed only in part, or did not run (issue 32: "did not run in full" was said of
+/// scenarios that ran and failed).
+fn why_not_shown(entries: &[ScenarioEntry], scenarios: &[&str]) -> String {
+    let with = |status: ScenarioStatus| -> Vec<&str> {
+        entries
+            .iter()
+            .filter(|e| e.status == status && scenarios.contains(&e.name.as_str()))
+            .map(|e| e.name.as_str())
+            .collect()
+    };
+    let ran: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    let absent: Vec<&str> = scenarios.iter().copied().filter(|s| !ran.contains(s)).collect();
+    let parts = [
+        (with(ScenarioStatus::Fail), "failed on rules of other questions"),
+        (with(ScenarioStatus::Partial), "passed only in part (boundaries left to the probe)"),
+        (with(ScenarioStatus::Error), "could not be judged"),
+        (absent, "did not run"),
+    ];
+    let said: Vec<String> = parts
+        .iter()
+        .filter(|(names, _)| !names.is_empty())
+        .map(|(names, why)| format!("{} {why}", names.join(", ")))
+        .collect();
+    said.join("; ")
 }
 
 /// Every retry the ledgers show (a provider call after the operation's first, a receipt after the
