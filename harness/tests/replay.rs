@@ -346,3 +346,86 @@ fn a_socket_path_too_long_even_in_tmpdir_is_one_clear_error() {
     assert!(stderr.contains(&huge.display().to_string()) && stderr.contains("108"), "{stderr}");
     assert!(!stdout.contains("certifying"), "it ran anyway:\n{stdout}");
 }
+
+/// Issue 32 item 3: the replay of a failure of a runtime started through a virtualenv's
+/// `bin/python` (a link to the base interpreter, which cannot import what the virtualenv has),
+/// with its script given relative to where killpoint ran, fails the same way from another
+/// directory. The kit is importable through the virtualenv only (a `.pth` file), and the runtime
+/// strips the planted `_killpoint` from its calls: `arguments_unchanged`, in every run.
+#[test]
+fn a_venv_runtimes_replay_from_another_directory_fails_the_same_way() {
+    let (home, elsewhere, tmp) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let venv = home.path().join("venv");
+    let made = output_within(
+        {
+            let mut c = Command::new("python3");
+            c.args(["-m", "venv", "--without-pip"]).arg(&venv);
+            c
+        },
+        home.path(),
+        tmp.path(),
+        "python3 -m venv --without-pip",
+    );
+    assert!(made.status.success(), "python3 -m venv: {:?}", text(&made));
+    let purelib = output_within(
+        {
+            let mut c = Command::new(venv.join("bin/python"));
+            c.args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]);
+            c
+        },
+        home.path(),
+        tmp.path(),
+        "the virtualenv's site-packages",
+    );
+    let site = PathBuf::from(text(&purelib).0.trim());
+    let kit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe-kit/python");
+    std::fs::write(site.join("killpoint_kit.pth"), format!("{}\n", kit.canonicalize().unwrap().display())).unwrap();
+    std::fs::write(
+        home.path().join("runtime.py"),
+        "import killpoint_shell, killpoint_shell.execution as ex\n\
+         real = ex.http\n\
+         def stripped(method, url, body=None, key=None):\n\
+         \x20   if isinstance(body, dict) and isinstance(body.get('arguments'), dict):\n\
+         \x20       body = dict(body, arguments={k: v for k, v in body['arguments'].items() if k != '_killpoint'})\n\
+         \x20   return real(method, url, body, key)\n\
+         ex.http = stripped\n\
+         killpoint_shell.serve()\n",
+    )
+    .unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/provider_rejects.toml");
+    let mut first = Command::new(killpoint_binary());
+    first.arg("run").arg(&scenario).args([
+        "--runtime",
+        "venv/bin/python",
+        "--artifacts-dir",
+        "kept",
+        "--",
+        "runtime.py",
+    ]);
+    let failed = output_within(first, home.path(), tmp.path(), "killpoint run of the venv runtime");
+    let (out, err) = text(&failed);
+    let said = format!("{out}\n{err}");
+    assert_eq!(failed.status.code(), Some(1), "{said}");
+    assert!(said.contains("arguments_unchanged") && !said.contains("✗ ready"), "{said}");
+    let kept: Vec<PathBuf> =
+        std::fs::read_dir(home.path().join("kept")).unwrap().flatten().map(|e| e.path().join("rerun.sh")).collect();
+    assert_eq!(kept.len(), 1, "one kept run: {kept:?}");
+    let replayed = output_within(
+        {
+            let mut c = Command::new("sh");
+            c.arg(&kept[0]);
+            c
+        },
+        elsewhere.path(),
+        tmp.path(),
+        "rerun.sh from another directory",
+    );
+    let (out, err) = text(&replayed);
+    let again = format!("{out}\n{err}");
+    assert_eq!(replayed.status.code(), Some(1), "{again}\n{}", std::fs::read_to_string(&kept[0]).unwrap());
+    assert!(
+        again.contains("arguments_unchanged") && !again.contains("✗ ready"),
+        "the replay failed otherwise:\n{again}"
+    );
+}
