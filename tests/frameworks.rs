@@ -36,6 +36,9 @@
 //!   `CORRECTED` where the tracer runs; where this machine refuses tracing, the probe runs all six.
 //! - Pydantic AI's agent loop runs on the same DBOS engine, so it runs the boundaries where the
 //!   agent loop differs: the tool call's answer and its record (`AGENT_LOOP`).
+//! - Temporal (`examples/temporal`, tests/frameworks/temporal.rs): its server is a service beside
+//!   the worker (`--services`); naive and corrected at `after_dispatch`, and both under
+//!   `[[service_fault]]`s that crash the server while the worker lives on.
 //! - `python_kit` (the kit's own tests), `installed_kit` (issue 21's fresh install and 40-line
 //!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
 //!
@@ -47,6 +50,8 @@
 mod agents;
 #[path = "frameworks/installed.rs"]
 mod installed;
+#[path = "frameworks/temporal.rs"]
+mod temporal;
 #[path = "frameworks/venv.rs"]
 mod venv;
 
@@ -239,6 +244,7 @@ fn main() -> ExitCode {
             Trial::test(trial.name.clone(), move || agents::run(&python, &trial)).with_ignored_flag(!python_present),
         );
     }
+    trials.extend(temporal::trials(&root, &python, !python_present));
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));

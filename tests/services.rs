@@ -13,6 +13,11 @@
 //!   waited for, within its 1 s deadline; the worker never starts.
 //! - `services::dies_mid_run`: a server that exits while the run goes on stops the run, said as
 //!   the server's exit, with its last words.
+//! - `services::restarted_under_the_worker`: `[[service_fault]]`s (kv_restart.toml) crash the
+//!   server at a probe's boundary and stop it in order as the provider answers; each time it
+//!   comes back on the same port and data dir, the run goes on and passes, the trace and the
+//!   timeline say so, the next incarnation registers with the restarted server (which remembers
+//!   the earlier ones), and nothing is left.
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -39,6 +44,7 @@ fn main() -> ExitCode {
         Trial::test("services::lives_through_every_kill", lives_through_every_kill),
         Trial::test("services::never_ready", never_ready),
         Trial::test("services::dies_mid_run", dies_mid_run),
+        Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -203,4 +209,62 @@ fn dies_mid_run() -> Result<(), Failed> {
         return Err("expected the service's exit on the timeline".into());
     }
     nothing_left(run, root.path())
+}
+
+fn restarted_under_the_worker() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let scenario = Scenario::load(&fixtures().join("kv_restart.toml")).expect("the fixture's scenario parses");
+    let started = Instant::now();
+    let (verdict, run) = run_scenario(&scenario, &worker(), &options("kv.toml", root.path()))?;
+    eprintln!("restarted_under_the_worker: {:.1?}", started.elapsed());
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    if !verdict.passed() || run.service_hits != [true, true] {
+        return Err(format!("expected a pass with both service faults fired ({:?}):\n{story}", run.service_hits).into());
+    }
+    let port = run.timeline.iter().find_map(|m| match &m.happening {
+        Happening::ServiceStarted { port, .. } => Some(*port),
+        _ => None,
+    });
+    let ports: Vec<u16> = run
+        .timeline
+        .iter()
+        .filter_map(|m| match &m.happening {
+            Happening::ServiceRestarted { port, .. } => Some(*port),
+            _ => None,
+        })
+        .collect();
+    let killed = count(&run, |h| matches!(h, Happening::ServiceKilled { .. }));
+    let exits = count(&run, |h| matches!(h, Happening::ServiceExited { .. }));
+    if killed != 2 || exits != 0 || port.is_none() || ports != [port.unwrap_or_default(); 2] {
+        return Err(format!(
+            "expected 2 service kills, each followed by a start on the first port {port:?}, and no exit of its own; found {killed} kills, restarts on {ports:?}, {exits} exits\n{story}"
+        )
+        .into());
+    }
+    let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+    let timeline: Vec<String> =
+        killpoint::report::timeline::Timeline::of(&run).events.into_iter().map(|e| e.text).collect();
+    for (what, texts) in [("trace", trace), ("timeline", timeline)] {
+        for wanted in ["SIGKILL service kv (service fault 1, kill;", "SIGTERM service kv (service fault 2, restart;"] {
+            if !texts.iter().any(|t| t.contains(wanted)) {
+                return Err(format!("the {what} must say `{wanted}`: {texts:#?}").into());
+            }
+        }
+    }
+    restarted_server_remembered(&run)?;
+    nothing_left(run, root.path())
+}
+
+/// The server's log: three starts (the first and two restarts), and the registrations 1..=N in
+/// order across them: the restarted server kept the state of the one before.
+fn restarted_server_remembered(run: &Run) -> Result<(), Failed> {
+    let log = std::fs::read_to_string(run.artifacts_path().join("logs").join("service-kv.log"))?;
+    let serving = log.lines().filter(|l| l.contains(": serving on 127.0.0.1:")).count();
+    let registered: Vec<String> =
+        log.lines().filter_map(|l| l.split_once("]: registered incarnation ").map(|(_, n)| n.to_owned())).collect();
+    let expected: Vec<String> = (1..=run.incarnations).map(|n| n.to_string()).collect();
+    if serving != 3 || run.incarnations < 2 || registered != expected {
+        return Err(format!("expected three server starts and registrations {expected:?}; the log:\n{log}").into());
+    }
+    Ok(())
 }

@@ -164,6 +164,31 @@ pub(super) fn syscall_faults_reached(scenario: &Scenario, run: &Run, violations:
     }
 }
 
+/// A `[[service_fault]]` that never fired: the run never took that server down there, so a
+/// restart of it under the live worker was not exercised. At a probe's boundary only a runtime
+/// with the probe says it is there.
+pub(super) fn service_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    for (i, fault) in scenario.service_faults.iter().enumerate() {
+        if run.service_hits.get(i) != Some(&true) {
+            let probe = if !run.probe && fault.at != Boundary::AfterDispatch {
+                " (only the probe announces that boundary, and this runtime has none)"
+            } else {
+                ""
+            };
+            violations.push(Violation::new(
+                breach!(FaultsReached),
+                Some(fault.operation.clone()),
+                format!(
+                    "service fault {} ({}) never fired{probe}, so a restart of that service under the live worker was not exercised",
+                    i + 1,
+                    fault.describe()
+                ),
+                Vec::new(),
+            ));
+        }
+    }
+}
+
 /// Lookup and policy faults count as reached only when the fake world spoilt as many answers as
 /// the file says (a dead policy service: at least one). A runtime that stopped asking before then
 /// — e.g. one that took a failed lookup for "not found" and retried — left the fault, and the

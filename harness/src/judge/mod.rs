@@ -77,6 +77,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     if run.aborted.is_none() {
         coverage::world_faults_reached(scenario, run, &mut violations);
         coverage::syscall_faults_reached(scenario, run, &mut violations);
+        coverage::service_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);

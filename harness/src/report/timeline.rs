@@ -38,9 +38,11 @@ impl Lane {
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Plain,
-    /// The runtime was SIGKILLed (or frozen) here: a red line across every lane.
+    /// The runtime was SIGKILLed (or frozen) here, or one of its services taken down by a
+    /// `[[service_fault]]`: a red line across every lane.
     Kill,
-    /// A new incarnation started on the same data dir: a green line across every lane.
+    /// A new incarnation started on the same data dir, or a service started again on its own: a
+    /// green line across every lane.
     Restart,
     /// A retry the runtime logged (execution or delivery), from its stderr.
     Retry,
@@ -144,8 +146,10 @@ fn mark_event((mark, text): (&Mark, String)) -> TimelineEvent {
         | Happening::SyscallKill { .. }
         | Happening::Frozen { .. }
         | Happening::SyscallFrozen { .. }
-        | Happening::ZombieOutlived { .. } => Kind::Kill,
+        | Happening::ZombieOutlived { .. }
+        | Happening::ServiceKilled { .. } => Kind::Kill,
         Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
+        Happening::ServiceRestarted { .. } => Kind::Restart,
         _ => Kind::Plain,
     };
     TimelineEvent { seq: mark.seq, led_to: None, at_micros: mark.at_micros, lane: Lane::Runtime, kind, text }

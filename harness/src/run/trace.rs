@@ -37,8 +37,12 @@ pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
     for mark in timeline {
         let mut text = describe_mark(mark);
         match &mark.happening {
-            Happening::ServiceStarted { service, .. } => alive.push(service),
-            Happening::ServiceExited { service, .. } | Happening::ServiceStopped { service } => {
+            Happening::ServiceStarted { service, .. } | Happening::ServiceRestarted { service, .. } => {
+                alive.push(service)
+            }
+            Happening::ServiceExited { service, .. }
+            | Happening::ServiceStopped { service }
+            | Happening::ServiceKilled { service, .. } => {
                 alive.retain(|s| s != service);
             }
             Happening::Killed { .. } if !alive.is_empty() => {
@@ -207,6 +211,16 @@ pub fn describe_mark(mark: &Mark) -> String {
         Happening::ServiceStarted { service, .. } => format!("harness   start service {service} (ready)"),
         Happening::ServiceExited { service, status } => format!("service   {service} EXITED on its own ({status})"),
         Happening::ServiceStopped { service } => format!("harness   stop service {service} (end of the run)"),
+        Happening::ServiceKilled { fault, service, action, status } => {
+            let signal = if action == "restart" { "SIGTERM" } else { "SIGKILL" };
+            format!(
+                "harness   {signal} service {service} (service fault {}, {action}; the worker lives on): it ended ({status})",
+                fault + 1
+            )
+        }
+        Happening::ServiceRestarted { service, port, waited } => {
+            format!("harness   start service {service} again on port {port}, same data dir (ready after {waited:.1?})")
+        }
     }
 }
 

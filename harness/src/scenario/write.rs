@@ -30,6 +30,8 @@ struct File<'a> {
     consumer_faults: Vec<ConsumerFaultFile<'a>>,
     #[serde(rename = "syscall_fault", skip_serializing_if = "<[crate::scenario::SyscallFault]>::is_empty")]
     syscall_faults: &'a [crate::scenario::SyscallFault],
+    #[serde(rename = "service_fault", skip_serializing_if = "<[crate::scenario::ServiceFault]>::is_empty")]
+    service_faults: &'a [crate::scenario::ServiceFault],
     #[serde(skip_serializing_if = "<[Catch]>::is_empty")]
     catches: &'a [Catch],
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -176,6 +178,7 @@ impl Scenario {
                 .collect(),
             consumer_faults: self.consumer_faults.iter().map(consumer_fault).collect(),
             syscall_faults: &self.syscall_faults,
+            service_faults: &self.service_faults,
             catches: &self.catches,
             missing_data_dir: self.missing_data_dir,
         };

@@ -62,6 +62,7 @@ impl Driver<'_> {
             fingerprints: std::mem::take(&mut self.fingerprints),
             syscall_points,
             syscall_hits,
+            service_hits: std::mem::take(&mut self.service_hits),
             metrics,
             artifacts,
         }
@@ -109,6 +110,7 @@ pub(super) fn unstarted(
         fingerprints: Vec::new(),
         syscall_points: Vec::new(),
         syscall_hits: vec![false; scenario.syscall_faults.len()],
+        service_hits: vec![false; scenario.service_faults.len()],
         metrics: None,
         artifacts,
     }

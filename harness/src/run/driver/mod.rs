@@ -31,6 +31,7 @@ mod missing_dir;
 pub mod record;
 mod restart;
 mod resume;
+mod service_faults;
 mod services;
 mod settle;
 mod setup;
@@ -127,6 +128,10 @@ async fn play(
         let why = "a run from a built crash state cannot have services (their state is not in it): explore re-runs each case's prefix";
         return Err(std::io::Error::other(why));
     }
+    if let Some(why) = service_faults::undeclared(scenario, &options.services) {
+        ground.world.shutdown().await;
+        return Err(std::io::Error::other(why));
+    }
     let (services, service_starts) = match services::start(&options.services, &artifacts, &ground).await {
         Ok(started) => started,
         Err((timeline, why)) => {
@@ -198,7 +203,10 @@ async fn play(
     let probe = first.probe.is_some();
     let mut hits = match start.from {
         Some(_) => arming::standing(scenario, probe, tracer.tracing.is_some()),
-        None => arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe),
+        None => {
+            service_faults::arm(&ground.world, scenario);
+            arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe)
+        }
     };
     let fired = start.from.map_or(&[][..], |state| &state.fired);
     for f in fired {

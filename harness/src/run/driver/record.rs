@@ -123,6 +123,21 @@ pub enum Happening {
     ServiceStopped {
         service: String,
     },
+    /// A `[[service_fault]]` (index `fault` into `scenario.service_faults`) took the service
+    /// down (`action`: `kill` or `restart`), and its process ended (`status`); the worker lives on.
+    ServiceKilled {
+        fault: usize,
+        service: String,
+        action: String,
+        status: String,
+    },
+    /// The service was started again after its `[[service_fault]]`, on the same data dir and
+    /// `port`, and was ready `waited` after its spawn.
+    ServiceRestarted {
+        service: String,
+        port: u16,
+        waited: Duration,
+    },
     /// The incarnation was started with its data dir (`path`) hidden (`missing_data_dir`), and
     /// did what `refusal` says; the dir was put back after.
     MissingDataDir {
@@ -263,6 +278,8 @@ pub struct Run {
     pub syscall_points: Vec<crate::run::traced::SyscallPoint>,
     /// Whether each `[[syscall_fault]]` was reached, by index.
     pub syscall_hits: Vec<bool>,
+    /// Whether each `[[service_fault]]` fired, by index.
+    pub service_hits: Vec<bool>,
     /// `GET /metrics` of the last incarnation once the workload settled, for a runtime whose
     /// ready line declared `"metrics": true` (`None`: it does not serve them, or the run stopped
     /// early); `Err` says why it could not be read.

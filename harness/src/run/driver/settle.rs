@@ -164,7 +164,10 @@ impl<'s, 'a> Settling<'s, 'a> {
             }
         };
         let scenario = self.driver.scenario;
-        match self.driver.fault_for(&message) {
+        let fault = self.driver.fault_for(&message);
+        // The worker waits at its boundary while its server goes down and comes back.
+        self.driver.service_faults_at(&message).await?;
+        match fault {
             Some(i) if scenario.faults[i].action == Action::Freeze => {
                 self.driver.hits[i] = Hit::Exact;
                 self.driver.freeze(Frozen::Boundary(message), None, self.launch).await?;
@@ -215,6 +218,9 @@ impl<'s, 'a> Settling<'s, 'a> {
 
     /// The world reached an armed kill point: its fault fires, unless it already has.
     async fn kill_point(&mut self, point: KillPoint) -> Result<(), String> {
+        if self.driver.service_kill_point(point.tag).await? {
+            return Ok(());
+        }
         let scenario = self.driver.scenario;
         let i = point.tag as usize;
         if self.driver.hits.get(i) == Some(&Hit::NotReached) {

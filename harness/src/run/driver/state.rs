@@ -81,6 +81,8 @@ pub(super) struct Driver<'a> {
     pub(super) mirror: Option<std::sync::Arc<crate::run::built::marks::SharedMarks>>,
     /// The run's services, started before the first incarnation (none by default).
     pub(super) services: crate::run::services::Running,
+    /// Whether each `[[service_fault]]` fired, by index into `scenario.service_faults`.
+    pub(super) service_hits: Vec<bool>,
 }
 
 impl<'a> Driver<'a> {
@@ -129,6 +131,7 @@ impl<'a> Driver<'a> {
             unready: false,
             mirror: None,
             services: crate::run::services::Running::default(),
+            service_hits: vec![false; scenario.service_faults.len()],
         }
     }
 }

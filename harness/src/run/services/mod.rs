@@ -17,7 +17,7 @@ mod running;
 mod spawn;
 
 pub use declare::ServicesError;
-pub use running::{Running, ServiceExit, ServiceStart, Stop};
+pub use running::{Running, ServiceExit, ServiceStart, Stop, TakenDown};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,15 +81,7 @@ pub struct ServiceName(String);
 
 impl ServiceName {
     pub fn new(name: &str) -> Result<ServiceName, String> {
-        let mut chars = name.chars();
-        let first = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-        let rest = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        match first && rest && name.len() <= 32 {
-            true => Ok(ServiceName(name.to_owned())),
-            false => Err(format!(
-                "expected a service name of lower-case letters, digits and `_`, starting with a letter, at most 32 characters; found `{name}`"
-            )),
-        }
+        crate::model::service_name(name).map(|()| ServiceName(name.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {

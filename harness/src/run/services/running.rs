@@ -2,10 +2,12 @@
 //! its own, and the stop at the end of the run (SIGKILL to each group and token, then reaped, under
 //! a deadline). Dropped without a stop (an error, a panic), every group is still killed.
 
-use super::spawn::{Spawned, last_lines, spawn};
-use super::{ServiceName, Services};
+use super::spawn::{Spawned, last_lines, spawn, spawn_on};
+use super::{Service, ServiceName, Services};
 use crate::run::incarnation::{describe_status, kill_group_and_token};
+use crate::scenario::ServiceFaultAction;
 use nix::unistd::Pid;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -13,6 +15,18 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 /// How long the stop waits for the killed services to be reaped: SIGKILL cannot be ignored, so
 /// only a process stuck in the kernel (a dead NFS mount) takes longer.
 const REAP_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long a `restart` service fault's SIGTERM has before the SIGKILL: an orderly stop of a
+/// server (Temporal's dev server, Postgres's fast shutdown) takes a second or two.
+const TERM_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A service a `[[service_fault]]` took down, to be started again.
+#[derive(Debug, Clone)]
+pub struct TakenDown {
+    index: usize,
+    /// How its process ended, in words.
+    pub status: String,
+}
 
 /// A service that was started and became ready, for the run's timeline.
 #[derive(Debug, Clone)]
@@ -43,6 +57,8 @@ pub struct Stop {
 }
 
 struct Started {
+    /// As declared, to start it again after a `[[service_fault]]`.
+    service: Service,
     name: ServiceName,
     port: u16,
     waited: Duration,
@@ -60,6 +76,10 @@ pub struct Running {
     /// Each service's reaper task says here which service exited, and how.
     exits: Option<UnboundedReceiver<(usize, String)>>,
     sender: Option<tokio::sync::mpsc::UnboundedSender<(usize, String)>>,
+    /// Exits of other services received while a restart waited for its own: told by `exited`.
+    others: VecDeque<(usize, String)>,
+    run_dir: PathBuf,
+    logs: PathBuf,
 }
 
 impl Running {
@@ -68,19 +88,21 @@ impl Running {
     /// stopped; the error names the service and what it waited for.
     pub async fn start(services: &Services, run_dir: &Path, logs: &Path) -> (Running, Result<(), String>) {
         let mut running = Running::default();
+        (running.run_dir, running.logs) = (run_dir.to_owned(), logs.to_owned());
         for service in &services.list {
             match spawn(service, run_dir, logs).await {
-                Ok(spawned) => running.watch(spawned),
+                Ok(spawned) => running.watch(service.clone(), spawned, None),
                 Err(message) => return (running, Err(format!("service `{}` {message}", service.name))),
             }
         }
         (running, Ok(()))
     }
 
-    /// Keeps `spawned`, reaped by a task of its own that says when it exits.
-    fn watch(&mut self, spawned: Spawned) {
+    /// Keeps `spawned`, reaped by a task of its own that says when it exits: a new service, or
+    /// (`again`) the one at that index started again.
+    fn watch(&mut self, service: Service, spawned: Spawned, again: Option<usize>) {
         let Spawned { name, port, pgid, token, mut child, log, waited } = spawned;
-        let index = self.started.len();
+        let index = again.unwrap_or(self.started.len());
         let sender = self.sender.get_or_insert_with(|| {
             let (sender, receiver) = unbounded_channel();
             self.exits = Some(receiver);
@@ -91,7 +113,74 @@ impl Running {
             let status = describe_status(child.wait().await.ok());
             let _ = sender.send((index, status));
         });
-        self.started.push(Started { name, port, waited, pgid, token, log, ended: None });
+        let started = Started { service, name, port, waited, pgid, token, log, ended: None };
+        match again {
+            Some(index) => self.started[index] = started,
+            None => self.started.push(started),
+        }
+    }
+
+    /// A `[[service_fault]]`'s first half: takes the service named `name` down (`action`) and
+    /// waits until it is reaped. An error says what failed: no such service, one that had exited
+    /// already, one that would not die.
+    pub async fn take_down(&mut self, name: &str, action: ServiceFaultAction) -> Result<TakenDown, String> {
+        let Some(index) = self.started.iter().position(|s| s.name.as_str() == name) else {
+            let names: Vec<String> = self.started.iter().map(|s| s.name.to_string()).collect();
+            return Err(format!("no service `{name}` to {}: the services are {names:?}", action.name()));
+        };
+        if let Some(status) = &self.started[index].ended {
+            return Err(format!("service `{name}` had exited ({status}) before its [[service_fault]]"));
+        }
+        let (pgid, token) = (self.started[index].pgid, self.started[index].token.clone());
+        if action == ServiceFaultAction::Restart {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+            if let Some(status) = self.reaped(index, TERM_DEADLINE).await {
+                // What it started may outlive it (a server's helpers): the group and token go too.
+                kill_group_and_token(pgid, &token);
+                return Ok(self.down(index, status));
+            }
+        }
+        kill_group_and_token(pgid, &token);
+        match self.reaped(index, REAP_DEADLINE).await {
+            Some(status) => Ok(self.down(index, status)),
+            None => Err(format!("service `{name}` was not reaped within {REAP_DEADLINE:?} of its SIGKILL")),
+        }
+    }
+
+    fn down(&mut self, index: usize, status: String) -> TakenDown {
+        self.started[index].ended = Some(status.clone());
+        TakenDown { index, status }
+    }
+
+    /// Waits up to `deadline` for service `index`'s reaper to say it exited; other services'
+    /// exits meanwhile are kept for [`Running::exited`].
+    async fn reaped(&mut self, index: usize, deadline: Duration) -> Option<String> {
+        let exits = self.exits.as_mut()?;
+        let others = &mut self.others;
+        tokio::time::timeout(deadline, async {
+            while let Some((i, status)) = exits.recv().await {
+                if i == index {
+                    return Some(status);
+                }
+                others.push_back((i, status));
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// A `[[service_fault]]`'s second half: the service taken down started again on the same
+    /// data dir and port, ready (or why not).
+    pub async fn start_again(&mut self, down: &TakenDown) -> Result<ServiceStart, String> {
+        let (service, port) = (self.started[down.index].service.clone(), self.started[down.index].port);
+        let spawned = spawn_on(&service, &self.run_dir, &self.logs, port)
+            .await
+            .map_err(|m| format!("service `{}` did not come back after its [[service_fault]]: {m}", service.name))?;
+        let start = ServiceStart { name: service.name.to_string(), port, waited: spawned.waited };
+        self.watch(service, spawned, Some(down.index));
+        Ok(start)
     }
 
     pub fn started(&self) -> Vec<ServiceStart> {
@@ -111,6 +200,9 @@ impl Running {
 
     /// The next service to exit on its own; never, if none does (or there are none).
     pub async fn exited(&mut self) -> ServiceExit {
+        if let Some((index, status)) = self.others.pop_front() {
+            return self.ended(index, status);
+        }
         let Some(exits) = self.exits.as_mut() else { return std::future::pending().await };
         match exits.recv().await {
             Some((index, status)) => self.ended(index, status),
@@ -128,6 +220,9 @@ impl Running {
     pub async fn stop(&mut self) -> Stop {
         let mut stop = Stop::default();
         // What exited before the stop exited on its own.
+        while let Some((index, status)) = self.others.pop_front() {
+            stop.exits.push(self.ended(index, status));
+        }
         while let Some((index, status)) = self.exits.as_mut().and_then(|e| e.try_recv().ok()) {
             stop.exits.push(self.ended(index, status));
         }

@@ -30,10 +30,16 @@ pub(super) struct Spawned {
 /// for it to be ready. On an error nothing of it is left running: the message says what was
 /// waited for and shows its last lines.
 pub(super) async fn spawn(service: &Service, run_dir: &Path, logs: &Path) -> Result<Spawned, String> {
+    let port = free_port().map_err(|e| format!("no free port on 127.0.0.1 for it: {e}"))?;
+    spawn_on(service, run_dir, logs, port).await
+}
+
+/// [`spawn`] on `port`: the first start's, or the one it had before a `[[service_fault]]` took it
+/// down (the worker's variables name it; its data dir is the same whatever the port).
+pub(super) async fn spawn_on(service: &Service, run_dir: &Path, logs: &Path, port: u16) -> Result<Spawned, String> {
     let name = &service.name;
     let data = run_dir.join("services").join(name.as_str());
     std::fs::create_dir_all(&data).map_err(|e| format!("cannot make its data dir {}: {e}", data.display()))?;
-    let port = free_port().map_err(|e| format!("no free port on 127.0.0.1 for it: {e}"))?;
     let log = logs.join(format!("service-{name}.log"));
     let env = environment(name, &data, port);
     let (out, err) = log_files(&log, &format!("--- killpoint: service {name} started on port {port} ---"))?;

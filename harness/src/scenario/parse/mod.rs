@@ -8,6 +8,7 @@
 //! [`Scenario::parse`] and of the checks inside each is part of the errors a file gets.
 
 mod fault;
+mod service_fault;
 mod services;
 
 use crate::model::boundary::Boundary;
@@ -66,6 +67,8 @@ struct File {
     syscall_faults: Vec<Spanned<SyscallFault>>,
     #[serde(default)]
     missing_data_dir: Option<Spanned<bool>>,
+    #[serde(default, rename = "service_fault")]
+    service_faults: Vec<Spanned<crate::scenario::ServiceFault>>,
 }
 
 #[derive(Deserialize)]
@@ -182,19 +185,29 @@ impl Scenario {
             );
             let policy_faults = mistakes.keep(source.policy_faults(file.policy_faults, operations));
             let syscall_faults = mistakes.keep(source.syscall_faults(file.syscall_faults, operations));
-            (faults, consumer_faults, lookup_faults, policy_faults, syscall_faults)
+            let service_faults = faults
+                .as_deref()
+                .and_then(|faults| mistakes.keep(source.service_faults(file.service_faults, operations, faults)));
+            (faults, consumer_faults, lookup_faults, policy_faults, syscall_faults, service_faults)
         });
         let deadline = mistakes.keep(source.deadline(file.deadline_seconds));
         let catches = mistakes.keep(source.catches(file.catches));
         let missing_data_dir = match &named {
-            Some((Some(faults), _, _, _, Some(syscall_faults))) => {
+            Some((Some(faults), _, _, _, Some(syscall_faults), _)) => {
                 mistakes.keep(source.missing_data_dir(file.missing_data_dir, faults, syscall_faults))
             }
             _ => None,
         };
         let (
             Some(operations),
-            Some((Some(faults), Some(consumer_faults), Some(lookup_faults), Some(policy_faults), Some(syscall_faults))),
+            Some((
+                Some(faults),
+                Some(consumer_faults),
+                Some(lookup_faults),
+                Some(policy_faults),
+                Some(syscall_faults),
+                Some(service_faults),
+            )),
             Some(deadline),
             Some(catches),
             Some(missing_data_dir),
@@ -214,6 +227,7 @@ impl Scenario {
             lookup_faults: lookup_faults.0,
             model_faults: lookup_faults.1,
             policy_faults,
+            service_faults,
             runtime: file.runtime,
             deadline: Duration::from_secs(deadline),
             catches,

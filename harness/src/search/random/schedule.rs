@@ -239,6 +239,7 @@ fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<Co
         lookup_faults: Vec::new(),
         model_faults: Vec::new(),
         policy_faults: Vec::new(),
+        service_faults: Vec::new(),
         // Fast retries: a drawn case settles in a fraction of a second.
         runtime: RuntimeSettings { delivery_max_attempts: 5, retry_base_ms: 5 },
         // A hang bound, not a wait.

