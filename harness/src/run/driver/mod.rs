@@ -141,11 +141,7 @@ async fn play(
         }
     };
     let mut env = environment(&ground.world, &ground.data, &scenario.runtime);
-    for (name, value) in env.iter_mut() {
-        if name == "KILLPOINT_CONTRACT" {
-            *value = options.contract.name().to_owned();
-        }
-    }
+    setup::declare(&mut env, options.contract);
     env.extend(services.worker_env());
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), ground.probe_path.display().to_string()));

@@ -136,6 +136,13 @@ pub fn environment(world: &World, data: &Path, settings: &RuntimeSettings) -> Ve
     .collect()
 }
 
+/// Gives the runtime `version` (`--contract`) instead of the current one [`environment`] names.
+pub(super) fn declare(env: &mut [(String, String)], version: crate::model::contract::Version) {
+    for (_, value) in env.iter_mut().filter(|(name, _)| name == "KILLPOINT_CONTRACT") {
+        *value = version.name().to_owned();
+    }
+}
+
 /// With tracing: the tracer's link, and word of a syscall fault's point being reached.
 pub(super) struct Tracer {
     pub(super) tracing: Option<Tracing>,
