@@ -52,6 +52,19 @@ pub(super) fn unnamed_calls_of<'a>(scenario: &Scenario, run: &'a Run, op: &Opera
         .collect()
 }
 
+/// Every provider call of `op`: those its planted identity names and those attributed to it, in
+/// ledger order.
+fn calls_of<'a>(scenario: &Scenario, run: &'a Run, op: &Operation) -> Vec<&'a Entry> {
+    let mut calls: Vec<&Entry> = run
+        .ledger
+        .iter()
+        .filter(|e| matches!(&e.event, Event::ProviderCall { operation: Some(o), .. } if *o == op.id))
+        .collect();
+    calls.extend(unnamed_calls_of(scenario, run, op));
+    calls.sort_by_key(|e| e.seq);
+    calls
+}
+
 /// Where two arguments differ: the path (`note`, `_killpoint.operation`) and the submitted and
 /// received values there (`None`: absent).
 type Difference<'a> = (String, Option<&'a Value>, Option<&'a Value>);
@@ -108,13 +121,7 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
             continue;
         }
         let expected = submitted(op);
-        let mut calls: Vec<&Entry> = run
-            .ledger
-            .iter()
-            .filter(|e| matches!(&e.event, Event::ProviderCall { operation: Some(o), .. } if *o == op.id))
-            .collect();
-        calls.extend(unnamed_calls_of(scenario, run, op));
-        calls.sort_by_key(|e| e.seq);
+        let calls = calls_of(scenario, run, op);
         let differing: Vec<(&Entry, Difference)> = calls
             .iter()
             .filter_map(|e| match &e.event {
@@ -151,13 +158,7 @@ pub(super) fn arguments_unchanged(scenario: &Scenario, run: &Run, violations: &m
 
 /// §12-2: every call of a task operation carries the arguments of the model's answer it names.
 fn task_arguments(scenario: &Scenario, run: &Run, op: &Operation, violations: &mut Vec<Violation>) {
-    let mut calls: Vec<&Entry> = run
-        .ledger
-        .iter()
-        .filter(|e| matches!(&e.event, Event::ProviderCall { operation: Some(o), .. } if *o == op.id))
-        .collect();
-    calls.extend(unnamed_calls_of(scenario, run, op));
-    calls.sort_by_key(|e| e.seq);
+    let calls = calls_of(scenario, run, op);
     let differing: Vec<(&Entry, String)> = calls
         .into_iter()
         .filter_map(|e| {
