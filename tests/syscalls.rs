@@ -588,3 +588,32 @@ fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
     let (verdict, run) = run_scenario(&killed, &reference(), &traced_black_box()).expect("it runs");
     assert!(verdict.passed(), "{:?}\n{}", verdict.violations, killpoint::report::story::story(&killed, &verdict, &run));
 }
+
+/// Issue 32 item 14: a `[[syscall_fault]]` counted since a boundary, past the next boundary the
+/// run reached (where the count starts again), is the scenario's mistake: the run says so, with
+/// where to count from, and does not blame the runtime (`faults_reached` used to). A fault the run
+/// could have reached is still the runtime's to reach.
+#[test]
+fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
+    if tracing_refused() {
+        return;
+    }
+    let text = |occurrence: u32| {
+        format!(
+            "description = \"d\"\n[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n\
+             [[syscall_fault]]\nkind = \"sync\"\nwhen = \"after\"\noccurrence = {occurrence}\nsince = {{ boundary = \"before_dispatch\", operation = \"charge\" }}\n"
+        )
+    };
+    let late = Scenario::parse(Path::new("scenarios/late.toml"), &text(9)).expect("valid");
+    let (verdict, _) = run_scenario(&late, &reference(), &traced_black_box()).expect("runs");
+    let error =
+        verdict.error.as_deref().unwrap_or_else(|| panic!("expected the scenario's mistake, found {verdict:?}"));
+    assert!(
+        error.contains("cannot be reached in this run") && error.contains("Count from `after_provider_success"),
+        "{error}"
+    );
+    assert!(!verdict.failed_invariants().contains(&killpoint::Invariant::FaultsReached), "{verdict:?}");
+    let reachable = Scenario::parse(Path::new("scenarios/early.toml"), &text(1)).expect("valid");
+    let (verdict, _) = run_scenario(&reachable, &reference(), &traced_black_box()).expect("runs");
+    assert!(verdict.error.is_none() && verdict.passed(), "{verdict:?}");
+}

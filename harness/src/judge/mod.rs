@@ -7,6 +7,7 @@
 //! verdict types, fault coverage, the metrics cross-check and its Prometheus reader. This folder
 //! imports only the model, tracer, scenario and run layers, never report, search or cli.
 
+mod address;
 mod arguments;
 mod attribution;
 mod authority;
@@ -74,9 +75,13 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     fencing::fenced(run, &mut violations);
     arguments::arguments_unchanged(scenario, run, &mut violations);
     decisions::one_decision(scenario, run, &mut violations);
+    // A syscall fault whose address this run could not have is the file's mistake: the run is
+    // not judged on it, and says so, instead of blaming the runtime for not reaching it.
+    let unreachable = if run.aborted.is_none() { address::unreachable(scenario, run) } else { Vec::new() };
     if run.aborted.is_none() {
         coverage::world_faults_reached(scenario, run, &mut violations);
-        coverage::syscall_faults_reached(scenario, run, &mut violations);
+        let skip: Vec<usize> = unreachable.iter().map(|(i, _)| *i).collect();
+        coverage::syscall_faults_reached(scenario, run, &skip, &mut violations);
         coverage::service_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
@@ -90,7 +95,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         violations,
         exercises,
         coverage,
-        error: None,
+        error: scenario_mistake(scenario, &unreachable),
         reasked,
     }
 }
@@ -142,4 +147,16 @@ pub fn run_scenario(
     let run = tokio.block_on(crate::run::driver::run(scenario, target, options))?;
     let verdict = check(scenario, &run);
     Ok((verdict, run))
+}
+
+/// The error a run whose scenario asked for an unreachable syscall fault reports: the file's
+/// mistake, said with where to count from (`address.rs`).
+fn scenario_mistake(scenario: &Scenario, unreachable: &[(usize, String)]) -> Option<String> {
+    let said: Vec<String> = unreachable
+        .iter()
+        .map(|(i, why)| {
+            format!("{}: [[syscall_fault]] {} cannot be reached in this run: {why}", scenario.path.display(), i + 1)
+        })
+        .collect();
+    (!said.is_empty()).then(|| said.join("\n"))
 }

@@ -175,7 +175,7 @@ pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
     match &verdict.error {
         Some(error) => {
             let _ = writeln!(out, "scenario `{}` ({}) could not be judged:", scenario.name, scenario.path.display());
-            let _ = writeln!(out, "  harness error (not the runtime's): {error}");
+            let _ = writeln!(out, "  not judged, and not the runtime's doing: {error}");
         }
         // Told for a `[[catches]]` whose variant did nothing wrong here: no ✗ line follows.
         None if verdict.violations.is_empty() => {
