@@ -136,6 +136,9 @@ struct RuntimeArgs {
     /// The contract version the runtime declares: the current one, or an older one this harness still certifies by its own rules, its newer rules not claimed (CONTRACT.md, "Versions")
     #[arg(long, value_name = "VERSION", default_value = killpoint::model::contract::Version::CURRENT.name(), value_parser = contract_version)]
     contract: killpoint::model::contract::Version,
+    /// The most the run directories this command keeps (failing runs', --keep-artifacts') may take on disk, in MB: past it a kept run keeps its evidence and rerun.sh but not its data dir, and says so
+    #[arg(long, value_name = "MB", default_value_t = killpoint::run::artifacts::DEFAULT_KEEP_LIMIT / (1 << 20))]
+    keep_limit: u64,
     /// Arguments for the runtime, after `--`
     #[arg(last = true, value_name = "RUNTIME_ARGS")]
     runtime_args: Vec<String>,
@@ -451,6 +454,7 @@ impl From<RuntimeArgs> for cli::Runtime {
             crash: a.crash.into(),
             services: a.services.unwrap_or_default(),
             contract: a.contract,
+            keep_limit: a.keep_limit << 20,
             runtime_args: a.runtime_args,
         }
     }

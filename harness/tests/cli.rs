@@ -211,6 +211,39 @@ fn explore_keeps_failing_cases_under_the_artifacts_dir() {
     assert!(!runs.is_empty() && runs.iter().all(|r| r.join("rerun.sh").is_file()), "{runs:?}\n{stdout}\n{stderr}");
 }
 
+/// Issue 32 item 5: kept artifacts say what they take, and past `--keep-limit` a kept run keeps
+/// its evidence but not its data dir, saying so where it is and in the report.
+#[test]
+fn kept_runs_past_the_keep_limit_leave_their_data_dir_out() {
+    let certify = |limit: &str, kept: &Path| {
+        killpoint()
+            .args(["certify", "--filter", "after_dispatch", "--keep-limit", limit, "--artifacts-dir"])
+            .arg(kept)
+            .arg("--runtime")
+            .arg(reference_runtime())
+            .args(["--", "--broken", "blind-retry"])
+            .output()
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (roomy, tight) = (dir.path().join("roomy"), dir.path().join("tight"));
+    for (limit, kept, data) in [("1024", &roomy, true), ("0", &tight, false)] {
+        let output = certify(limit, kept);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+        let runs: Vec<PathBuf> = std::fs::read_dir(kept).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(!runs.is_empty(), "nothing kept in {}", kept.display());
+        for run in &runs {
+            assert!(run.join("rerun.sh").is_file(), "{run:?}");
+            assert_eq!(run.join("data").is_dir(), data, "--keep-limit {limit}: {run:?}");
+            assert_eq!(run.join("data.LEFT-OUT.txt").is_file(), !data, "--keep-limit {limit}: {run:?}");
+        }
+        let said = format!("{stdout}{stderr}");
+        assert!(said.contains(" MB: report.html"), "the size is said: {said}");
+        assert_eq!(said.contains("data/ left out over the limit"), !data, "{said}");
+    }
+}
+
 #[test]
 fn an_unknown_broken_variant_is_one_message_naming_the_known_ones() {
     let output = killpoint()
@@ -586,6 +619,7 @@ fn assert_reads_the_same(name: &str, text: &str) {
     settings.add_filter(r"in [0-9.]+ s \([0-9.]+ cases/s\)", "in S s (R cases/s)");
     settings.add_filter(r"127\.0\.0\.1:[0-9]+", "127.0.0.1:PORT");
     settings.add_filter(r"/[^ ]*/killpoint-[A-Za-z0-9_.-]+", "ARTIFACTS");
+    settings.add_filter(r"\(\d+\.\d MB: ", "(SIZE: ");
     settings.add_filter(r"\d+ retried request\(s\)", "N retried request(s)");
     settings.add_filter(r"#\d+ ", "#N ");
     settings.bind(|| insta::assert_snapshot!(name, text));

@@ -18,6 +18,8 @@ pub struct Runtime {
     pub services: crate::run::services::Services,
     /// `--contract`: the version the runtime is given and declares (the current one by default).
     pub contract: crate::model::contract::Version,
+    /// `--keep-limit`: the most kept run directories may take on disk, in bytes.
+    pub keep_limit: u64,
     /// Arguments for the runtime, after `--`.
     pub runtime_args: Vec<String>,
 }

@@ -23,6 +23,7 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         .into());
     };
     crate::run::artifacts::sockets_fit()?;
+    crate::run::artifacts::set_keep_limit(args.keep_limit);
     if args.crash == Crash::Machine
         && let Err(why) = crate::run::traced::permitted()
     {

@@ -16,7 +16,7 @@ use super::scratch::Scratch;
 /// exactly where it is — in progress, or kept — never between the two, and never made but not
 /// yet listed, or listed no more but not yet removed (issue 32: an interrupted explore left a run
 /// directory the interrupt did not name, 1 run in 4 under load).
-static DIRS: Mutex<Dirs> = Mutex::new(Dirs { live: Vec::new(), kept: Vec::new() });
+static DIRS: Mutex<Dirs> = Mutex::new(Dirs { live: Vec::new(), kept: Vec::new(), kept_bytes: 0 });
 
 struct Dirs {
     /// The runs in progress.
@@ -24,6 +24,22 @@ struct Dirs {
     /// The runs this process kept (failing ones), for an interrupt to name: the report that
     /// would have said where they are is never printed.
     kept: Vec<PathBuf>,
+    /// What the kept runs take on disk, for [`KEEP_LIMIT`].
+    kept_bytes: u64,
+}
+
+/// The most the run directories one process keeps may take on disk (`--keep-limit`, in bytes):
+/// past it, a kept run keeps its evidence but not its data dir (issue 32: one explore of a naive
+/// runtime kept 13 GB).
+static KEEP_LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(DEFAULT_KEEP_LIMIT);
+
+/// 1 GiB: a few hundred failing cases of a runtime with a small store, a handful of one whose
+/// engine preallocates its files.
+pub const DEFAULT_KEEP_LIMIT: u64 = 1 << 30;
+
+/// Sets [`KEEP_LIMIT`] for this process.
+pub fn set_keep_limit(bytes: u64) {
+    KEEP_LIMIT.store(bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn dirs() -> std::sync::MutexGuard<'static, Dirs> {
@@ -88,10 +104,41 @@ impl Artifacts {
         // Moved from one list to the other in one step.
         let mut dirs = dirs();
         let kept = dir.keep();
+        let limit = KEEP_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+        let mut size = crate::run::sparse::allocated(&kept);
+        if dirs.kept_bytes + size > limit {
+            size = leave_data_out(&kept, dirs.kept_bytes, limit);
+        }
+        dirs.kept_bytes += size;
         dirs.live.retain(|p| *p != kept);
         dirs.kept.push(kept.clone());
         kept
     }
+}
+
+/// The file that stands for a kept run's data dir left out, and says why.
+pub const LEFT_OUT: &str = "data.LEFT-OUT.txt";
+
+/// Removes a kept run's data dir (its bulk: the runtime's store), leaving a note that says why;
+/// returns what the run then takes on disk.
+fn leave_data_out(run: &Path, kept_before: u64, limit: u64) -> u64 {
+    let data = run.join("data");
+    let bytes = crate::run::sparse::allocated(&data);
+    if std::fs::remove_dir_all(&data).is_ok() {
+        let note = format!(
+            "data/ ({}) was left out: this process had kept {} of run directories, and its limit is {} (--keep-limit MB).\n\
+             rerun.sh runs the case again, and makes its data dir anew.\n",
+            megabytes(bytes),
+            megabytes(kept_before),
+            megabytes(limit)
+        );
+        let _ = std::fs::write(run.join(LEFT_OUT), note);
+    }
+    crate::run::sparse::allocated(run)
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_000_000.0)
 }
 
 impl Drop for Artifacts {
@@ -123,10 +170,16 @@ pub fn sockets_fit() -> Result<(), String> {
     ))
 }
 
-/// How every report points at kept artifacts.
+/// How every report points at kept artifacts: where, what they take on disk, and what is there
+/// (the data dir, or why it was left out).
 pub fn kept_at(path: &Path) -> String {
+    let size = megabytes(crate::run::sparse::allocated(path));
+    let data = match path.join(LEFT_OUT).is_file() {
+        true => format!("data/ left out over the limit of kept artifacts, see {LEFT_OUT}"),
+        false => "data/ is the runtime's data dir".to_owned(),
+    };
     format!(
-        "artifacts kept at {} (report.html, rerun.sh; <scenario>.toml, trace.jsonl, ledger/*.jsonl; data/ is the runtime's data dir, logs/ its output per incarnation)",
+        "artifacts kept at {} ({size}: report.html, rerun.sh; <scenario>.toml, trace.jsonl, ledger/*.jsonl; {data}, logs/ its output per incarnation)",
         path.display()
     )
 }

@@ -21,5 +21,6 @@ pub mod retry_log;
 pub mod scratch;
 pub mod sent;
 pub mod services;
+pub mod sparse;
 pub mod trace;
 pub mod traced;

@@ -41,7 +41,7 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target).map_err(|e| named("copy", &entry.path(), e))?;
+            crate::run::sparse::copy_file(&entry.path(), &target).map_err(|e| named("copy", &entry.path(), e))?;
         } else {
             return Err(std::io::Error::other(format!(
                 "cannot copy {} out of the data dir: expected a regular file or a directory, found {kind:?}",
