@@ -33,14 +33,21 @@ pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
         let proof = run.timeline.iter().filter(|m| match &m.happening {
             Happening::Answered { operation: o, .. } | Happening::Forgotten { operation: o, .. } => o == operation,
             Happening::KillPoint { operation: o, .. } => o == operation,
-            Happening::Killed { .. } | Happening::Started { .. } => true,
+            Happening::Killed { .. } | Happening::PowerLoss { .. } | Happening::Started { .. } => true,
             _ => false,
         });
+        // Under a power loss the rule is that what was acknowledged was synced (§7-6).
+        let rule = match run.crash {
+            Crash::Machine => {
+                "synced before the answer: a power loss keeps only what was synced (CONTRACT.md §3-2, §7-6)"
+            }
+            Crash::Process => "durable before the answer (CONTRACT.md §3-2)",
+        };
         violations.push(Violation::new(
             forgotten,
             Some(operation.clone()),
             format!(
-                "`{operation}` was accepted, but incarnation {incarnation} answered 404 for it: an accepted intent must be durable before the answer (CONTRACT.md section 3)"
+                "`{operation}` was accepted, but incarnation {incarnation} answered 404 for it: an accepted intent must be {rule}"
             ),
             proof.map(marked).collect(),
         ));

@@ -156,6 +156,13 @@ pub fn describe_mark(mark: &Mark) -> String {
             format!("{who:<9} {rest}: KILL")
         }
         Happening::Killed { incarnation } => format!("harness   SIGKILL incarnation {incarnation}"),
+        Happening::PowerLoss { incarnation, lost } if lost.is_empty() => format!(
+            "harness   power loss under incarnation {incarnation}: its data dir keeps what it synced, which was all it wrote"
+        ),
+        Happening::PowerLoss { incarnation, lost } => format!(
+            "harness   power loss under incarnation {incarnation}: its data dir keeps only what it synced — {}",
+            lost.join("; ")
+        ),
         Happening::SyscallKill { incarnation, point } => {
             let from = point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default();
             let boundaries: Vec<String> = point.boundaries.iter().map(|b| format!(" = {b}")).collect();

@@ -65,6 +65,12 @@ pub enum Happening {
     Killed {
         incarnation: u32,
     },
+    /// `--crash machine`: the kill of `incarnation` was a power loss, and its data dir was
+    /// rebuilt from what it had synced; `lost` says what that took, a line per file or name.
+    PowerLoss {
+        incarnation: u32,
+        lost: Vec<String>,
+    },
     /// The runtime exited without being killed.
     Exited {
         incarnation: u32,

@@ -36,8 +36,10 @@ impl Driver<'_> {
         self.mark(Happening::Killed { incarnation: number });
         // Machine-crash mode: the kill was a power loss; the next incarnation finds only what
         // was synced. A model that cannot rebuild the data dir is the harness's failure.
-        if let Some(Err(e)) = self.traced.as_ref().and_then(|t| t.lose_power()) {
-            return Err(format!("killpoint could not build the data dir a power loss leaves: {e}"));
+        match self.traced.as_ref().and_then(|t| t.lose_power()) {
+            Some(Err(e)) => return Err(format!("killpoint could not build the data dir a power loss leaves: {e}")),
+            Some(Ok(lost)) => self.mark(Happening::PowerLoss { incarnation: number, lost }),
+            None => {}
         }
         let mut next = number + 1;
         if self.hides_data_dir() {

@@ -51,16 +51,19 @@ impl PowerLoss {
     }
 
     /// After the kill, before the restart: the data dir becomes what a power loss at the kill
-    /// would leave, and that is the new baseline. `Err` names what could not be read or written.
-    pub fn restore(&self) -> std::io::Result<()> {
+    /// would leave, and that is the new baseline. Returns what the power loss took (a line per
+    /// file or name); `Err` names what could not be read or written.
+    pub fn restore(&self) -> std::io::Result<Vec<String>> {
         let mut shadow = self.lock();
         if let Some(trouble) = shadow.trouble.take() {
             return Err(std::io::Error::other(format!("the power-loss model lost track: {trouble}")));
         }
         let root = shadow.root().to_path_buf();
-        restore::rebuild(&root, &shadow.durable_tree())?;
+        let durable = shadow.durable_tree();
+        let lost = restore::lost(&root, &durable, Path::new(""));
+        restore::rebuild(&root, &durable)?;
         *shadow = Shadow::scan(&root)?;
-        Ok(())
+        Ok(lost)
     }
 
     /// What a power loss now would leave, kept apart from the data dir (which goes on changing):

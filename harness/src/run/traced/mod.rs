@@ -318,7 +318,7 @@ impl Tracing {
 
     /// In machine-crash mode, after the kill and before the restart: the data dir becomes what a
     /// power loss would leave (`None`: process-crash mode, it stays as the kill left it).
-    pub fn lose_power(&self) -> Option<std::io::Result<()>> {
+    pub fn lose_power(&self) -> Option<std::io::Result<Vec<String>>> {
         self.shared.power_loss.as_ref().map(PowerLoss::restore)
     }
 }
