@@ -24,6 +24,7 @@ mod prometheus;
 mod ready;
 mod retry_label;
 pub mod rules;
+mod sandbox;
 mod status;
 mod submission;
 mod verdict;
@@ -74,6 +75,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     fencing::fenced(run, &mut violations);
     arguments::arguments_unchanged(scenario, run, &mut violations);
     decisions::one_decision(scenario, run, &mut violations);
+    sandbox::sandboxed(run, &mut violations);
     if run.aborted.is_none() {
         coverage::world_faults_reached(scenario, run, &mut violations);
         coverage::syscall_faults_reached(scenario, run, &mut violations);

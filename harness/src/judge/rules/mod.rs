@@ -16,7 +16,7 @@ mod contract;
 mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
-pub use table::{Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule};
+pub use table::{Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule, TRACED_RULES};
 
 use crate::model::crash::Crash;
 use crate::model::invariant::Invariant;
@@ -74,7 +74,13 @@ pub fn document() -> Result<String, Vec<String>> {
                     (true, false) => elsewhere.join("; "),
                     (true, true) => "**none yet**".to_owned(),
                 };
-                let only = if MACHINE_CRASH_RULES.contains(&rule.id) { ", in machine-crash runs only" } else { "" };
+                let only = if MACHINE_CRASH_RULES.contains(&rule.id) {
+                    ", in machine-crash runs only"
+                } else if TRACED_RULES.contains(&rule.id) {
+                    ", in traced runs only (`--points syscalls`, `--crash machine`)"
+                } else {
+                    ""
+                };
                 (format!("{}{only}", names.join(", ")), proof)
             }
             Check::Harness(how) => (format!("the harness: {how}"), "—".to_owned()),
