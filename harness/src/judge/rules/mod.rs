@@ -177,7 +177,9 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                             wanted.join(" or ")
                         ),
                     };
-                    let crash = if machine { " under --crash machine" } else { "" };
+                    // A traced rule's standard catches are machine crashes (which always trace):
+                    // only their passes exercise it.
+                    let crash = if machine || TRACED_RULES.contains(&rule.id) { " under --crash machine" } else { "" };
                     (RuleStatus::NotExercised, Some(format!("needs a full pass of {wanted}{crash}")))
                 };
                 RuleOutcome { id: rule.id, status, invariants: invariants.to_vec(), note }
