@@ -109,10 +109,19 @@ pub enum Broken {
     /// loop again from the top: the model is asked again, answers otherwise, and the new answer is
     /// acted on, though a call on the first may have reached the provider (CONTRACT.md §12-3).
     ReaskOnRecovery,
+    /// At every start, a "cache" directory is made beside the data dir (`<data dir>-cache/`),
+    /// outside it, and a file written there: state the harness never hid nor restored, left behind
+    /// as a workflow server left its directories in TMPDIR (CONTRACT.md §2-2). Beside the data
+    /// dir, not in TMPDIR, so that the run's directory takes it away with it.
+    CacheOutsideDataDir,
+    /// At every start, a socket is connected to 192.0.2.1:80 (TEST-NET-1, RFC 5737), outside the
+    /// world, as a runtime checking for updates would (CONTRACT.md §2-5). UDP: the connect only
+    /// picks a route, nothing leaves the machine, and the tracer sees the attempt all the same.
+    PhoneHome,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 33] = [
+    pub const ALL: [Broken; 35] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -146,6 +155,8 @@ impl Broken {
         Self::RecreateDataDir,
         Self::NoSync,
         Self::ReaskOnRecovery,
+        Self::CacheOutsideDataDir,
+        Self::PhoneHome,
     ];
 
     pub fn name(self) -> &'static str {
@@ -183,6 +194,8 @@ impl Broken {
             Self::RecreateDataDir => "recreate-data-dir",
             Self::NoSync => "no-sync",
             Self::ReaskOnRecovery => "reask-on-recovery",
+            Self::CacheOutsideDataDir => "cache-outside-data-dir",
+            Self::PhoneHome => "phone-home",
         }
     }
 
@@ -228,6 +241,8 @@ impl Broken {
             Self::ReaskOnRecovery => {
                 "on restart, asks the model again for every unfinished task and acts on the new answer"
             }
+            Self::CacheOutsideDataDir => "writes a start-up cache beside its data dir, outside it",
+            Self::PhoneHome => "connects a UDP socket to 192.0.2.1:80, outside the world, at every start",
         }
     }
 

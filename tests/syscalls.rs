@@ -617,3 +617,38 @@ fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
     let (verdict, _) = run_scenario(&reachable, &reference(), &traced_black_box()).expect("runs");
     assert!(verdict.error.is_none() && verdict.passed(), "{verdict:?}");
 }
+
+/// §2-2 and §2-5 (`sandboxed`, issue 32): under the tracer, a runtime that writes a "cache" beside
+/// its data dir and one that connects a socket to an address outside the world are each reported
+/// for it alone, naming the path or the address; without the tracer nothing is seen, and nothing
+/// is judged. The reference passes traced (every_boundary_is_hit_exactly_…, and here).
+#[test]
+fn writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced() {
+    if tracing_refused() {
+        return;
+    }
+    let scenario = scenario("after_submit");
+    let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);
+    for (variant, rule, place) in
+        [("cache-outside-data-dir", "§2-2", "data-cache/started"), ("phone-home", "§2-5", "192.0.2.1:80")]
+    {
+        let (verdict, run) = run_scenario(&scenario, &broken(variant), &traced_black_box()).expect("it runs");
+        assert_eq!(
+            verdict.failed_invariants(),
+            std::collections::BTreeSet::from([killpoint::Invariant::Sandboxed]),
+            "{variant}: {}",
+            story(&verdict, &run)
+        );
+        let named = verdict.violations.iter().any(|v| v.breaks(rule) && v.message.contains(place));
+        assert!(named, "{variant}: expected a violation of {rule} naming {place}: {}", story(&verdict, &run));
+        let untraced = RunOptions { probe: false, ..RunOptions::default() };
+        let (verdict, run) = run_scenario(&scenario, &broken(variant), &untraced).expect("it runs");
+        assert!(
+            verdict.passed(),
+            "{variant} untraced: the harness cannot see it, so it judges nothing: {}",
+            story(&verdict, &run)
+        );
+    }
+    let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
+    assert!(verdict.passed(), "the reference writes only in its data dir: {}", story(&verdict, &run));
+}

@@ -25,6 +25,7 @@ mod prometheus;
 mod ready;
 mod retry_label;
 pub mod rules;
+mod sandbox;
 mod status;
 mod submission;
 mod verdict;
@@ -75,6 +76,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     fencing::fenced(run, &mut violations);
     arguments::arguments_unchanged(scenario, run, &mut violations);
     decisions::one_decision(scenario, run, &mut violations);
+    sandbox::sandboxed(run, &mut violations);
     // A syscall fault whose address this run could not have is the file's mistake: the run is
     // not judged on it, and says so, instead of blaming the runtime for not reaching it.
     let unreachable = if run.aborted.is_none() { address::unreachable(scenario, run) } else { Vec::new() };

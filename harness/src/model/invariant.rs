@@ -91,10 +91,15 @@ pub enum Invariant {
     /// §12-3; the seed: "the model may decide what to do, but the control plane must decide what
     /// is safe to repeat".
     OneDecision,
+    /// The runtime writes only in its data dir and contacts only the fake world and its declared
+    /// services: every file it creates or opens to write, and every address it connects to, seen
+    /// by the tracer (judged only in traced runs: `--points syscalls`, `--crash machine`).
+    /// CONTRACT.md §2-2 and §2-5.
+    Sandboxed,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 20] = [
+    pub const ALL: [Invariant; 21] = [
         Invariant::AtMostOnce,
         Invariant::StableProviderKey,
         Invariant::StableDeliveryKey,
@@ -115,6 +120,7 @@ impl Invariant {
         Invariant::Fenced,
         Invariant::ArgumentsUnchanged,
         Invariant::OneDecision,
+        Invariant::Sandboxed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -139,6 +145,7 @@ impl Invariant {
             Invariant::Fenced => "fenced",
             Invariant::ArgumentsUnchanged => "arguments_unchanged",
             Invariant::OneDecision => "one_decision",
+            Invariant::Sandboxed => "sandboxed",
         }
     }
 
@@ -177,6 +184,9 @@ impl Invariant {
                 "every provider call carries its operation's submitted arguments (a task's: its model answer's) unchanged, `_killpoint` included"
             }
             Invariant::OneDecision => "every effect of a task acted on one and the same decision of the model",
+            Invariant::Sandboxed => {
+                "writes only in its data dir, contacts only the world and its services (traced runs)"
+            }
         }
     }
 

@@ -33,7 +33,15 @@ impl Tracer {
             | Call::Pwritev
             | Call::Pwritev2
             | Call::Sendto
-            | Call::Sendmsg => self.classify_send(tid, call, &args),
+            | Call::Sendmsg => {
+                // A datagram may name its destination; a connected socket's was seen at connect.
+                match call {
+                    Call::Sendto => self.observe_contact(tid, call, args[4], args[5]),
+                    Call::Sendmsg => self.observe_sendmsg(tid, call, args[1]),
+                    _ => {}
+                }
+                self.classify_send(tid, call, &args)
+            }
             Call::Read | Call::Recvfrom | Call::Recvmsg => self.classify_receive(tid, call, &args),
             Call::Fsync | Call::Fdatasync | Call::SyncFileRange => match self.fd_target(tid, fd) {
                 FdTarget::Data(path) => Some(pending(PointKind::Sync, Some(path), None, None)),
@@ -50,8 +58,12 @@ impl Tracer {
                 _ => None,
             },
             Call::Truncate => {
-                let path = self.path_arg(tid, libc::AT_FDCWD, args[0])?;
-                Some(pending(PointKind::Durable, Some(path), None, None))
+                let path = resolve_path(tid, libc::AT_FDCWD, args[0])?;
+                if !self.config.is_data(&path) {
+                    self.observe_path(tid, call, path);
+                    return None;
+                }
+                Some(pending(PointKind::Durable, Some(path.display().to_string()), None, None))
             }
             Call::Unlink | Call::Unlinkat => {
                 let path = if call == Call::Unlink {
@@ -62,7 +74,12 @@ impl Tracer {
                 Some(pending(PointKind::Unlink, Some(path), None, None))
             }
             Call::Rename | Call::Renameat | Call::Renameat2 => self.classify_rename(tid, call, &args),
+            Call::Open | Call::Openat | Call::Openat2 | Call::Creat | Call::Mkdir | Call::Mkdirat => {
+                self.observe_create(tid, call, &args);
+                None
+            }
             Call::Connect => {
+                self.observe_contact(tid, call, args[1], args[2]);
                 let address = sockaddr(tid, args[1], args[2]).filter(|a| self.config.is_world(*a))?;
                 let peer = self.config.peer_of(address, None).unwrap_or(Peer::World);
                 Some(pending(PointKind::Connect, None, Some(peer), None))
@@ -141,13 +158,17 @@ impl Tracer {
         }
     }
 
-    /// A rename is a point when either name is under the data dir.
-    fn classify_rename(&self, tid: i32, call: Call, args: &[u64; 6]) -> Option<Pending> {
+    /// A rename is a point when either name is under the data dir; one that puts a file in
+    /// place outside it (its new name) is an escape.
+    fn classify_rename(&mut self, tid: i32, call: Call, args: &[u64; 6]) -> Option<Pending> {
         let (from, to) = if call == Call::Rename {
             (resolve_path(tid, libc::AT_FDCWD, args[0]), resolve_path(tid, libc::AT_FDCWD, args[1]))
         } else {
             (resolve_path(tid, args[0] as i32, args[1]), resolve_path(tid, args[2] as i32, args[3]))
         };
+        if let Some(to) = &to {
+            self.observe_path(tid, call, to.clone());
+        }
         let touches = [&from, &to].into_iter().flatten().any(|p| self.config.is_data(p));
         touches.then(|| Pending {
             kind: PointKind::Rename,

@@ -27,6 +27,12 @@ pub struct Config {
     /// `$KILLPOINT_TRACE_LOG`: every point is also appended there as it happens (a SIGKILLed
     /// tracer prints no summary; this file is what a run leaves of its points).
     pub log: Option<PathBuf>,
+    /// The declared services' addresses (`$KILLPOINT_SERVICE_<NAME>_ADDR`): the runtime may
+    /// reach them as it reaches the world (CONTRACT.md §2, "Services").
+    pub services: Vec<SocketAddr>,
+    /// `$KILLPOINT_TRACE_ESCAPES`: where writes outside the data dir and contact outside the world
+    /// are reported (see `escape`); without it they are not looked for.
+    pub escapes: Option<PathBuf>,
 }
 
 impl Config {
@@ -58,6 +64,8 @@ impl Config {
             world,
             socket: std::env::var_os("KILLPOINT_TRACE_SOCKET").map(PathBuf::from),
             log: std::env::var_os("KILLPOINT_TRACE_LOG").map(PathBuf::from),
+            services: service_addresses(std::env::vars()),
+            escapes: std::env::var_os(ESCAPES_VARIABLE).map(PathBuf::from),
         }
     }
 
@@ -86,6 +94,16 @@ impl Config {
     }
 }
 
+/// The variable naming the file escapes are appended to.
+pub const ESCAPES_VARIABLE: &str = "KILLPOINT_TRACE_ESCAPES";
+
+/// The addresses of `KILLPOINT_SERVICE_<NAME>_ADDR` variables among `vars`.
+fn service_addresses(vars: impl Iterator<Item = (String, String)>) -> Vec<SocketAddr> {
+    vars.filter(|(name, _)| name.starts_with("KILLPOINT_SERVICE_") && name.ends_with("_ADDR"))
+        .filter_map(|(_, value)| value.parse().ok())
+        .collect()
+}
+
 /// `http://127.0.0.1:8080/provider` → (127.0.0.1:8080, "/provider"). Only IP literals: the
 /// harness's world listens on loopback addresses, never on names.
 pub(super) fn split_url(url: &str) -> Option<(SocketAddr, String)> {
@@ -105,6 +123,18 @@ mod tests {
         assert_eq!(split_url("http://127.0.0.1:41000"), Some((at("127.0.0.1:41000"), "/".to_owned())));
         assert_eq!(split_url("http://127.0.0.1:41000/policy"), Some((at("127.0.0.1:41000"), "/policy".to_owned())));
         assert_eq!(split_url("http://localhost:41000"), None);
+    }
+
+    #[test]
+    fn declared_services_are_read_from_their_address_variables() {
+        let vars = [
+            ("KILLPOINT_SERVICE_KV_ADDR", "127.0.0.1:42000"),
+            ("KILLPOINT_SERVICE_KV_PORT", "42000"),
+            ("KILLPOINT_SERVICE_DATA_DIR", "/tmp/x"),
+            ("KILLPOINT_PROVIDER_URL", "http://127.0.0.1:41000/provider"),
+        ]
+        .map(|(n, v)| (n.to_owned(), v.to_owned()));
+        assert_eq!(service_addresses(vars.into_iter()), vec!["127.0.0.1:42000".parse::<SocketAddr>().unwrap()]);
     }
 
     #[test]

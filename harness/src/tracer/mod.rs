@@ -20,7 +20,8 @@
 //!
 //! The parts, a file each: the point vocabulary the harness reads (`point`), the environment
 //! (`config`), the traced-call table and its filter (`seccomp`), starting the program (`launch`),
-//! the wait loop (`ptrace`), which calls are points (`classify`, reading the tracee's arguments
+//! the wait loop (`ptrace`), what the runtime does outside its data dir and the world (`escape`,
+//! not crash points: reported in a file), which calls are points (`classify`, reading the tracee's arguments
 //! through `memory` and `sockets`), the HTTP bytes on a world socket (`exchange`), the socket
 //! protocol (`announce`), the errors (`error`) and the count printed at exit (`tally`).
 //!
@@ -30,6 +31,7 @@ mod announce;
 mod classify;
 mod config;
 mod error;
+mod escape;
 mod exchange;
 mod launch;
 mod memory;
@@ -40,8 +42,9 @@ mod sockets;
 mod state;
 mod tally;
 
-pub use config::{Config, WorldUrl};
+pub use config::{Config, ESCAPES_VARIABLE, WorldUrl};
 pub use error::{NOT_PERMITTED_EXIT, TracerError};
+pub use escape::{Escape, EscapeKind, read_escapes};
 pub use launch::run;
 pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 pub use seccomp::Call;

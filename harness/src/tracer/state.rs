@@ -3,7 +3,7 @@
 //! (`classify`) and the socket protocol (`announce`) each add their methods to [`Tracer`]; the
 //! type lives here so that none of those files has to import another.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::BufReader;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
@@ -73,6 +73,8 @@ pub(super) struct Tracer {
     pub(super) n: u64,
     /// Whether the program has exec'd: until then, its end means it never started.
     pub(super) exec_seen: bool,
+    /// The places of the escapes reported so far (see `escape`): each is reported once.
+    pub(super) escapes: HashSet<String>,
 }
 
 impl Tracer {
@@ -88,6 +90,7 @@ impl Tracer {
             exchanges: HashMap::new(),
             n: 0,
             exec_seen: false,
+            escapes: HashSet::new(),
         }
     }
 }

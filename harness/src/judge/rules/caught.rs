@@ -98,6 +98,10 @@ pub const CAUGHT: &[Caught] = &[
     caught("reask-on-recovery", "model_decides", &["§3-8", "§4-10", "§4-11", "§4-13", "§5-1", "§12-3", "§12-4"]),
     // A task's call without `_killpoint`: not the model's answer, unchanged (§12-2).
     caught("strip-private-arguments", "model_decides", &["§12-2"]),
+    // Seen by the tracer, which a machine crash runs under: a file beside the data dir (§2-2), a
+    // socket connected to a documentation address (§2-5).
+    caught("cache-outside-data-dir", "after_submit", &["§2-2"]),
+    caught("phone-home", "after_submit", &["§2-5"]),
 ];
 
 /// The proofs that `rule`'s check can fail: (variant, scenario) for each catch that breaks it.

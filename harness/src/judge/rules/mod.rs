@@ -16,7 +16,7 @@ mod contract;
 mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
-pub use table::{Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule};
+pub use table::{Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule, TRACED_RULES};
 
 use crate::model::crash::Crash;
 use crate::model::invariant::Invariant;
@@ -74,7 +74,13 @@ pub fn document() -> Result<String, Vec<String>> {
                     (true, false) => elsewhere.join("; "),
                     (true, true) => "**none yet**".to_owned(),
                 };
-                let only = if MACHINE_CRASH_RULES.contains(&rule.id) { ", in machine-crash runs only" } else { "" };
+                let only = if MACHINE_CRASH_RULES.contains(&rule.id) {
+                    ", in machine-crash runs only"
+                } else if TRACED_RULES.contains(&rule.id) {
+                    ", in traced runs only (`--points syscalls`, `--crash machine`)"
+                } else {
+                    ""
+                };
                 (format!("{}{only}", names.join(", ")), proof)
             }
             Check::Harness(how) => (format!("the harness: {how}"), "—".to_owned()),
@@ -171,7 +177,9 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                             wanted.join(" or ")
                         ),
                     };
-                    let crash = if machine { " under --crash machine" } else { "" };
+                    // A traced rule's standard catches are machine crashes (which always trace):
+                    // only their passes exercise it.
+                    let crash = if machine || TRACED_RULES.contains(&rule.id) { " under --crash machine" } else { "" };
                     (RuleStatus::NotExercised, Some(format!("needs a full pass of {wanted}{crash}")))
                 };
                 RuleOutcome { id: rule.id, status, invariants: invariants.to_vec(), note }

@@ -27,6 +27,10 @@ pub struct Rule {
 
 use Invariant::*;
 
+/// Rules only a traced run judges (the tracer sees the runtime's files and connections): a
+/// verdict of a run without it says nothing of them. `--crash machine` always traces.
+pub const TRACED_RULES: &[&str] = &["§2-2", "§2-5"];
+
 /// Rules a process kill cannot show held, since it keeps the page cache: only verdicts of
 /// machine-crash runs (`--crash machine`) verify or violate them.
 pub const MACHINE_CRASH_RULES: &[&str] = &["§7-6", "§7-7"];
@@ -52,12 +56,7 @@ pub const RULES: &[Rule] = &[
             "the harness refuses a runtime that declares another version (a harness-side check); it never starts a runtime with a version it does not speak",
         ),
     },
-    Rule {
-        id: "§2-2",
-        check: Check::NotChecked(
-            "the harness cannot see where a process writes; state kept elsewhere survives its restarts too. Syscall tracing (`--points syscalls`) will see it",
-        ),
-    },
+    Rule { id: "§2-2", check: by(&[Sandboxed]) },
     Rule {
         id: "§2-3",
         check: Check::Harness(
@@ -65,12 +64,7 @@ pub const RULES: &[Rule] = &[
         ),
     },
     Rule { id: "§2-4", check: by(&[IntentDurable]) },
-    Rule {
-        id: "§2-5",
-        check: Check::NotChecked(
-            "needs a network namespace (privileges) to observe; all the fake world's addresses are loopback",
-        ),
-    },
+    Rule { id: "§2-5", check: by(&[Sandboxed]) },
     Rule { id: "§2-6", check: by(&[Ready]) },
     Rule {
         id: "§2-7",

@@ -177,6 +177,10 @@ impl Tracer {
         }
         .map_err(|e| named(&socket, e))?;
         env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));
+        // Every incarnation's tracer appends what the runtime did outside its data dir and the
+        // world to one file of the run, which the judge reads (`sandboxed`).
+        let escapes = artifacts.path().join(crate::run::traced::ESCAPES_FILE);
+        env.push((crate::tracer::ESCAPES_VARIABLE.to_owned(), escapes.display().to_string()));
         let mut args = vec!["--".to_owned(), target.program.display().to_string()];
         args.extend(target.args.iter().cloned());
         Ok((Tracer { tracing: Some(traced), reached: Some(reached) }, Target { program: tracer, args }))

@@ -30,6 +30,23 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 /// The variable that tells the tracer where to announce its points.
 pub const SOCKET_VARIABLE: &str = "KILLPOINT_TRACE_SOCKET";
 
+/// The file in a traced run's directory where every incarnation's tracer appends what the runtime
+/// wrote outside its data dir or contacted outside the world (`tracer::Escape`); absent when it
+/// did neither.
+pub const ESCAPES_FILE: &str = "escapes.jsonl";
+
+/// What the runtime of a run did outside its data dir and the world, every incarnation's (in
+/// the order seen; one place once).
+pub fn escapes(run_dir: &Path) -> Vec<crate::tracer::Escape> {
+    let mut seen = Vec::new();
+    for escape in crate::tracer::read_escapes(&run_dir.join(ESCAPES_FILE)) {
+        if !seen.contains(&escape) {
+            seen.push(escape);
+        }
+    }
+    seen
+}
+
 /// `killpoint-tracer` beside the running executable (or `KILLPOINT_TRACER`), if it is there.
 pub fn tracer_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("KILLPOINT_TRACER") {
