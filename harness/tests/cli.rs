@@ -145,8 +145,14 @@ fn an_interpreters_missing_script_is_one_message_and_exit_2() {
 #[test]
 fn an_older_contract_is_certified_by_its_own_rules() {
     let runtime = repository().join("tests/fixtures/contract6_runtime.py");
-    let refused =
-        killpoint().args(["certify", "--filter", "after_dispatch", "--runtime"]).arg(&runtime).output().unwrap();
+    // The refused run fails, and a failing run is kept: in a temp dir of this test's own.
+    let tmp = tempfile::tempdir().unwrap();
+    let refused = killpoint()
+        .args(["certify", "--filter", "after_dispatch", "--runtime"])
+        .arg(&runtime)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
     let (stdout, stderr) = text(&refused);
     assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("run it with `--contract killpoint-contract/6`"), "{stdout}\n{stderr}");
