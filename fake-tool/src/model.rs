@@ -169,10 +169,7 @@ pub(crate) async fn chat(State(model): State<Model>, headers: HeaderMap, body: a
     let decided = model.ask(&op, &question, conversation, incarnation);
     let ask = decided.ask;
     match decided.outcome {
-        Outcome::Refused(why) => {
-            (StatusCode::BAD_REQUEST, Json(json!({ "error": { "message": why, "type": "invalid_request_error" } })))
-                .into_response()
-        }
+        Outcome::Refused(why) => invalid_request(why),
         Outcome::Injected(injected, late) => {
             match (injected, late) {
                 (Injected::Late(ms), Some(answer)) => {
@@ -296,6 +293,11 @@ fn refuse(
         },
         incarnation,
     );
+    invalid_request(why)
+}
+
+/// A question the model cannot answer, as OpenAI's API refuses one: `400` with its error shape.
+fn invalid_request(why: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({ "error": { "message": why, "type": "invalid_request_error" } })))
         .into_response()
 }
