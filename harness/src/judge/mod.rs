@@ -56,6 +56,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             exercises: Vec::new(),
             coverage,
             error,
+            unreachable: Vec::new(),
             reasked: Vec::new(),
         };
     }
@@ -98,6 +99,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         exercises,
         coverage,
         error: scenario_mistake(scenario, &unreachable),
+        unreachable: unreachable.iter().map(|(i, _)| *i).collect(),
         reasked,
     }
 }

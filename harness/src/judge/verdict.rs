@@ -65,8 +65,15 @@ pub struct Verdict {
     pub exercises: Vec<&'static str>,
     /// One entry per fault of the scenario, in file order.
     pub coverage: Vec<Coverage>,
-    /// The harness failed during the run (what failed): nothing was judged.
+    /// Why the run was not judged: the harness failed during it, or its scenario asked for a
+    /// `[[syscall_fault]]` whose address this run could not have (`judge/address.rs`, said with
+    /// where to count from).
     pub error: Option<String>,
+    /// The indexes of those unreachable `[[syscall_fault]]`s: explore, whose re-run of a
+    /// concurrent workload need not pass the point its record run did, counts such a case as not
+    /// reached, not as failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<usize>,
     /// Task operations whose model was asked for a decision more than once: a cost, reported,
     /// never a violation (CONTRACT.md section 12).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -90,8 +97,8 @@ pub enum Status {
     /// are not certified.
     Partial,
     Fail,
-    /// The harness itself failed (its run directory vanished, a log could not be written…): the
-    /// runtime was not judged, neither passed nor failed.
+    /// The run could not be judged (the harness failed, or the scenario asked for a crash point
+    /// the run could not have): the runtime neither passed nor failed.
     Error,
 }
 

@@ -311,6 +311,7 @@ mod tests {
                 violations: vec![0],
             }],
             error: None,
+            unreachable: Vec::new(),
             reasked: Vec::new(),
         };
         let outcome = ScenarioOutcome {

@@ -312,6 +312,7 @@ mod tests {
             exercises,
             coverage: Vec::new(),
             error: None,
+            unreachable: Vec::new(),
             reasked: Vec::new(),
         };
         let twice =

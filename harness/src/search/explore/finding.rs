@@ -58,6 +58,9 @@ pub(super) fn case_status(verdict: &Verdict) -> CaseStatus {
     match verdict.status() {
         Status::Pass => CaseStatus::Pass,
         Status::Partial => CaseStatus::Partial,
+        // The case's crash point does not recur in this run (a concurrent workload's threads met
+        // in another order than in the record run): not reached, as a kill the run never passed.
+        Status::Error if !verdict.unreachable.is_empty() && verdict.violations.is_empty() => CaseStatus::NotReached,
         Status::Error => CaseStatus::Fail,
         Status::Fail
             if verdict.violations.iter().all(|v| v.invariant == crate::model::invariant::Invariant::FaultsReached) =>
@@ -101,4 +104,36 @@ fn own_faults_reached(workload: &Workload, run: &Run) -> bool {
     let kept = workload.base.faults.len();
     run.hits.iter().skip(kept).all(|hit| *hit != crate::run::driver::Hit::NotReached)
         && run.syscall_hits.iter().all(|hit| *hit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::Violation;
+    use crate::judge::rules::breach::breach;
+
+    fn verdict(unreachable: Vec<usize>, violations: Vec<Violation>) -> Verdict {
+        Verdict {
+            scenario: "concurrent_wave.syscall.after_result_write.charge.1.sync.2.before".into(),
+            probe: false,
+            crash: crate::model::crash::Crash::Machine,
+            violations,
+            exercises: Vec::new(),
+            coverage: Vec::new(),
+            error: (!unreachable.is_empty()).then(|| "[[syscall_fault]] 1 cannot be reached in this run".into()),
+            unreachable,
+            reasked: Vec::new(),
+        }
+    }
+
+    /// A re-run whose threads met in another order than the record run's need not pass the
+    /// case's crash point: not reached, like a kill never passed — not a failure with nothing
+    /// violated (CI saw `concurrent_wave` re-runs "fail" so, and disagree with their built states).
+    #[test]
+    fn a_crash_point_the_run_could_not_have_is_not_reached_unless_something_else_broke() {
+        assert_eq!(case_status(&verdict(vec![0], Vec::new())), CaseStatus::NotReached);
+        let twice = Violation::new(breach!(AtMostOnce, "§5-1"), Some("charge".into()), "twice".into(), Vec::new());
+        assert_eq!(case_status(&verdict(vec![0], vec![twice])), CaseStatus::Fail);
+        assert_eq!(case_status(&verdict(Vec::new(), Vec::new())), CaseStatus::Pass);
+    }
 }
