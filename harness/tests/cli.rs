@@ -217,6 +217,40 @@ fn explore_keeps_failing_cases_under_the_artifacts_dir() {
     assert!(!runs.is_empty() && runs.iter().all(|r| r.join("rerun.sh").is_file()), "{runs:?}\n{stdout}\n{stderr}");
 }
 
+/// Issue 32 item 8: piped (as in CI), explore and random say how far they have got: the rule
+/// for which lines come, a line for every failing case and one for the last case. Random used to
+/// say nothing between its first line and its last, 71 s apart in a user's log.
+#[test]
+fn piped_explore_and_random_say_how_far_they_have_got() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = "progress: a line per failing case, per 10 % of the cases, for the last one, and at least every 5 s";
+    let explore = killpoint()
+        .args(["explore", "--jobs", "1", "--out"])
+        .arg(dir.path().join("found"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .arg(repository().join("scenarios/before_dispatch.toml"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&explore);
+    assert_eq!(explore.status.code(), Some(0), "{stdout}\n{stderr}");
+    let ran = stdout.split("cases run: ").nth(1).and_then(|t| t.split(' ').next()).expect("the summary's count");
+    assert!(stderr.contains(rule) && stderr.contains(&format!("  {ran}/{ran} ")), "{stdout}\n{stderr}");
+    // Its failing run is kept in the temp dir: this test's own.
+    let random = killpoint()
+        .env("TMPDIR", dir.path())
+        .args(["random", "--cases", "30", "--seed", "7", "--out"])
+        .arg(dir.path().join("random"))
+        .arg("--runtime")
+        .arg(reference_runtime())
+        .args(["--", "--broken", "blind-retry"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&random);
+    assert_eq!(random.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains(rule) && stderr.contains("/30 FAILED: shrinking it"), "{stdout}\n{stderr}");
+}
+
 /// Issue 32 item 5: kept artifacts say what they take, and past `--keep-limit` a kept run keeps
 /// its evidence but not its data dir, saying so where it is and in the report.
 #[test]

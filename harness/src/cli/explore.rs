@@ -1,6 +1,7 @@
 //! `killpoint explore`: the workload killed at every boundary occurrence it passes; each failure
 //! written as a scenario file, then the summary of crash points found, run and pruned.
 
+use super::progress::PlainLines;
 use super::setup::{points, run_options, target};
 use super::{Runtime, Usage};
 use crate::run::driver::RunOptions;
@@ -75,7 +76,10 @@ impl ExploreCommand {
             workload.kept
         );
         let bar = progress_bar(self.quiet);
-        let plain = !self.quiet && bar.is_hidden();
+        let plain = (!self.quiet && bar.is_hidden()).then(PlainLines::new);
+        if plain.is_some() {
+            errln!("{}", super::progress::RULE);
+        }
         let started = Instant::now();
         // Each failure is written as it is found: an exploration interrupted or stopped later
         // keeps it. Where it went is said in the report at the end.
@@ -85,7 +89,7 @@ impl ExploreCommand {
                 let at = write_case(&self.out, finding, target, &replay);
                 written.lock().unwrap_or_else(|e| e.into_inner()).insert(finding.case.name(), at);
             }
-            show_progress(&bar, plain, finding, done, total, failures);
+            show_progress(&bar, plain.as_ref(), finding, done, total, failures);
         };
         let result = match explore::explore(scenario, target, &options, &progress) {
             Ok(r) => r,
@@ -207,7 +211,7 @@ fn replayed(finding: &Finding, target: &Target, options: &RunOptions, until: Ins
     replay::replay(&finding.scenario, target, options, &found, (replay::REPLAYS, until), &mut |_, _| {}).told()
 }
 
-/// A bar on a terminal; plain lines (one per failure, one per 10%) when piped, as in CI.
+/// A bar on a terminal; plain lines ([`PlainLines`]) when piped, as in CI.
 fn progress_bar(quiet: bool) -> ProgressBar {
     if quiet {
         ProgressBar::hidden()
@@ -223,13 +227,20 @@ fn progress_bar(quiet: bool) -> ProgressBar {
     }
 }
 
-/// One case done: the bar moved, and with `plain`, a line per failure and per 10%.
-fn show_progress(bar: &ProgressBar, plain: bool, finding: &Finding, done: usize, total: usize, failures: usize) {
+/// One case done: the bar moved, or with `plain`, a line when one is due.
+fn show_progress(
+    bar: &ProgressBar,
+    plain: Option<&PlainLines>,
+    finding: &Finding,
+    done: usize,
+    total: usize,
+    failures: usize,
+) {
     bar.set_length(total as u64);
     bar.set_position(done as u64);
     bar.set_message(format!("{failures} failure(s)"));
     let failed = finding.status() == CaseStatus::Fail;
-    if plain && (failed || done * 10 / total.max(1) != (done - 1) * 10 / total.max(1)) {
+    if plain.is_some_and(|lines| lines.due(done, total, failed)) {
         let status = if failed { "FAILED" } else { "ok" };
         errln!("  {done}/{total} {} {status} ({failures} failure(s) so far)", finding.case.name());
     }

@@ -14,6 +14,7 @@ pub mod check;
 pub mod explore;
 pub mod list;
 mod options;
+mod progress;
 pub mod random;
 pub mod run;
 mod setup;

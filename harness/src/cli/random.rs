@@ -1,12 +1,14 @@
 //! `killpoint random`: drawn workloads and fault schedules; the first that fails is shrunk and
 //! written as a scenario file.
 
+use super::progress::PlainLines;
 use super::setup::{run_options, target};
 use super::{Runtime, Usage};
 use crate::run::incarnation::Target;
-use crate::search::random::{self, RandomOptions};
+use crate::search::random::{self, RandomOptions, RunDone};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `killpoint random`: `cases` schedules drawn from `seed` (default: a new one), the shrunk
 /// failing case written under `out`.
@@ -27,7 +29,11 @@ fn search(target: &Target, runtime: &Runtime, cases: u32, seed: Option<u64>, out
         run: run_options(runtime),
     };
     outln!("random: {} case(s) against {}, seed {seed} (replay with --seed {seed})", cases, target.program.display());
-    let found = match random::search(target, &options) {
+    errln!("{}", super::progress::RULE);
+    let lines = PlainLines::new();
+    let shrinking = AtomicBool::new(false);
+    let tell = |done: RunDone| tell(&lines, &shrinking, cases, done);
+    let found = match random::search_telling(target, &options, &tell) {
         Ok(f) => f,
         Err(e) => {
             errln!("killpoint: {e}");
@@ -63,5 +69,20 @@ fn search(target: &Target, runtime: &Runtime, cases: u32, seed: Option<u64>, out
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A line on stderr for a run when one is due: a drawn case's, or once a case failed, the
+/// shrink's (every run after the first failure is one), which may take as long again.
+fn tell(lines: &PlainLines, shrinking: &AtomicBool, cases: u32, done: RunDone) {
+    if !shrinking.load(Ordering::Relaxed) {
+        if lines.due(done.run as usize, cases as usize, done.failed) {
+            let status = if done.failed { "FAILED: shrinking it" } else { "ok" };
+            errln!("  case {}/{cases} {status}", done.run);
+        }
+        shrinking.store(done.failed, Ordering::Relaxed);
+    } else if lines.due(0, usize::MAX, false) {
+        let status = if done.failed { "still fails" } else { "passes" };
+        errln!("  shrinking: run {}, the smaller case {status}", done.run);
     }
 }

@@ -60,14 +60,32 @@ impl Failure {
 /// Draws `options.cases` schedules and runs each against `target`; stops at the first that fails,
 /// shrinks it, writes it to `options.out` and says how to rerun it.
 pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<RandomOutcome> {
+    search_telling(target, options, &|_| {})
+}
+
+/// One run of a random search done: which (from 1), and whether it failed. Runs after the first
+/// failure are the shrink's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunDone {
+    pub run: u32,
+    pub failed: bool,
+}
+
+/// [`search`], telling `tell` of every run as it ends (a command line's progress).
+pub fn search_telling(
+    target: &Target,
+    options: &RandomOptions,
+    tell: &dyn Fn(RunDone),
+) -> std::io::Result<RandomOutcome> {
     let runs = AtomicU32::new(0);
     let started = Instant::now();
     // The report of the last failing run. The shrink returns the last case that failed, so this
     // is the report of the case it returns.
     let last = Mutex::new((String::new(), BTreeSet::new()));
     let minimal = shrunk(options, &|scenario| {
-        runs.fetch_add(1, Ordering::Relaxed);
+        let run = runs.fetch_add(1, Ordering::Relaxed) + 1;
         let checked = check(scenario, target, options, &last);
+        tell(RunDone { run, failed: checked.is_err() });
         if checked.is_err() {
             // Written as found, and again at each smaller case that still fails: a search
             // interrupted while it shrinks keeps its failure. A write that fails here fails again
