@@ -262,7 +262,7 @@ mod tests {
     fn small() -> (Certificate, Vec<ScenarioOutcome>) {
         let timeline = Timeline {
             events: vec![
-                event(1, Lane::Runtime, Kind::Plain, "harness   start incarnation 1"),
+                event(1, Lane::Harness, Kind::Plain, "harness   start incarnation 1"),
                 event(2, Lane::Policy, Kind::Plain, "policy    acme/alice tool charge_card (charge): allowed"),
                 event(
                     3,
@@ -270,8 +270,8 @@ mod tests {
                     Kind::Plain,
                     "provider  call charge_card for charge (call 1, key charge): applied charge_card-000001, answer held",
                 ),
-                event(4, Lane::Runtime, Kind::Kill, "harness   SIGKILL incarnation 1"),
-                event(5, Lane::Runtime, Kind::Restart, "harness   start incarnation 2"),
+                event(4, Lane::Harness, Kind::Kill, "harness   SIGKILL incarnation 1"),
+                event(5, Lane::Harness, Kind::Restart, "harness   start incarnation 2"),
                 event(
                     6,
                     Lane::Provider,
@@ -342,6 +342,8 @@ mod tests {
         assert!(html.contains("<li id=\"v-after_dispatch-0\" class=\"violation\" data-invariant=\"at_most_once\">"));
         assert!(html.contains("<g class=\"kill\">") && html.contains("<g class=\"restart\">"));
         assert!(html.contains("consumer ledger"), "one lane per consumer");
+        // Issue 32 item 8: what the harness did is on its own lane, not the runtime's.
+        assert!(html.contains("<td>harness</td><td>harness   SIGKILL incarnation 1</td>"), "{html}");
         assert!(html.contains("<a href=\"#s-after_dispatch\">after_dispatch</a>"), "the matrix links the scenario");
         assert!(!html.contains("<script"));
         insta::assert_snapshot!(html);

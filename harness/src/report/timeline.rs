@@ -11,7 +11,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case", tag = "lane", content = "destination")]
 pub enum Lane {
-    /// The runtime and what the harness did to it (starts, kills, submissions).
+    /// What the harness did (starts, kills, submissions, service faults, power losses).
+    Harness,
+    /// What the runtime announced (its boundaries) and its retry lines.
     Runtime,
     /// The model that decides for task operations.
     Model,
@@ -24,6 +26,7 @@ pub enum Lane {
 impl Lane {
     pub(crate) fn label(&self) -> String {
         match self {
+            Lane::Harness => "harness".into(),
             Lane::Runtime => "runtime".into(),
             Lane::Model => "model".into(),
             Lane::Provider => "provider".into(),
@@ -107,7 +110,11 @@ impl Timeline {
             self.events.iter().filter(|e| matches!(e.lane, Lane::Consumer(_))).map(|e| e.lane.clone()).collect();
         consumers.sort();
         consumers.dedup();
-        let mut lanes = vec![Lane::Runtime, Lane::Provider];
+        let used = |lane: Lane| self.events.iter().any(|e| e.lane == lane).then_some(lane);
+        let mut lanes: Vec<Lane> = used(Lane::Harness).into_iter().collect();
+        lanes.push(Lane::Runtime);
+        lanes.extend(used(Lane::Model));
+        lanes.push(Lane::Provider);
         lanes.extend(consumers);
         lanes.push(Lane::Policy);
         lanes
@@ -152,7 +159,17 @@ fn mark_event((mark, text): (&Mark, String)) -> TimelineEvent {
         Happening::ServiceRestarted { .. } => Kind::Restart,
         _ => Kind::Plain,
     };
-    TimelineEvent { seq: mark.seq, led_to: None, at_micros: mark.at_micros, lane: Lane::Runtime, kind, text }
+    TimelineEvent { seq: mark.seq, led_to: None, at_micros: mark.at_micros, lane: lane_of(&text), kind, text }
+}
+
+/// A mark's lane, from the party its words begin with (`harness   SIGKILL incarnation 1`,
+/// `runtime   before_dispatch charge …`: the text trace's column). What the harness did to a
+/// service is the harness's; a service's own exit, the runtime's (a service is part of it).
+fn lane_of(text: &str) -> Lane {
+    match text.split_once(' ') {
+        Some(("harness", _)) => Lane::Harness,
+        _ => Lane::Runtime,
+    }
 }
 
 fn entry_event(entry: &Entry) -> TimelineEvent {
@@ -276,6 +293,14 @@ mod tests {
         r#"{"log":"retry","retry":"delivery","operation_id":"charge","destination":"mailer","attempt":2,"reason":"killed before"}"#,
         "\n",
     );
+
+    /// Issue 32 item 8: the HTML's event table labelled what the harness did as the runtime's.
+    #[test]
+    fn a_mark_is_on_the_lane_of_the_party_that_did_it() {
+        assert_eq!(lane_of("harness   SIGKILL incarnation 1"), Lane::Harness);
+        assert_eq!(lane_of("runtime   before_dispatch charge attempt 1: resume"), Lane::Runtime);
+        assert_eq!(lane_of("service   temporal EXITED on its own (exit status: 1)"), Lane::Runtime);
+    }
 
     #[test]
     fn every_row_has_its_own_number_and_a_retry_is_drawn_before_its_request() {
