@@ -674,6 +674,33 @@ fn the_standard_certification_reads_the_same() {
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert_reads_the_same("certify_standard", &stdout);
+    let readme = readme_checklist();
+    assert_eq!(readme.len(), 8, "the seed's eight questions in README.md: {readme:?}");
+    assert_eq!(readme, checklist_answers(&stdout), "README.md's checklist table against `certify`'s");
+}
+
+/// (question, answer) of each row of README.md's checklist table.
+fn readme_checklist() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let rows = readme.lines().skip_while(|l| !l.starts_with("| question | answer |")).skip(2);
+    rows.take_while(|l| l.starts_with('|'))
+        .map(|row| {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            (cells[0].trim_start_matches("| ").to_owned(), cells[1].to_owned())
+        })
+        .collect()
+}
+
+/// (question, answer) of each line of certify's checklist: `  <answer>  <question>?`.
+fn checklist_answers(stdout: &str) -> Vec<(String, String)> {
+    let lines = stdout.lines().skip_while(|l| *l != "the seed's acceptance checklist:").skip(1);
+    lines
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   ") && l.ends_with('?'))
+        .map(|l| {
+            let (answer, question) = l.trim_start().split_once("  ").expect("an answer, then its question");
+            (question.trim().to_owned(), answer.to_owned())
+        })
+        .collect()
 }
 
 /// `killpoint explore` of a small workload: what was found and run (the per-case progress on
