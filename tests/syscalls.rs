@@ -618,6 +618,52 @@ fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
     assert!(verdict.error.is_none() && verdict.passed(), "{verdict:?}");
 }
 
+/// Issue 32 item 8: a kill between a dead consumer's retries is addressed by the delivery attempt
+/// it follows (`since = { boundary = "after_delivery_send", operation, destination, occurrence }`:
+/// the receive that completes the consumer's answer to that attempt), not by a request number
+/// counted by hand from the last boundary across every policy check and delivery in between.
+#[test]
+fn a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt() {
+    if tracing_refused() {
+        return;
+    }
+    let text = |since: &str| {
+        format!(
+            "description = \"d\"\n[runtime]\ndelivery_max_attempts = 3\nretry_base_ms = 10\n\
+             [[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\", \"mailer\"]\nexpect = \"succeeded\"\n\
+             [[consumer_fault]]\ndestination = \"mailer\"\n\
+             [[syscall_fault]]\nkind = \"request\"\nwhen = \"before\"\noccurrence = 2\nsince = {{ {since} }}\n"
+        )
+    };
+    let path = Path::new("scenarios/between_retries.toml");
+    let no_destination = Scenario::parse(path, &text("boundary = \"after_delivery_send\", operation = \"charge\""));
+    assert!(no_destination.is_err_and(|e| e.to_string().contains("needs the `destination`")));
+    let other = Scenario::parse(
+        path,
+        &text("boundary = \"after_delivery_send\", operation = \"charge\", destination = \"crm\""),
+    );
+    assert!(other.is_err_and(|e| e.to_string().contains("does not deliver to")));
+    // The second request after the mailer's second 503: its third attempt (after the policy check).
+    let scenario = Scenario::parse(
+        path,
+        &text("boundary = \"after_delivery_send\", operation = \"charge\", destination = \"mailer\", occurrence = 2"),
+    )
+    .expect("valid");
+    let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    assert!(verdict.passed() && run.syscall_hits == [true], "{story}");
+    let killed_at = run
+        .timeline
+        .iter()
+        .find(|m| matches!(m.happening, killpoint::run::driver::Happening::SyscallKill { .. }))
+        .map(|m| m.seq)
+        .unwrap_or_else(|| panic!("no kill at a system call: {story}"));
+    let to_mailer = |e: &&fake_tool::Entry| matches!(&e.event, fake_tool::Event::ConsumerReceipt { destination, .. } if destination == "mailer");
+    let before = run.ledger.iter().filter(to_mailer).filter(|e| e.seq < killed_at).count();
+    assert_eq!(before, 2, "killed before the mailer's third attempt: {story}");
+    assert!(story.contains("#2 since after_delivery_send #2 of charge to mailer"), "{story}");
+}
+
 /// §2-2 and §2-5 (`sandboxed`, issue 32): under the tracer, a runtime that writes a "cache" beside
 /// its data dir and one that connects a socket to an address outside the world are each reported
 /// for it alone, naming the path or the address; without the tracer nothing is seen, and nothing

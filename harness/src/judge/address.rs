@@ -38,7 +38,9 @@ fn why(fault: &SyscallFault, anchor: &Anchor, points: &[SyscallPoint]) -> Option
         if point.kind == fault.kind && point.when == fault.when {
             counted += 1;
         }
-        if let Some(next) = point.boundaries.last() {
+        // A delivery attempt's anchor starts only delivery counts again.
+        let restarts = |b: &&Anchor| anchor.is_delivery() || !b.is_delivery();
+        if let Some(next) = point.boundaries.iter().rev().find(restarts) {
             let kind = format!("{} {}", fault.kind.name(), fault.when.name());
             return Some(format!(
                 "`{anchor}` was reached at `{}`, and only {counted} `{kind}` point(s) came after it before `{next}` was reached at `{}`, where the count starts again (CONTRACT.md section 7): point #{} since `{anchor}` does not exist in this run. Count from `{next}` instead (the scenario's file, not the runtime)",

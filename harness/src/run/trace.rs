@@ -164,7 +164,9 @@ pub fn describe_mark(mark: &Mark) -> String {
             lost.join("; ")
         ),
         Happening::SyscallKill { incarnation, point } => {
-            let from = point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default();
+            let delivery = point.since_delivery.as_ref().map(|(a, n)| format!(", #{n} since {a}"));
+            let from =
+                point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default() + &delivery.unwrap_or_default();
             let boundaries: Vec<String> = point.boundaries.iter().map(|b| format!(" = {b}")).collect();
             format!(
                 "runtime   incarnation {incarnation} {} {} #{}{from} ({}){}: KILL",

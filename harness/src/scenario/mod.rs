@@ -373,7 +373,9 @@ fn is_first(n: &u32) -> bool {
 /// Where a syscall fault's count starts: the system call at which `boundary` was reached for the
 /// `occurrence`-th time for `operation` (CONTRACT.md section 7, "Boundaries at system calls").
 /// A world event, not a count from the ready line: it stays put when a runtime's threads do
-/// their other work a little earlier or later.
+/// their other work a little earlier or later. With a `destination`, the boundary is
+/// `after_delivery_send` and the anchor a delivery attempt: the receive that completes the
+/// consumer's answer to the `occurrence`-th delivery of `operation` to `destination`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Anchor {
@@ -381,6 +383,21 @@ pub struct Anchor {
     pub operation: String,
     #[serde(default = "first")]
     pub occurrence: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+}
+
+impl Anchor {
+    /// An anchor at a boundary of the tracer's table (no destination).
+    pub fn at(boundary: Boundary, operation: String, occurrence: u32) -> Anchor {
+        Anchor { boundary, operation, occurrence, destination: None }
+    }
+
+    /// A delivery attempt's anchor: its count starts again at the next attempt's (of any
+    /// delivery), and it starts no count again for an anchor at a boundary.
+    pub fn is_delivery(&self) -> bool {
+        self.destination.is_some()
+    }
 }
 
 fn first() -> u32 {
@@ -389,7 +406,11 @@ fn first() -> u32 {
 
 impl std::fmt::Display for Anchor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} #{} of {}", self.boundary, self.occurrence, self.operation)
+        write!(f, "{} #{} of {}", self.boundary, self.occurrence, self.operation)?;
+        match &self.destination {
+            Some(destination) => write!(f, " to {destination}"),
+            None => Ok(()),
+        }
     }
 }
 

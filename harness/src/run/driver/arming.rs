@@ -15,7 +15,7 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
     arm(world, scenario, probe, tracer_reaches);
     if let Some(traced) = traced.filter(|_| tracer_reaches) {
         let at_syscalls = scenario.faults.iter().enumerate().filter(|(_, f)| by_tracer(f)).map(|(index, f)| {
-            let at = Anchor { boundary: f.at, operation: f.operation.clone(), occurrence: f.occurrence };
+            let at = Anchor::at(f.at, f.operation.clone(), f.occurrence);
             BoundaryFault { index, at, freeze: f.action == Action::Freeze }
         });
         traced.arm_boundaries(at_syscalls.collect());

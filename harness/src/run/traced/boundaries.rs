@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 #[derive(Debug, Default, Clone)]
 pub(super) struct Boundaries {
     reached: HashMap<(Boundary, String), u32>,
+    /// Delivery attempts answered, by (operation, destination).
+    attempts: HashMap<(String, String), u32>,
     /// Idempotency key → operation, from the calls (a lookup by key names no operation).
     keys: HashMap<String, String>,
     /// `provider_ref` → operation, from the answers (a lookup by reference names none either).
@@ -90,6 +92,7 @@ impl Boundaries {
             Some(Peer::Provider) if (200..300).contains(&answer.status) => {
                 self.provider_answered(request, answer).into_iter().collect()
             }
+            Some(Peer::Consumers) => self.delivery_answered(request).into_iter().collect(),
             _ => Vec::new(),
         }
     }
@@ -155,7 +158,17 @@ impl Boundaries {
     fn reach(&mut self, boundary: Boundary, operation: String) -> Anchor {
         let count = self.reached.entry((boundary, operation.clone())).or_default();
         *count += 1;
-        Anchor { boundary, operation, occurrence: *count }
+        Anchor::at(boundary, operation, *count)
+    }
+
+    /// A consumer's answer to a delivery arrived: a delivery attempt's anchor (any status: a dead
+    /// consumer's retries are attempts too).
+    fn delivery_answered(&mut self, request: &HttpRequest) -> Option<Anchor> {
+        let op = operation_of(request)?;
+        let destination = destination_of(&request.path)?;
+        let count = self.attempts.entry((op.clone(), destination.clone())).or_default();
+        *count += 1;
+        Some(Anchor { destination: Some(destination), ..Anchor::at(Boundary::AfterDeliverySend, op, *count) })
     }
 }
 
@@ -167,6 +180,14 @@ fn operation_of(request: &HttpRequest) -> Option<String> {
         .or_else(|| body.pointer("/arguments/_killpoint/operation"))
         .and_then(|v| v.as_str())
         .map(str::to_owned)
+}
+
+/// The destination a delivery is sent to: `…/consumers/<destination>/events` (CONTRACT.md §6).
+fn destination_of(path: &str) -> Option<String> {
+    let path = path.split('?').next()?;
+    let rest = path.strip_suffix("/events")?;
+    let (_, destination) = rest.rsplit_once('/')?;
+    (!destination.is_empty()).then(|| percent_decode(destination))
 }
 
 /// The key a lookup asks about: `…/effects?idempotency_key=K`.

@@ -100,6 +100,10 @@ pub struct SyscallPoint {
     /// the incarnation's ready line when no boundary was reached in it yet.
     pub occurrence: u32,
     pub since: Option<Anchor>,
+    /// The last delivery attempt answered since `since`, and this point's occurrence from it: a
+    /// second address (a `[[syscall_fault]]` `since` a delivery attempt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since_delivery: Option<(Anchor, u32)>,
     /// The boundaries reached exactly at this point (CONTRACT.md section 7, "Boundaries at
     /// system calls"), each with its occurrence for its operation, counted across incarnations.
     pub boundaries: Vec<Anchor>,
@@ -418,6 +422,8 @@ type Counts = HashMap<(PointKind, When), u32>;
 struct Counting {
     from_ready: Counts,
     since: Option<(Anchor, Counts)>,
+    /// From the last delivery attempt answered, which starts no other count again.
+    since_delivery: Option<(Anchor, Counts)>,
 }
 
 /// Where a point stands in its incarnation's counts.
@@ -428,6 +434,8 @@ struct Counted {
     anchor: Option<Anchor>,
     /// Its occurrence from `anchor` (from the ready line without one).
     occurrence: u32,
+    /// The last delivery attempt answered since then, and its occurrence from it.
+    delivery: Option<(Anchor, u32)>,
 }
 
 impl Counting {
@@ -438,15 +446,31 @@ impl Counting {
             *count += 1;
             *count
         };
-        let (anchor, occurrence) = match &mut self.since {
-            Some((anchor, counts)) => {
+        let since = |counting: &mut Option<(Anchor, Counts)>| {
+            counting.as_mut().map(|(anchor, counts)| {
                 let count = counts.entry(key).or_default();
                 *count += 1;
-                (Some(anchor.clone()), *count)
-            }
+                (anchor.clone(), *count)
+            })
+        };
+        let (anchor, occurrence) = match since(&mut self.since) {
+            Some((anchor, count)) => (Some(anchor), count),
             None => (None, from_ready_count),
         };
-        Counted { from_ready: from_ready_count, anchor, occurrence }
+        let delivery = since(&mut self.since_delivery);
+        Counted { from_ready: from_ready_count, anchor, occurrence, delivery }
+    }
+
+    /// The boundaries `point` reached start their counts again: a boundary's, every count; a
+    /// delivery attempt's, its own.
+    fn reached(&mut self, boundaries: &[Anchor]) {
+        if let Some(last) = boundaries.iter().rev().find(|a| !a.is_delivery()) {
+            self.since = Some((last.clone(), HashMap::new()));
+            self.since_delivery = None;
+        }
+        if let Some(last) = boundaries.iter().rev().find(|a| a.is_delivery()) {
+            self.since_delivery = Some((last.clone(), HashMap::new()));
+        }
     }
 }
 
@@ -461,7 +485,7 @@ impl Shared {
         crash_state: CrashState,
         counts: &mut Counting,
     ) -> (SyscallPoint, Option<(Reached, bool)>) {
-        let Counted { from_ready: from_ready_count, anchor, occurrence } = counts.count(point);
+        let Counted { from_ready: from_ready_count, anchor, occurrence, delivery } = counts.count(point);
         let mut state = self.lock();
         let boundaries = state.boundaries.observe(point);
         let seen_point = SyscallPoint {
@@ -470,6 +494,7 @@ impl Shared {
             when: point.when,
             occurrence,
             since: anchor.clone(),
+            since_delivery: delivery.clone(),
             boundaries: boundaries.clone(),
             state: crash_state,
             what: describe(point),
@@ -482,14 +507,13 @@ impl Shared {
                 && f.when == point.when
                 && match &f.since {
                     None => f.incarnation() == incarnation && f.occurrence == from_ready_count,
+                    Some(a) if a.is_delivery() => delivery.as_ref() == Some(&(a.clone(), f.occurrence)),
                     Some(a) => anchor.as_ref() == Some(a) && f.occurrence == occurrence,
                 }
         };
         let syscall = (0..self.faults.len()).find(|&i| !state.hits[i] && matches(&self.faults[i]));
         let boundary = state.boundary_faults.iter().position(|(f, hit)| !hit && boundaries.contains(&f.at));
-        if let Some(last) = boundaries.last() {
-            counts.since = Some((last.clone(), HashMap::new()));
-        }
+        counts.reached(&boundaries);
         let reached = |target, inferred| Reached { target, point: seen_point.clone(), inferred, held: None };
         let fired = match (syscall, boundary) {
             (Some(i), _) => {

@@ -57,7 +57,8 @@ pub(super) fn select(scenario: &Scenario, seen: Vec<Seen>, pruning: bool) -> (Ve
 /// Splits system-call points into those to run and those that leave the same crash state as
 /// the point run before them (see [`crate::run::traced::CrashState`]: no durable change and no send
 /// to the world completed in between), each with that earlier point. A point where a boundary is
-/// reached is always run: it is the exact case the certificate names.
+/// reached is always run: it is the exact case the certificate names. (A delivery attempt's
+/// anchor is an address, not a boundary of the certificate: `[[fault]]`s kill there.)
 pub(super) fn prune_syscalls(
     points: Vec<&crate::run::traced::SyscallPoint>,
 ) -> (Vec<&crate::run::traced::SyscallPoint>, Vec<(SyscallFault, SyscallFault)>) {
@@ -65,7 +66,7 @@ pub(super) fn prune_syscalls(
     let mut pruned = Vec::new();
     for point in points {
         match kept.last() {
-            Some(earlier) if earlier.state == point.state && point.boundaries.is_empty() => {
+            Some(earlier) if earlier.state == point.state && point.boundaries.iter().all(|b| b.is_delivery()) => {
                 pruned.push((point.fault(), earlier.fault()));
             }
             _ => kept.push(point),
@@ -128,10 +129,8 @@ mod tests {
             when,
             occurrence,
             since: None,
-            boundaries: boundary
-                .map(|b| crate::scenario::Anchor { boundary: b, operation: "charge".into(), occurrence: 1 })
-                .into_iter()
-                .collect(),
+            since_delivery: None,
+            boundaries: boundary.map(|b| crate::scenario::Anchor::at(b, "charge".into(), 1)).into_iter().collect(),
             state: CrashState { durable, sent, synced: 0 },
             what: String::new(),
         };
