@@ -215,6 +215,11 @@ fn explore_keeps_failing_cases_under_the_artifacts_dir() {
     assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
     let runs: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().map(|e| e.path()).collect();
     assert!(!runs.is_empty() && runs.iter().all(|r| r.join("rerun.sh").is_file()), "{runs:?}\n{stdout}\n{stderr}");
+    // A written case's file does not hold the mode it ran in: the summary's command does.
+    assert!(
+        stderr.contains(" run FILE --runtime ") && stderr.contains(" -- --broken blind-retry` reruns one"),
+        "{stderr}"
+    );
 }
 
 /// Issue 32 item 8: piped (as in CI), explore and random say how far they have got: the rule

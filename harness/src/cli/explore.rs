@@ -190,8 +190,11 @@ impl ExploreCommand {
             return false;
         }
         let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+        // The mode a case ran in is not in its file (`--crash machine`, `--points syscalls`, the
+        // runtime's arguments): the command says it.
+        let command = crate::search::random::rerun_command(Path::new("FILE"), target, replay);
         errln!(
-            "{} failing case(s) written to {} (one scenario file each: `killpoint run FILE` reruns one)",
+            "{} failing case(s) written to {} (one scenario file each: `{command}` reruns one)",
             result.failures.len(),
             self.out.display()
         );
