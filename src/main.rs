@@ -184,6 +184,24 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     }
 }
 
+/// BROKEN (`cache-outside-data-dir`): a directory beside the data dir, a file in it, at every start.
+fn cache_outside(data_dir: &std::path::Path) -> Result<()> {
+    let mut name = data_dir.as_os_str().to_owned();
+    name.push("-cache");
+    let cache = std::path::PathBuf::from(name);
+    std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+    let started = cache.join("started");
+    std::fs::write(&started, std::process::id().to_string()).with_context(|| format!("writing {}", started.display()))
+}
+
+/// BROKEN (`phone-home`): a socket connected outside the world. UDP: nothing is sent; whether
+/// the system has a route there or not, the attempt is made (and its failure ignored).
+fn phone_home() {
+    if let Ok(socket) = std::net::UdpSocket::bind("0.0.0.0:0") {
+        let _ = socket.connect("192.0.2.1:80");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,23 +221,5 @@ mod tests {
         assert!(parse(&["--frobnicate"]).is_err());
         assert!(matches!(parse(&["--help"]), Ok(Command::Help)));
         assert!(matches!(parse(&["--list-broken"]), Ok(Command::ListBroken)));
-    }
-}
-
-/// BROKEN (`cache-outside-data-dir`): a directory beside the data dir, a file in it, at every start.
-fn cache_outside(data_dir: &std::path::Path) -> Result<()> {
-    let mut name = data_dir.as_os_str().to_owned();
-    name.push("-cache");
-    let cache = std::path::PathBuf::from(name);
-    std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
-    let started = cache.join("started");
-    std::fs::write(&started, std::process::id().to_string()).with_context(|| format!("writing {}", started.display()))
-}
-
-/// BROKEN (`phone-home`): a socket connected outside the world. UDP: nothing is sent; whether
-/// the system has a route there or not, the attempt is made (and its failure ignored).
-fn phone_home() {
-    if let Ok(socket) = std::net::UdpSocket::bind("0.0.0.0:0") {
-        let _ = socket.connect("192.0.2.1:80");
     }
 }

@@ -242,7 +242,7 @@ impl Model {
             let text = format!("Done: {} was called for {op}.", script.tool);
             return Decided { ask, outcome: Outcome::Answer(ModelAnswer::Text { text }) };
         }
-        if !question.offered.iter().any(|t| *t == script.tool) {
+        if !question.offered.contains(&script.tool) {
             let why = format!(
                 "the task of `{op}` needs the tool `{}`, and the request offers {:?}: offer the task's tools as functions (CONTRACT.md section 12)",
                 script.tool, question.offered

@@ -4,7 +4,8 @@
 //! killpoint certify [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint run SCENARIO.toml [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint bench [SCENARIO.toml] [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
-//! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [--json FILE] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint merge SHARD.json… [--json FILE] [--junit FILE]
 //! killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint check FILES…
 //! killpoint list boundaries|tools|invariants|variants
@@ -88,6 +89,14 @@ enum Command {
         "exit status: 0 when every case passed, 1 when one failed, 2 for a usage error"
     ))]
     Random(RandomArgs),
+    /// Merge `explore --shard K/N --json` records of one campaign into one record and one JUnit report
+    #[command(after_help = concat!(
+        "Shards of another workload, runtime, contract or mode are refused; a missing shard is named.\n\n",
+        "examples:\n",
+        "  killpoint merge shard-*.json --json campaign.json --junit campaign.xml\n\n",
+        "exit status: 0 when no case failed, 1 when one did, 2 when the records cannot be merged"
+    ))]
+    Merge(MergeArgs),
     /// Validate scenario files without running anything (for editors and pre-commit hooks)
     #[command(after_help = concat!(
         "Each mistake is printed as FILE:LINE:COL: message. The [[catches]] variant names are checked\n",
@@ -321,6 +330,28 @@ struct ExploreArgs {
     /// Run the scenario's workload N times over
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     operations: u32,
+    #[command(flatten)]
+    records: RecordArgs,
+}
+
+/// Where a campaign's records go (`explore`, `merge`).
+#[derive(Args, Debug, Clone)]
+struct RecordArgs {
+    /// Write every case (name, verdict, invariants violated, time) and what was explored as JSON: one shard's record for `killpoint merge`
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write every case as a JUnit test case (a case not reached is skipped)
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+struct MergeArgs {
+    /// The shards' records (`explore --shard K/N --json FILE`), every shard of one campaign
+    #[arg(value_name = "SHARD.json", required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    records: RecordArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -427,6 +458,10 @@ fn main() -> ExitCode {
         Command::Bench(args) => cli::bench::BenchCommand::from(args).run(),
         Command::Explore(args) => cli::explore::ExploreCommand::from(args).run(),
         Command::Random(args) => cli::random::random(&args.runtime.into(), args.cases, args.seed, &args.out),
+        Command::Merge(args) => cli::campaign::merge(
+            &args.files,
+            &cli::campaign::Records { json: args.records.json, junit: args.records.junit },
+        ),
         Command::Check(args) => cli::check::check(&args.files, args.runtime.as_deref()),
         Command::List(args) => cli::list::list(args.table.into(), args.runtime.as_deref()),
         Command::Completions(args) => {
@@ -534,6 +569,7 @@ impl From<ExploreArgs> for cli::explore::ExploreCommand {
             first_failure: a.first_failure,
             quiet: a.quiet,
             operations: a.operations,
+            records: cli::campaign::Records { json: a.records.json, junit: a.records.junit },
         }
     }
 }

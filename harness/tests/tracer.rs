@@ -86,7 +86,9 @@ fn a_write_under_the_data_dir_is_two_points() {
         traced_shell(&format!("{WRITE_F}; echo elsewhere > /dev/null; exit 3"), &data, KillAt::Never);
     assert_eq!(status.code(), Some(3), "the tracer exits with the program's status");
     let f = data.join("f").display().to_string();
-    let seen: Vec<(When, &str, PointKind, Option<&str>, Option<u64>, Option<i64>)> =
+    // (when, call, kind, path, bytes, ret) of each point.
+    type Seen<'a> = (When, &'a str, PointKind, Option<&'a str>, Option<u64>, Option<i64>);
+    let seen: Vec<Seen> =
         points.iter().map(|p| (p.when, p.call.as_str(), p.kind, p.path.as_deref(), p.bytes, p.ret)).collect();
     assert_eq!(
         seen,

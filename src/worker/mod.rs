@@ -67,7 +67,7 @@ enum Next {
 /// What one task does for its operation.
 enum Work {
     /// Take the operation as far as it can go now, starting with `Next`.
-    Execute(Operation, Next),
+    Execute(Box<Operation>, Next),
     /// Send these deliveries of the operation, in this order.
     Deliver(Vec<Delivery>),
 }
@@ -158,7 +158,7 @@ impl Worker {
         {
             for operation in store.operations_to_work(state)? {
                 if !self.in_flight.contains(&operation.id) && !self.shared.is_waiting(&operation) {
-                    self.start(Work::Execute(operation, next));
+                    self.start(Work::Execute(Box::new(operation), next));
                 }
             }
         }
@@ -207,7 +207,7 @@ impl Shared {
     async fn work(&self, work: Work) -> Result<()> {
         killpoint_probe::quiet();
         match work {
-            Work::Execute(operation, first) => self.drive(operation, first).await,
+            Work::Execute(operation, first) => self.drive(*operation, first).await,
             Work::Deliver(deliveries) => {
                 for delivery in deliveries {
                     self.deliver(delivery).await?;

@@ -1,6 +1,7 @@
 //! `killpoint explore`: the workload killed at every boundary occurrence it passes; each failure
 //! written as a scenario file, then the summary of crash points found, run and pruned.
 
+use super::campaign::Collected;
 use super::progress::PlainLines;
 use super::setup::{points, run_options, target};
 use super::{Runtime, Usage};
@@ -48,10 +49,17 @@ pub struct ExploreCommand {
     pub quiet: bool,
     /// `--operations`: the scenario's workload this many times over.
     pub operations: u32,
+    /// `--json`, `--junit`: every case's record, for a CI system (and `killpoint merge`).
+    pub records: super::campaign::Records,
 }
 
 impl ExploreCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
+        super::setup::reports_writable(&super::Output {
+            json: self.records.json.clone(),
+            junit: self.records.junit.clone(),
+            ..super::Output::default()
+        })?;
         let target = target(&self.runtime)?;
         let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?.with_copies(self.operations);
         let mut args = self.clone();
@@ -84,7 +92,11 @@ impl ExploreCommand {
         // Each failure is written as it is found: an exploration interrupted or stopped later
         // keeps it. Where it went is said in the report at the end.
         let written = Mutex::new(Written::new());
+        let collected = Collected::default();
         let progress = |finding: &Finding, done: usize, total: usize, failures: usize| {
+            if self.records.asked() {
+                collected.add(finding, &self.out);
+            }
             if finding.status() == CaseStatus::Fail {
                 let at = write_case(&self.out, finding, target, &replay);
                 written.lock().unwrap_or_else(|e| e.into_inner()).insert(finding.case.name(), at);
@@ -103,6 +115,12 @@ impl ExploreCommand {
         let written = written.into_inner().unwrap_or_else(|e| e.into_inner());
         let failed = self.report_failures(&result, target, &replay, written);
         print_summary(&result, elapsed);
+        if self.records.asked() {
+            let identity = super::campaign::identity(scenario, target, &options);
+            if !self.records.write(&collected.campaign(identity, self.shard, &result.failures)) {
+                return ExitCode::from(2);
+            }
+        }
         if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
     }
 

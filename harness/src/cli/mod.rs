@@ -9,6 +9,7 @@
 #[macro_use]
 pub mod console;
 pub mod bench;
+pub mod campaign;
 pub mod certify;
 pub mod check;
 pub mod explore;

@@ -40,10 +40,10 @@ impl Config {
         let mut data_dirs = Vec::new();
         if let Some(dir) = std::env::var_os("KILLPOINT_DATA_DIR") {
             let dir = PathBuf::from(dir);
-            if let Ok(canonical) = dir.canonicalize() {
-                if canonical != dir {
-                    data_dirs.push(canonical);
-                }
+            if let Ok(canonical) = dir.canonicalize()
+                && canonical != dir
+            {
+                data_dirs.push(canonical);
             }
             data_dirs.insert(0, dir);
         }

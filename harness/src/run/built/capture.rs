@@ -126,14 +126,18 @@ impl Capture {
                 self.world.requests_recorded(),
                 at.requests_sent
             );
-            Built::Unbuilt { point, reason: "the world had not recorded every request sent", why }
+            Built::Unbuilt { point: Box::new(point), reason: "the world had not recorded every request sent", why }
         } else if let Err(op) = self.timeline.settled_submissions(answers).await {
             let why = format!("the harness's submission of `{op}` had no answer within {ANSWER_SHOWS:?}");
-            Built::Unbuilt { point, reason: "a submission in flight (its answer may have been sent)", why }
+            Built::Unbuilt {
+                point: Box::new(point),
+                reason: "a submission in flight (its answer may have been sent)",
+                why,
+            }
         } else {
             match self.build(point.clone(), at) {
                 Ok(state) => Built::Ready(Box::new(state)),
-                Err(why) => Built::Unbuilt { point, reason: "the data dir could not be imaged", why },
+                Err(why) => Built::Unbuilt { point: Box::new(point), reason: "the data dir could not be imaged", why },
             }
         };
         let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());

@@ -107,7 +107,7 @@ pub enum Built {
     Ready(Box<BuiltState>),
     /// Its case is re-run: `reason` says which kind (for the summary's count), `why` in full.
     Unbuilt {
-        point: SyscallPoint,
+        point: Box<SyscallPoint>,
         reason: &'static str,
         why: String,
     },

@@ -115,7 +115,7 @@ fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool) {
                 revocations: if fault.action == Action::Kill { Vec::new() } else { revocations(scenario, fault) },
             }),
             Boundary::AfterProviderSuccess
-                if !probe && !(tracer_reaches && by_tracer(fault)) && reachable(scenario, fault, probe) =>
+                if !(probe || tracer_reaches && by_tracer(fault)) && reachable(scenario, fault, probe) =>
             {
                 world.arm_provider(ProviderFault {
                     operation: fault.operation.clone(),

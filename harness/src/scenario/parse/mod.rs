@@ -437,6 +437,33 @@ impl Source<'_> {
     }
 }
 
+/// Why `anchor` (a `[[syscall_fault]]`'s `since`, naming `op`) cannot be reached at a system
+/// call: a boundary outside the tracer's table, or a delivery attempt that names no destination
+/// of the operation.
+fn anchor_mistake(anchor: &crate::scenario::Anchor, op: &crate::scenario::Operation) -> Option<String> {
+    let delivery = anchor.boundary == Boundary::AfterDeliverySend;
+    match &anchor.destination {
+        None if delivery => Some(format!(
+            "`since` a delivery attempt (`after_delivery_send`) needs the `destination` it was sent to: one of {:?}",
+            op.destinations
+        )),
+        Some(_) if !delivery => Some(format!(
+            "`destination` belongs to a `since` at `after_delivery_send` (a delivery attempt), not at `{}`",
+            anchor.boundary
+        )),
+        Some(d) if !op.destinations.contains(d) => Some(format!(
+            "`since` names destination `{d}`, which operation `{}` does not deliver to (its destinations: {:?})",
+            op.id, op.destinations
+        )),
+        None if !anchor.boundary.at_syscall() => Some(format!(
+            "`since` needs a boundary reached at a system call ({}, or a delivery attempt: `after_delivery_send` with its `destination`), found `{}`",
+            Boundary::AT_SYSCALL.map(|b| format!("`{b}`")).join(", "),
+            anchor.boundary
+        )),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,32 +551,5 @@ mod tests {
         assert!(err.message.contains("unknown field `tol`"), "{}", err.message);
         let err = parse(&OK.replace("expect = \"succeeded\"\n", "")).unwrap_err();
         assert!(err.message.contains("missing field `expect`"), "{}", err.message);
-    }
-}
-
-/// Why `anchor` (a `[[syscall_fault]]`'s `since`, naming `op`) cannot be reached at a system
-/// call: a boundary outside the tracer's table, or a delivery attempt that names no destination
-/// of the operation.
-fn anchor_mistake(anchor: &crate::scenario::Anchor, op: &crate::scenario::Operation) -> Option<String> {
-    let delivery = anchor.boundary == Boundary::AfterDeliverySend;
-    match &anchor.destination {
-        None if delivery => Some(format!(
-            "`since` a delivery attempt (`after_delivery_send`) needs the `destination` it was sent to: one of {:?}",
-            op.destinations
-        )),
-        Some(_) if !delivery => Some(format!(
-            "`destination` belongs to a `since` at `after_delivery_send` (a delivery attempt), not at `{}`",
-            anchor.boundary
-        )),
-        Some(d) if !op.destinations.contains(d) => Some(format!(
-            "`since` names destination `{d}`, which operation `{}` does not deliver to (its destinations: {:?})",
-            op.id, op.destinations
-        )),
-        None if !anchor.boundary.at_syscall() => Some(format!(
-            "`since` needs a boundary reached at a system call ({}, or a delivery attempt: `after_delivery_send` with its `destination`), found `{}`",
-            Boundary::AT_SYSCALL.map(|b| format!("`{b}`")).join(", "),
-            anchor.boundary
-        )),
-        _ => None,
     }
 }

@@ -122,6 +122,7 @@ fn record_failure(workload: &Workload, plan: &Plan, story: &str) -> Finding {
         story: Some(story.to_owned()),
         own_faults_reached: true,
         built: false,
+        took: std::time::Duration::ZERO,
     }
 }
 

@@ -21,6 +21,8 @@ pub struct Finding {
     pub own_faults_reached: bool,
     /// It ran from a crash state built in the record run (only the recovery), not re-run.
     pub built: bool,
+    /// How long the case took, from its start (or its built state's) to its verdict.
+    pub took: std::time::Duration,
 }
 
 /// How one explored case ended.
@@ -50,6 +52,7 @@ impl Finding {
             story: self.story.clone(),
             own_faults_reached: self.own_faults_reached,
             built: self.built,
+            took: self.took,
         }
     }
 }
@@ -95,7 +98,8 @@ pub(super) fn finding_of(
     let story = failed.then(|| crate::report::story::story(&scenario, &verdict, &run));
     let own_faults_reached = own_faults_reached(workload, &run);
     let built = false;
-    (Finding { case: case.clone(), scenario, verdict, artifacts: None, story, own_faults_reached, built }, run)
+    let took = std::time::Duration::ZERO;
+    (Finding { case: case.clone(), scenario, verdict, artifacts: None, story, own_faults_reached, built, took }, run)
 }
 
 /// Whether the run reached every fault the case added to the workload: its kills follow the

@@ -45,8 +45,10 @@ pub(super) fn run_all(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { return };
+                    let started = std::time::Instant::now();
                     let played = play(workload, case, target, &run_options, shelf, keep_runs);
                     let outcome = played.map(|(mut finding, run, states)| {
+                        finding.took = started.elapsed();
                         let failed = finding.status() == CaseStatus::Fail;
                         if failed {
                             failures.fetch_add(1, Ordering::Relaxed);
