@@ -39,7 +39,8 @@
 //! - Temporal (`examples/temporal`, tests/frameworks/temporal.rs): its server is a service beside
 //!   the worker (`--services`); naive and corrected at `after_dispatch`, and both under
 //!   `[[service_fault]]`s that crash the server while the worker lives on, the corrected one also
-//!   while it reconciles and while it delivers.
+//!   while it reconciles and while it delivers; naive and corrected as a traced black box at
+//!   `after_provider_success`, where this machine allows tracing.
 //! - DBOS on PostgreSQL (`examples/dbos` with `postgres.toml`, tests/frameworks/dbos_pg.rs): the
 //!   server beside the worker as DBOS's system database; naive and corrected at `after_dispatch`,
 //!   the corrected one under Postgres crashes while it reconciles and while it delivers.

@@ -51,6 +51,7 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
                 scenario,
                 keep,
                 prepare: nothing,
+                probe: true,
             };
             Trial::test(case.name(), move || check(&case)).with_ignored_flag(ignored || !postgres)
         })

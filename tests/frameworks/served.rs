@@ -1,6 +1,7 @@
 //! What the trials of an example with a server beside its worker share (temporal.rs, dbos_pg.rs):
-//! a case (the example, its services file, a version, a scenario) run with the probe, one server
-//! per trial in the run's directory, and the checks every such trial makes.
+//! a case (the example, its services file, a version, a scenario) run with the probe or as a
+//! traced black box, one server per trial in the run's directory, and the checks every such trial
+//! makes.
 
 use killpoint::run::services::Services;
 use killpoint::{Run, RunOptions, Scenario, Target, Verdict, run_scenario};
@@ -31,6 +32,8 @@ pub struct Case {
     pub keep: &'static [&'static str],
     /// Made ready for this machine before the run (say, a binary's path as an argument).
     pub prepare: fn(&mut Services, &Path) -> Result<(), Failed>,
+    /// With the probe, or as a black box under killpoint-tracer (`--points syscalls`).
+    pub probe: bool,
 }
 
 /// What a case's run left to judge.
@@ -75,6 +78,8 @@ impl Case {
             services,
             artifacts_root: Some(root.path().to_owned()),
             ready_timeout: Duration::from_secs(60),
+            probe: self.probe,
+            syscalls: !self.probe,
             ..RunOptions::default()
         };
         let script = dir.join(format!("{}.py", self.version));

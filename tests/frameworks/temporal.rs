@@ -15,6 +15,11 @@
 //!   server handed out again found the charge, then wrote the success) and while the worker
 //!   delivers (after the success is written, and at the send to `mailer`); both pass, every
 //!   service fault fired.
+//! - `black_box::temporal::{naive,corrected}::after_provider_success`: no probe, under
+//!   killpoint-tracer (`--points syscalls`), the worker killed at the receive that completes the
+//!   provider's answer to `charge` (the scenario narrowed to it): the naive version fails
+//!   at_most_once, the server's retry of the activity (`activity attempt 2`), and the corrected
+//!   one passes. Ignored, with the reason on stderr, where this machine refuses tracing.
 
 use super::served::{self, Case, Row};
 use killpoint::Invariant;
@@ -25,7 +30,7 @@ use std::path::Path;
 /// The trials, run by `python` (the frameworks' virtualenv interpreter; `temporal` beside it).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
     let cases: [Row; 6] = [
-        ("naive", "after_dispatch", &["charge"], naive_after_dispatch),
+        ("naive", "after_dispatch", &["charge"], naive_retried),
         // `charge` (a lookup) and `sms` (none: paused) say it all.
         ("corrected", "after_dispatch", &["charge", "sms"], served::passes),
         ("corrected", "server_restart", &[], served::passes),
@@ -33,23 +38,41 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
         ("corrected", "server_restart_reconciliation", &[], served::passes),
         ("corrected", "server_restart_delivery", &[], served::passes),
     ];
-    cases
+    let case = |probe: bool, (version, scenario, keep, _): Row| Case {
+        trial: if probe { "temporal" } else { "black_box::temporal" },
+        root: root.to_owned(),
+        python: python.to_owned(),
+        example: "temporal",
+        services: "services.toml",
+        version,
+        scenario,
+        keep,
+        prepare: temporal_binary,
+        probe,
+    };
+    let mut trials: Vec<Trial> = cases
         .into_iter()
-        .map(|(version, scenario, keep, check)| {
-            let case = Case {
-                trial: "temporal",
-                root: root.to_owned(),
-                python: python.to_owned(),
-                example: "temporal",
-                services: "services.toml",
-                version,
-                scenario,
-                keep,
-                prepare: temporal_binary,
-            };
+        .map(|row| {
+            let (check, case) = (row.3, case(true, row));
             Trial::test(case.name(), move || check(&case)).with_ignored_flag(ignored)
         })
-        .collect()
+        .collect();
+    // As a black box: the kill where the worker has the provider's answer in memory only, found
+    // by the tracer at the receive that completes it; the server hands the activity out again.
+    let refused = killpoint::run::traced::permitted().err();
+    let traced: [Row; 2] = [
+        ("naive", "after_provider_success", &["charge"], naive_retried),
+        ("corrected", "after_provider_success", &["charge"], served::passes),
+    ];
+    for row in traced {
+        let (check, case) = (row.3, case(false, row));
+        if let Some(why) = &refused {
+            eprintln!("{}: ignored: this machine refuses tracing ({why})", case.name());
+        }
+        let untraced = ignored || refused.is_some();
+        trials.push(Trial::test(case.name(), move || check(&case)).with_ignored_flag(untraced));
+    }
+    trials
 }
 
 /// server.sh's argument: the `temporal` binary beside `python`, where PATH would not find it.
@@ -66,7 +89,8 @@ fn temporal_binary(services: &mut Services, python: &Path) -> Result<(), Failed>
     Ok(())
 }
 
-fn naive_after_dispatch(case: &Case) -> Result<(), Failed> {
+/// The naive version fails at_most_once for `charge` because the server retried its activity.
+fn naive_retried(case: &Case) -> Result<(), Failed> {
     let outcome = case.run()?;
     let duplicated = outcome
         .verdict
@@ -77,13 +101,14 @@ fn naive_after_dispatch(case: &Case) -> Result<(), Failed> {
     let retried = outcome.logs.contains("charge: call_tool, activity attempt 2");
     if !duplicated || !retried {
         return Err(format!(
-            "examples/temporal/naive.py was expected to fail at_most_once for `charge` (found: {duplicated}) because the server retried the activity (`activity attempt 2` in the worker's log, found: {retried}):\n{}\n{}",
-            outcome.story, outcome.logs
+            "examples/temporal/naive.py was expected to fail `{}` at_most_once for `charge` (found: {duplicated}) because the server retried the activity (`activity attempt 2` in the worker's log, found: {retried}):\n{}\n{}",
+            case.name(), outcome.story, outcome.logs
         )
         .into());
     }
     eprintln!(
-        "examples/temporal/naive.py fails `after_dispatch` as expected: at_most_once for charge, the server's retry of the activity"
+        "{}: examples/temporal/naive.py fails as expected: at_most_once for charge, the server's retry of the activity",
+        case.name()
     );
     Ok(())
 }
