@@ -57,6 +57,8 @@ mod agents;
 mod dbos_pg;
 #[path = "frameworks/installed.rs"]
 mod installed;
+#[path = "frameworks/pg_template.rs"]
+mod pg_template;
 #[path = "frameworks/served.rs"]
 mod served;
 #[path = "frameworks/temporal.rs"]
@@ -254,7 +256,9 @@ fn main() -> ExitCode {
         );
     }
     trials.extend(temporal::trials(&root, &python, !python_present));
-    trials.extend(dbos_pg::trials(&root, &python, !python_present));
+    // Made by the first trial that needs it; removed when this binary ends (after `run`).
+    let template = Arc::new(pg_template::Template::new());
+    trials.extend(dbos_pg::trials(&root, &python, !python_present, template.clone()));
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));

