@@ -38,7 +38,12 @@
 //!   agent loop differs: the tool call's answer and its record (`AGENT_LOOP`).
 //! - Temporal (`examples/temporal`, tests/frameworks/temporal.rs): its server is a service beside
 //!   the worker (`--services`); naive and corrected at `after_dispatch`, and both under
-//!   `[[service_fault]]`s that crash the server while the worker lives on.
+//!   `[[service_fault]]`s that crash the server while the worker lives on, the corrected one also
+//!   while it reconciles and while it delivers; naive and corrected as a traced black box at
+//!   `after_provider_success`, where this machine allows tracing.
+//! - DBOS on PostgreSQL (`examples/dbos` with `postgres.toml`, tests/frameworks/dbos_pg.rs): the
+//!   server beside the worker as DBOS's system database; naive and corrected at `after_dispatch`,
+//!   the corrected one under Postgres crashes while it reconciles and while it delivers.
 //! - `python_kit` (the kit's own tests), `installed_kit` (issue 21's fresh install and 40-line
 //!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
 //!
@@ -48,8 +53,14 @@
 
 #[path = "frameworks/agents.rs"]
 mod agents;
+#[path = "frameworks/dbos_pg.rs"]
+mod dbos_pg;
 #[path = "frameworks/installed.rs"]
 mod installed;
+#[path = "frameworks/pg_template.rs"]
+mod pg_template;
+#[path = "frameworks/served.rs"]
+mod served;
 #[path = "frameworks/temporal.rs"]
 mod temporal;
 #[path = "frameworks/venv.rs"]
@@ -245,6 +256,9 @@ fn main() -> ExitCode {
         );
     }
     trials.extend(temporal::trials(&root, &python, !python_present));
+    // Made by the first trial that needs it; removed when this binary ends (after `run`).
+    let template = Arc::new(pg_template::Template::new());
+    trials.extend(dbos_pg::trials(&root, &python, !python_present, template.clone()));
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));

@@ -18,6 +18,9 @@
 //!   comes back on the same port and data dir, the run goes on and passes, the trace and the
 //!   timeline say so, the next incarnation registers with the restarted server (which remembers
 //!   the earlier ones), and nothing is left.
+//! - `services::restarted_at_a_delivery`: a `[[service_fault]]` at `after_delivery_send` fires at
+//!   the send to its own `destination` (kv_restart_delivery.toml: `mailer`, sent after `ledger`),
+//!   and the run passes.
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Trial::test("services::never_ready", never_ready),
         Trial::test("services::dies_mid_run", dies_mid_run),
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
+        Trial::test("services::restarted_at_a_delivery", restarted_at_a_delivery),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -267,4 +271,24 @@ fn restarted_server_remembered(run: &Run) -> Result<(), Failed> {
         return Err(format!("expected three server starts and registrations {expected:?}; the log:\n{log}").into());
     }
     Ok(())
+}
+
+fn restarted_at_a_delivery() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let scenario = Scenario::load(&fixtures().join("kv_restart_delivery.toml")).expect("the fixture's scenario parses");
+    let (verdict, run) = run_scenario(&scenario, &worker(), &options("kv.toml", root.path()))?;
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    // The announcement the server went down at is the one marked right after its new start.
+    let restarted = run.timeline.iter().position(|m| matches!(m.happening, Happening::ServiceRestarted { .. }));
+    let at = restarted.and_then(|i| run.timeline[i + 1..].first()).map(|m| &m.happening);
+    let at_mailer = matches!(at, Some(Happening::Boundary { message, .. })
+        if message.boundary == killpoint::Boundary::AfterDeliverySend && message.destination.as_deref() == Some("mailer"));
+    if !verdict.passed() || run.service_hits != [true] || !at_mailer {
+        return Err(format!(
+            "expected a pass, with the service fault fired at `charge`'s send to `mailer` (fired: {:?}; the announcement after the restart: {at:?}):\n{story}",
+            run.service_hits
+        )
+        .into());
+    }
+    nothing_left(run, root.path())
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A DBOS workflow as a killpoint runtime, written the corrected way (expected to PASS).
 
-One workflow per operation, its workflow id the operation id, its steps recorded in DBOS's SQLite
-system database under KILLPOINT_DATA_DIR. After a crash DBOS recovers the workflow: it replays it,
+One workflow per operation, its workflow id the operation id, its steps recorded in DBOS's system
+database: SQLite under KILLPOINT_DATA_DIR, or PostgreSQL beside the worker when the harness runs
+one (`--services examples/dbos/postgres.toml`, KILLPOINT_SERVICE_POSTGRES_ADDR). After a crash DBOS recovers the workflow: it replays it,
 returning the outputs of the steps it recorded and running again the one that was interrupted.
 Everything else is the Python kit's contract shell (probe-kit/python, `killpoint_shell`):
 
@@ -38,11 +39,20 @@ def run(op_id):
         DBOS.start_workflow(operation, op_id).get_result(polling_interval_sec=0.05)
 
 
+def system_database():
+    """DBOS's system database: PostgreSQL beside the worker when the harness runs one
+    (postgres.toml: a fresh cluster per run), else SQLite in the worker's data dir."""
+    postgres = os.environ.get("KILLPOINT_SERVICE_POSTGRES_ADDR")
+    if postgres:
+        return f"postgresql://dbos@{postgres}/killpoint_dbos"
+    return f"sqlite:///{os.path.join(ks.running().env.data_dir, 'dbos.sqlite')}"
+
+
 def start():
     """Launches DBOS (after the ready line: its recovery may announce boundaries) and waits for
     the workflows it recovers, so that the worker never runs one of them a second time at once."""
     DBOS(config={"name": "killpoint-dbos",
-                 "system_database_url": f"sqlite:///{os.path.join(ks.running().env.data_dir, 'dbos.sqlite')}",
+                 "system_database_url": system_database(),
                  "log_level": "WARNING"})
     DBOS.launch()
     for pending in DBOS.list_workflows(status="PENDING"):

