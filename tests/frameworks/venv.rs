@@ -43,7 +43,10 @@ pub fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
             minutes(15),
             // `python -m pip`, not `bin/pip`: a virtualenv copied from another checkout keeps
             // scripts whose `#!` names the original, and would install there.
-            Command::new(venv.join("bin/python")).args(["-m", "pip", "install", "--quiet", "-r"]).arg(&requirements).arg(&kit),
+            Command::new(venv.join("bin/python"))
+                .args(["-m", "pip", "install", "--quiet", "-r"])
+                .arg(&requirements)
+                .arg(&kit),
             "pip install -r examples/frameworks/requirements.txt probe-kit/python",
         )
         .map_err(failed)?;
