@@ -18,6 +18,9 @@
 //!   comes back on the same port and data dir, the run goes on and passes, the trace and the
 //!   timeline say so, the next incarnation registers with the restarted server (which remembers
 //!   the earlier ones), and nothing is left.
+//! - `services::named_ports`: a service declaring `ports = ["admin", "node"]` (ports_server.py)
+//!   is given three distinct ports, binds each, and the worker is told each
+//!   (`KILLPOINT_SERVICE_KV_ADMIN_ADDR`, …); taken down and started again, it has the same three.
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Trial::test("services::never_ready", never_ready),
         Trial::test("services::dies_mid_run", dies_mid_run),
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
+        Trial::test("services::named_ports", named_ports),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -266,5 +270,39 @@ fn restarted_server_remembered(run: &Run) -> Result<(), Failed> {
     if serving != 3 || run.incarnations < 2 || registered != expected {
         return Err(format!("expected three server starts and registrations {expected:?}; the log:\n{log}").into());
     }
+    Ok(())
+}
+
+/// Starts ports.toml's service, checks what it was given against what the worker is told, takes
+/// it down and starts it again, and checks it had the same ports.
+fn named_ports() -> Result<(), Failed> {
+    use killpoint::run::services::Running;
+    use killpoint::scenario::ServiceFaultAction;
+    let root = tempfile::tempdir()?;
+    let (logs, services) = (root.path().join("logs"), options("ports.toml", root.path()).services);
+    std::fs::create_dir_all(&logs)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let (mut running, started) = Running::start(&services, root.path(), &logs).await;
+        started?;
+        let before = running.worker_env();
+        let down = running.take_down("kv", ServiceFaultAction::Kill).await?;
+        running.start_again(&down).await?;
+        let after = running.worker_env();
+        running.stop().await;
+        let given = std::fs::read_to_string(root.path().join("services/kv/ports"))
+            .map_err(|e| format!("expected the service to write the ports it was given: {e}"))?;
+        let port = |name: &str| before.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+        let told = [port("KILLPOINT_SERVICE_KV_ADMIN_PORT"), port("KILLPOINT_SERVICE_KV_NODE_PORT"), port("KILLPOINT_SERVICE_KV_PORT")];
+        let told = told.join(" ");
+        let distinct = told.split(' ').collect::<std::collections::BTreeSet<_>>().len() == 3;
+        let addr = port("KILLPOINT_SERVICE_KV_ADMIN_ADDR");
+        if given != format!("{told}\n{told}\n") || before != after || !distinct || !addr.ends_with(&port("KILLPOINT_SERVICE_KV_ADMIN_PORT")) {
+            return Err(format!(
+                "expected the service given the worker's three distinct ports (`{told}`) at both starts and the worker told the same before and after, found it given:\n{given}\nthe worker told {before:?}, then {after:?}"
+            ));
+        }
+        Ok::<(), String>(())
+    })?;
     Ok(())
 }
