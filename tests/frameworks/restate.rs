@@ -26,9 +26,12 @@ use std::time::{Duration, Instant};
 /// How long a process waits for another to install the server: npm downloading 220 MB.
 const INSTALL_DEADLINE: Duration = Duration::from_secs(10 * 60);
 
+/// What a trial asks of its case's run.
+type Check = fn(&Case) -> Result<(), Failed>;
+
 /// The trials, run by `python` (the frameworks' virtualenv interpreter).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
-    let cases: [(&str, &str, fn(&Case) -> Result<(), Failed>); 4] = [
+    let cases: [(&str, &str, Check); 4] = [
         ("naive", "after_dispatch", naive_after_dispatch),
         ("corrected", "after_dispatch", passes),
         ("corrected", "server_restart", passes),
