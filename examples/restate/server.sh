@@ -28,5 +28,9 @@ export RESTATE_DISABLE_TELEMETRY=true
 export RESTATE_ADMIN__DISABLE_WEB_UI=true
 export RESTATE_DEFAULT_NUM_PARTITIONS=1
 prefix="${1:-$(dirname "$0")/../../target/restate-server}"
-exec "$prefix/node_modules/.bin/restate-server" \
+# The platform's binary itself, as the package's node launcher (node_modules/.bin) would start it:
+# exec'd, it is the service's one process, and dies with the harness (its death signal is kept).
+case "$(uname -m)" in x86_64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) arch="$(uname -m)" ;; esac
+os="$(uname -s | tr '[:upper:]' '[:lower:]')"
+exec "$prefix/node_modules/@restatedev/restate-server-$os-$arch/bin/restate-server" \
     --no-logo --log-disable-ansi-codes true
