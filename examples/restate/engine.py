@@ -77,6 +77,11 @@ class Engine:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(path + ".tmp", path)
+            directory = os.open(os.path.dirname(path), os.O_RDONLY)
+            try:  # the rename too: a power loss must not take the port back
+                os.fsync(directory)
+            finally:
+                os.close(directory)
         with open(path) as f:
             return int(f.read())
 
