@@ -28,7 +28,7 @@ import restate  # noqa: E402
 from hypercorn.asyncio import serve  # noqa: E402
 from hypercorn.config import Config  # noqa: E402
 
-CONNECT_S = 30  # the server answers a second or so after its ingress port opens
+CONNECT_S = 30  # its admin API answers a moment after its ingress port opens (0.2-0.3 s here)
 RETRY = restate.InvocationRetryPolicy(initial_interval=timedelta(milliseconds=100),
                                       max_interval=timedelta(milliseconds=500))
 
@@ -53,6 +53,9 @@ class Engine:
         serving = asyncio.run_coroutine_threadsafe(
             serve(self.app, config, shutdown_trigger=lambda: asyncio.Future()), self.loop)
         serving.add_done_callback(lambda f: ks.log(f"the deployment stopped serving: {f.exception()!r}"))
+        self._register(port)
+
+    def _register(self, port):
         url = f"http://{os.environ['KILLPOINT_SERVICE_RESTATE_ADMIN_ADDR']}/deployments"
         body = json.dumps({"uri": f"http://127.0.0.1:{port}"}).encode()
         deadline = time.monotonic() + CONNECT_S
