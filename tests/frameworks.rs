@@ -44,6 +44,9 @@
 //! - DBOS on PostgreSQL (`examples/dbos` with `postgres.toml`, tests/frameworks/dbos_pg.rs): the
 //!   server beside the worker as DBOS's system database; naive and corrected at `after_dispatch`,
 //!   the corrected one under Postgres crashes while it reconciles and while it delivers.
+//! - Restate (`examples/restate`, tests/frameworks/restate.rs): its server (npm, installed once
+//!   into `target/restate-server`) is a service on three ports; naive and corrected at
+//!   `after_dispatch`, the corrected one under `[[service_fault]]`s that crash the server.
 //! - `python_kit` (the kit's own tests), `installed_kit` (issue 21's fresh install and 40-line
 //!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
 //!
@@ -59,6 +62,8 @@ mod dbos_pg;
 mod installed;
 #[path = "frameworks/pg_template.rs"]
 mod pg_template;
+#[path = "frameworks/restate.rs"]
+mod restate;
 #[path = "frameworks/served.rs"]
 mod served;
 #[path = "frameworks/temporal.rs"]
@@ -259,6 +264,7 @@ fn main() -> ExitCode {
     // Made by the first trial that needs it; removed when this binary ends (after `run`).
     let template = Arc::new(pg_template::Template::new());
     trials.extend(dbos_pg::trials(&root, &python, !python_present, template.clone()));
+    trials.extend(restate::trials(&root, &python, !python_present));
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));

@@ -21,6 +21,9 @@
 //! - `services::restarted_at_a_delivery`: a `[[service_fault]]` at `after_delivery_send` fires at
 //!   the send to its own `destination` (kv_restart_delivery.toml: `mailer`, sent after `ledger`),
 //!   and the run passes.
+//! - `services::named_ports`: a service declaring `ports = ["admin", "node"]` (ports_server.py)
+//!   is given three distinct ports, binds each, and the worker is told each
+//!   (`KILLPOINT_SERVICE_KV_ADMIN_ADDR`, …); taken down and started again, it has the same three.
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Trial::test("services::dies_mid_run", dies_mid_run),
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
         Trial::test("services::restarted_at_a_delivery", restarted_at_a_delivery),
+        Trial::test("services::named_ports", named_ports),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -291,4 +295,38 @@ fn restarted_at_a_delivery() -> Result<(), Failed> {
         .into());
     }
     nothing_left(run, root.path())
+}
+
+/// Starts ports.toml's service, checks what it was given against what the worker is told, takes
+/// it down and starts it again, and checks it had the same ports.
+fn named_ports() -> Result<(), Failed> {
+    use killpoint::run::services::Running;
+    use killpoint::scenario::ServiceFaultAction;
+    let root = tempfile::tempdir()?;
+    let (logs, services) = (root.path().join("logs"), options("ports.toml", root.path()).services);
+    std::fs::create_dir_all(&logs)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let (mut running, started) = Running::start(&services, root.path(), &logs).await;
+        started?;
+        let before = running.worker_env();
+        let down = running.take_down("kv", ServiceFaultAction::Kill).await?;
+        running.start_again(&down).await?;
+        let after = running.worker_env();
+        running.stop().await;
+        let given = std::fs::read_to_string(root.path().join("services/kv/ports"))
+            .map_err(|e| format!("expected the service to write the ports it was given: {e}"))?;
+        let port = |name: &str| before.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+        let told = [port("KILLPOINT_SERVICE_KV_ADMIN_PORT"), port("KILLPOINT_SERVICE_KV_NODE_PORT"), port("KILLPOINT_SERVICE_KV_PORT")];
+        let told = told.join(" ");
+        let distinct = told.split(' ').collect::<std::collections::BTreeSet<_>>().len() == 3;
+        let addr = port("KILLPOINT_SERVICE_KV_ADMIN_ADDR");
+        if given != format!("{told}\n{told}\n") || before != after || !distinct || !addr.ends_with(&port("KILLPOINT_SERVICE_KV_ADMIN_PORT")) {
+            return Err(format!(
+                "expected the service given the worker's three distinct ports (`{told}`) at both starts and the worker told the same before and after, found it given:\n{given}\nthe worker told {before:?}, then {after:?}"
+            ));
+        }
+        Ok::<(), String>(())
+    })?;
+    Ok(())
 }

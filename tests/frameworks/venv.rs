@@ -41,7 +41,12 @@ pub fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
             .map_err(failed)?;
         within(
             minutes(15),
-            Command::new(venv.join("bin/pip")).args(["install", "--quiet", "-r"]).arg(&requirements).arg(&kit),
+            // `python -m pip`, not `bin/pip`: a virtualenv copied from another checkout keeps
+            // scripts whose `#!` names the original, and would install there.
+            Command::new(venv.join("bin/python"))
+                .args(["-m", "pip", "install", "--quiet", "-r"])
+                .arg(&requirements)
+                .arg(&kit),
             "pip install -r examples/frameworks/requirements.txt probe-kit/python",
         )
         .map_err(failed)?;

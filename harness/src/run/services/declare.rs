@@ -6,11 +6,12 @@
 //! command = ["python3", "kv.py"]     # run in this file's directory
 //! ready = "port"                     # default; or a command that exits 0 once it is: ["pg_isready", "-h", "127.0.0.1"]
 //! ready_timeout_seconds = 10         # default 10
+//! ports = ["admin", "node"]          # default none: more ports besides its own, each named
 //! ```
 //!
 //! Every mistake is reported with the file, line and column, as a scenario file's are.
 
-use super::{Ready, Service, ServiceName, Services};
+use super::{PortName, Ready, Service, ServiceName, Services};
 use crate::scenario::line_col;
 use serde::Deserialize;
 use std::ops::Range;
@@ -44,7 +45,11 @@ struct ServiceFile {
     command: Spanned<Vec<String>>,
     ready: Option<Spanned<ReadyFile>>,
     ready_timeout_seconds: Option<Spanned<u64>>,
+    ports: Option<Spanned<Vec<Spanned<String>>>>,
 }
+
+/// At most this many named ports for one service: a server with a few listeners, not a range.
+const MAX_PORTS: usize = 8;
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -82,6 +87,7 @@ impl Services {
         let mut list: Vec<Service> = Vec::new();
         for service in file.services {
             let service = service.into_inner();
+            let name_span = service.name.span();
             let name = ServiceName::new(service.name.get_ref()).map_err(|m| at(Some(service.name.span()), m))?;
             if list.iter().any(|s| s.name == name) {
                 return Err(at(
@@ -103,7 +109,15 @@ impl Services {
                 None => DEFAULT_READY_SECONDS,
             };
             let ready_timeout = Duration::from_secs(seconds);
-            list.push(Service { name, program, args, dir: dir.clone(), ready, ready_timeout });
+            let ports = match service.ports {
+                None => Vec::new(),
+                Some(ports) => port_names(&ports).map_err(|(span, m)| at(Some(span), m))?,
+            };
+            let service = Service { name, program, args, dir: dir.clone(), ready, ready_timeout, ports };
+            if let Some(clash) = clashing_variable(&list, &service) {
+                return Err(at(Some(name_span.clone()), clash));
+            }
+            list.push(service);
         }
         Ok(Services { file: Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())), list })
     }
@@ -115,6 +129,42 @@ fn command(command: &[String]) -> Result<(PathBuf, Vec<String>), String> {
         Some((program, args)) if !program.is_empty() => Ok((PathBuf::from(program), args.to_vec())),
         _ => Err("expected command = [\"program\", \"argument\", …], found an empty command".into()),
     }
+}
+
+/// The declared port names: distinct, valid, at most [`MAX_PORTS`]; an error has the span to show.
+fn port_names(ports: &Spanned<Vec<Spanned<String>>>) -> Result<Vec<PortName>, (Range<usize>, String)> {
+    if ports.get_ref().len() > MAX_PORTS {
+        let found = ports.get_ref().len();
+        return Err((ports.span(), format!("expected at most {MAX_PORTS} ports, found {found}")));
+    }
+    let mut names: Vec<PortName> = Vec::new();
+    for port in ports.get_ref() {
+        let name = PortName::new(port.get_ref()).map_err(|m| (port.span(), m))?;
+        if names.contains(&name) {
+            return Err((port.span(), format!("a second port named `{name}`: names must differ")));
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// A worker variable of `service` that one of `earlier` has too (`a` with port `b_c`, `a_b` with
+/// port `c`: both `KILLPOINT_SERVICE_A_B_C_ADDR`), said as a message.
+fn clashing_variable(earlier: &[Service], service: &Service) -> Option<String> {
+    let variables = |s: &Service| -> Vec<String> {
+        let mut names = vec![s.name.variable("ADDR")];
+        names.extend(s.ports.iter().map(|p| s.name.port_variable(p, "ADDR")));
+        names
+    };
+    let mine = variables(service);
+    earlier.iter().find_map(|other| {
+        variables(other).into_iter().find(|v| mine.contains(v)).map(|v| {
+            format!(
+                "service `{}` and service `{}` would both set {v} for the worker: rename a service or a port",
+                other.name, service.name
+            )
+        })
+    })
 }
 
 fn readiness(ready: &ReadyFile) -> Result<Ready, String> {
@@ -151,6 +201,16 @@ mod tests {
         assert_eq!((&kv.ready, kv.ready_timeout), (&Ready::Port, Duration::from_secs(10)));
         assert_eq!(kv.dir, Path::new("/nowhere"));
         assert_eq!(kv.name.variable("PORT"), "KILLPOINT_SERVICE_KV_PORT");
+        assert!(kv.ports.is_empty());
+    }
+
+    #[test]
+    fn named_ports_are_kept_in_order_and_named_for_the_worker() {
+        let text = "[[service]]\nname = \"restate\"\ncommand = [\"x\"]\nports = [\"admin\", \"node\"]\n";
+        let restate = parse(text).unwrap().list.remove(0);
+        let names: Vec<&str> = restate.ports.iter().map(PortName::as_str).collect();
+        assert_eq!(names, ["admin", "node"]);
+        assert_eq!(restate.name.port_variable(&restate.ports[0], "ADDR"), "KILLPOINT_SERVICE_RESTATE_ADMIN_ADDR");
     }
 
     #[test]
@@ -180,6 +240,23 @@ mod tests {
             ),
             ("[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nport = 5\n", ":4:1: unknown field `port`"),
             ("", "/nowhere/services.toml: expected at least one [[service]] table"),
+            (
+                "[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nports = [\"admin\", \"Node\"]\n",
+                "/nowhere/services.toml:4:19: expected a port name",
+            ),
+            (
+                "[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nports = [\"admin\", \"admin\"]\n",
+                ":4:19: a second port named `admin`",
+            ),
+            (
+                "[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nports = [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"]\n",
+                ":4:9: expected at most 8 ports, found 9",
+            ),
+            (
+                "[[service]]\nname = \"a\"\ncommand = [\"x\"]\nports = [\"b_c\"]\n[[service]]\nname = \"a_b\"\ncommand = [\"y\"]\nports = [\"c\"]\n",
+                ":6:8: service `a` and service `a_b` would both set KILLPOINT_SERVICE_A_B_C_ADDR",
+            ),
+            ("[[service]]\nname = \"kv\"\ncommand = [\"x\"]\nports = \"admin\"\n", ":4:9: invalid type"),
         ];
         for (text, expected) in cases {
             let error = parse(text).expect_err(text).to_string();

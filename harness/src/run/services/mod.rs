@@ -49,6 +49,61 @@ pub struct Service {
     pub ready: Ready,
     /// How long from its start it has for its readiness check to pass.
     pub ready_timeout: Duration,
+    /// The ports it needs besides its own (`ports = ["admin", "node"]`): a server with an API,
+    /// an admin API and a port between its nodes (Restate) binds each where the harness says.
+    pub ports: Vec<PortName>,
+}
+
+/// The ports the harness picked for one service: its own, and one per name it declared. Kept
+/// across a `[[service_fault]]`, so that the worker's variables stay true.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ports {
+    pub main: u16,
+    pub named: Vec<(PortName, u16)>,
+}
+
+impl Ports {
+    /// Free ports on 127.0.0.1 for `names` besides the main one, all distinct: each listener is
+    /// held until every port is picked. The service binds them after the harness let them go, so
+    /// another process could take one in between — rare on loopback; the alternative (the service
+    /// reports the ports it bound) would ask every server for a ready line of its own.
+    pub fn pick(names: &[PortName]) -> std::io::Result<Ports> {
+        let bind = || std::net::TcpListener::bind("127.0.0.1:0");
+        let main = bind()?;
+        let held: Vec<_> = names.iter().map(|_| bind()).collect::<std::io::Result<_>>()?;
+        let mut named = Vec::new();
+        for (name, listener) in names.iter().zip(&held) {
+            named.push((name.clone(), listener.local_addr()?.port()));
+        }
+        Ok(Ports { main: main.local_addr()?.port(), named })
+    }
+}
+
+/// The name of a port a service declared: like a service's name, it is part of environment
+/// variables' names (`KILLPOINT_SERVICE_PORT_<NAME>`, `KILLPOINT_SERVICE_<SVC>_<NAME>_ADDR`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortName(String);
+
+impl PortName {
+    pub fn new(name: &str) -> Result<PortName, String> {
+        crate::model::service_name(name)
+            .map(|()| PortName(name.to_owned()))
+            .map_err(|_| format!("expected a port name of lower-case letters, digits and `_`, starting with a letter, at most 32 characters; found `{name}`"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn upper(&self) -> String {
+        self.0.to_ascii_uppercase()
+    }
+}
+
+impl std::fmt::Display for PortName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// When a service counts as ready.
@@ -91,6 +146,11 @@ impl ServiceName {
     /// The worker's variables for this service: `KILLPOINT_SERVICE_<NAME>_<what>`.
     pub fn variable(&self, what: &str) -> String {
         format!("KILLPOINT_SERVICE_{}_{what}", self.0.to_ascii_uppercase())
+    }
+
+    /// The worker's variables for port `port` of this service: `KILLPOINT_SERVICE_<NAME>_<PORT>_<what>`.
+    pub fn port_variable(&self, port: &PortName, what: &str) -> String {
+        self.variable(&format!("{}_{what}", port.upper()))
     }
 }
 

@@ -3,7 +3,7 @@
 //! a deadline). Dropped without a stop (an error, a panic), every group is still killed.
 
 use super::spawn::{Spawned, last_lines, spawn, spawn_on};
-use super::{Service, ServiceName, Services};
+use super::{Ports, Service, ServiceName, Services};
 use crate::run::incarnation::{describe_status, kill_group_and_token};
 use crate::scenario::ServiceFaultAction;
 use nix::unistd::Pid;
@@ -60,7 +60,7 @@ struct Started {
     /// As declared, to start it again after a `[[service_fault]]`.
     service: Service,
     name: ServiceName,
-    port: u16,
+    ports: Ports,
     waited: Duration,
     pgid: Pid,
     token: String,
@@ -101,7 +101,7 @@ impl Running {
     /// Keeps `spawned`, reaped by a task of its own that says when it exits: a new service, or
     /// (`again`) the one at that index started again.
     fn watch(&mut self, service: Service, spawned: Spawned, again: Option<usize>) {
-        let Spawned { name, port, pgid, token, mut child, log, waited } = spawned;
+        let Spawned { name, ports, pgid, token, mut child, log, waited } = spawned;
         let index = again.unwrap_or(self.started.len());
         let sender = self.sender.get_or_insert_with(|| {
             let (sender, receiver) = unbounded_channel();
@@ -113,7 +113,7 @@ impl Running {
             let status = describe_status(child.wait().await.ok());
             let _ = sender.send((index, status));
         });
-        let started = Started { service, name, port, waited, pgid, token, log, ended: None };
+        let started = Started { service, name, ports, waited, pgid, token, log, ended: None };
         match again {
             Some(index) => self.started[index] = started,
             None => self.started.push(started),
@@ -172,10 +172,11 @@ impl Running {
     }
 
     /// A `[[service_fault]]`'s second half: the service taken down started again on the same
-    /// data dir and port, ready (or why not).
+    /// data dir and ports, ready (or why not).
     pub async fn start_again(&mut self, down: &TakenDown) -> Result<ServiceStart, String> {
-        let (service, port) = (self.started[down.index].service.clone(), self.started[down.index].port);
-        let spawned = spawn_on(&service, &self.run_dir, &self.logs, port)
+        let (service, ports) = (self.started[down.index].service.clone(), self.started[down.index].ports.clone());
+        let port = ports.main;
+        let spawned = spawn_on(&service, &self.run_dir, &self.logs, ports)
             .await
             .map_err(|m| format!("service `{}` did not come back after its [[service_fault]]: {m}", service.name))?;
         let start = ServiceStart { name: service.name.to_string(), port, waited: spawned.waited };
@@ -184,16 +185,24 @@ impl Running {
     }
 
     pub fn started(&self) -> Vec<ServiceStart> {
-        self.started.iter().map(|s| ServiceStart { name: s.name.to_string(), port: s.port, waited: s.waited }).collect()
+        self.started
+            .iter()
+            .map(|s| ServiceStart { name: s.name.to_string(), port: s.ports.main, waited: s.waited })
+            .collect()
     }
 
     /// What every incarnation of the worker is told of the services (CONTRACT.md section 2):
-    /// `KILLPOINT_SERVICE_<NAME>_ADDR` (`127.0.0.1:PORT`) and `KILLPOINT_SERVICE_<NAME>_PORT`.
+    /// `KILLPOINT_SERVICE_<NAME>_ADDR` (`127.0.0.1:PORT`) and `KILLPOINT_SERVICE_<NAME>_PORT`, and
+    /// for each port a service declared, `KILLPOINT_SERVICE_<NAME>_<PORT>_ADDR` and `_PORT`.
     pub fn worker_env(&self) -> Vec<(String, String)> {
         let mut env = Vec::new();
         for s in &self.started {
-            env.push((s.name.variable("ADDR"), format!("127.0.0.1:{}", s.port)));
-            env.push((s.name.variable("PORT"), s.port.to_string()));
+            env.push((s.name.variable("ADDR"), format!("127.0.0.1:{}", s.ports.main)));
+            env.push((s.name.variable("PORT"), s.ports.main.to_string()));
+            for (named, port) in &s.ports.named {
+                env.push((s.name.port_variable(named, "ADDR"), format!("127.0.0.1:{port}")));
+                env.push((s.name.port_variable(named, "PORT"), port.to_string()));
+            }
         }
         env
     }

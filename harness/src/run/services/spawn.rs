@@ -1,7 +1,7 @@
 //! Starting one service: its data dir and port, its process (a group of its own, dying with the
 //! harness, carrying a token the watchdog sweeps), its log, and the wait for its readiness check.
 
-use super::{Ready, Service, ServiceName};
+use super::{Ports, Ready, Service, ServiceName};
 use crate::run::incarnation::{TOKEN_VARIABLE, describe_status, die_with_harness, kill_group_and_token, new_token};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ const POLL: Duration = Duration::from_millis(20);
 /// A service whose process is running and whose readiness check passed.
 pub(super) struct Spawned {
     pub(super) name: ServiceName,
-    pub(super) port: u16,
+    pub(super) ports: Ports,
     pub(super) pgid: Pid,
     pub(super) token: String,
     pub(super) child: Child,
@@ -30,18 +30,19 @@ pub(super) struct Spawned {
 /// for it to be ready. On an error nothing of it is left running: the message says what was
 /// waited for and shows its last lines.
 pub(super) async fn spawn(service: &Service, run_dir: &Path, logs: &Path) -> Result<Spawned, String> {
-    let port = free_port().map_err(|e| format!("no free port on 127.0.0.1 for it: {e}"))?;
-    spawn_on(service, run_dir, logs, port).await
+    let ports = Ports::pick(&service.ports).map_err(|e| format!("no free ports on 127.0.0.1 for it: {e}"))?;
+    spawn_on(service, run_dir, logs, ports).await
 }
 
-/// [`spawn`] on `port`: the first start's, or the one it had before a `[[service_fault]]` took it
-/// down (the worker's variables name it; its data dir is the same whatever the port).
-pub(super) async fn spawn_on(service: &Service, run_dir: &Path, logs: &Path, port: u16) -> Result<Spawned, String> {
+/// [`spawn`] on `ports`: the first start's, or those it had before a `[[service_fault]]` took it
+/// down (the worker's variables name them; its data dir is the same whatever the ports).
+pub(super) async fn spawn_on(service: &Service, run_dir: &Path, logs: &Path, ports: Ports) -> Result<Spawned, String> {
     let name = &service.name;
+    let port = ports.main;
     let data = run_dir.join("services").join(name.as_str());
     std::fs::create_dir_all(&data).map_err(|e| format!("cannot make its data dir {}: {e}", data.display()))?;
     let log = logs.join(format!("service-{name}.log"));
-    let env = environment(name, &data, port);
+    let env = environment(name, &data, &ports);
     let (out, err) = log_files(&log, &format!("--- killpoint: service {name} started on port {port} ---"))?;
 
     crate::run::incarnation::watchdog();
@@ -63,7 +64,7 @@ pub(super) async fn spawn_on(service: &Service, run_dir: &Path, logs: &Path, por
     let spawned_at = Instant::now();
     let child = command.spawn().map_err(|e| format!("cannot start `{}`: {e}", service.program.display()))?;
     let pgid = Pid::from_raw(child.id().map_or(0, |pid| pid as i32));
-    let mut spawned = Spawned { name: name.clone(), port, pgid, token, child, log, waited: Duration::ZERO };
+    let mut spawned = Spawned { name: name.clone(), ports, pgid, token, child, log, waited: Duration::ZERO };
     match wait_ready(&mut spawned.child, service, port, &env, &spawned.log).await {
         Ok(()) => {
             spawned.waited = spawned_at.elapsed();
@@ -80,22 +81,19 @@ pub(super) async fn spawn_on(service: &Service, run_dir: &Path, logs: &Path, por
 }
 
 /// The service's own variables (CONTRACT.md section 2, "Services"), besides the harness's
-/// environment it inherits.
-fn environment(name: &ServiceName, data: &Path, port: u16) -> Vec<(String, String)> {
-    vec![
+/// environment it inherits: one `KILLPOINT_SERVICE_PORT_<NAME>` per port it declared.
+fn environment(name: &ServiceName, data: &Path, ports: &Ports) -> Vec<(String, String)> {
+    let port = ports.main;
+    let mut env = vec![
         ("KILLPOINT_SERVICE_NAME".to_owned(), name.to_string()),
         ("KILLPOINT_SERVICE_DATA_DIR".to_owned(), data.display().to_string()),
         ("KILLPOINT_SERVICE_PORT".to_owned(), port.to_string()),
         ("KILLPOINT_SERVICE_LISTEN".to_owned(), format!("127.0.0.1:{port}")),
-    ]
-}
-
-/// A port nothing listens on right now, picked by the OS. The service binds it after the harness
-/// let it go, so another process could take it in between; the readiness check would then fail or
-/// pass for the wrong process. Rare on loopback, and the alternative (the service reports the
-/// port it bound) would ask every server for a ready line of its own.
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    ];
+    for (named, port) in &ports.named {
+        env.push((format!("KILLPOINT_SERVICE_PORT_{}", named.upper()), port.to_string()));
+    }
+    env
 }
 
 /// `program` as the service's directory has it: a relative path with a `/` is the file's
