@@ -13,6 +13,10 @@
 //! - `corrected::server_restart` (examples/restate/server_restart.toml): the server crashed twice
 //!   under the live worker, at `before_dispatch` and as the provider answers; it passes, every
 //!   service fault fired, and the server came back on the same three ports.
+//! - `corrected::server_restart_reconciliation` and `corrected::server_restart_delivery`
+//!   (examples/restate/server_restart_*.toml, as Temporal's and DBOS's): the server crashed while
+//!   the restarted worker reconciles a charge, and while the worker delivers; both pass, every
+//!   service fault fired.
 //! - `naive::server_restart`: fails at_most_once for `charge` and `ticket` with no kill of the
 //!   worker: the restarted server replayed a step whose result it had not journaled.
 //! - `machine::corrected::after_dispatch`: the worker's machine loses power (`--crash machine`,
@@ -39,10 +43,12 @@ type Check = fn(&Case) -> Result<(), Failed>;
 
 /// The trials, run by `python` (the frameworks' virtualenv interpreter).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
-    let cases: [(&str, &str, Crash, Check); 5] = [
+    let cases: [(&str, &str, Crash, Check); 7] = [
         ("naive", "after_dispatch", Crash::Process, naive_after_dispatch),
         ("corrected", "after_dispatch", Crash::Process, passes),
         ("corrected", "server_restart", Crash::Process, passes),
+        ("corrected", "server_restart_reconciliation", Crash::Process, passes),
+        ("corrected", "server_restart_delivery", Crash::Process, passes),
         ("naive", "server_restart", Crash::Process, naive_server_restart),
         ("corrected", "after_dispatch", Crash::Machine, passes),
     ];
