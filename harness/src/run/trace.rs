@@ -31,10 +31,12 @@ fn with_services_alive(timeline: &[Mark]) -> Vec<Line> {
 /// Each mark in words ([`describe_mark`]), a kill of the worker saying which services lived on
 /// through it: with services declared, a kill takes the worker alone, and the server decides what
 /// runs again. The text trace and the HTML timeline both say it.
+/// Under `--crash machine` a kill is a power loss of the machine: the services it took are said
+/// instead (the `ServicePowerLoss` marks that follow it).
 pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
     let mut alive: Vec<&str> = Vec::new();
     let mut texts = Vec::new();
-    for mark in timeline {
+    for (i, mark) in timeline.iter().enumerate() {
         let mut text = describe_mark(mark);
         match &mark.happening {
             Happening::ServiceStarted { service, .. } | Happening::ServiceRestarted { service, .. } => {
@@ -42,17 +44,38 @@ pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
             }
             Happening::ServiceExited { service, .. }
             | Happening::ServiceStopped { service }
-            | Happening::ServiceKilled { service, .. } => {
+            | Happening::ServiceKilled { service, .. }
+            | Happening::ServicePowerLoss { service, .. } => {
                 alive.retain(|s| s != service);
             }
             Happening::Killed { .. } if !alive.is_empty() => {
-                text.push_str(&format!(" (the worker only: service {} lives on)", alive.join(", ")));
+                let taken = taken_by_power_loss(&timeline[i + 1..]);
+                let lived: Vec<&str> = alive.iter().copied().filter(|s| !taken.contains(s)).collect();
+                if !taken.is_empty() {
+                    text.push_str(&format!(" (a power loss: service {} goes down with it)", taken.join(", ")));
+                }
+                if !lived.is_empty() {
+                    text.push_str(&format!(" (the worker only: service {} lives on)", lived.join(", ")));
+                }
             }
             _ => {}
         }
         texts.push(text);
     }
     texts
+}
+
+/// The services a power loss took with the kill just before `after`: its `ServicePowerLoss`
+/// marks, up to the next start of the worker.
+fn taken_by_power_loss(after: &[Mark]) -> Vec<&str> {
+    after
+        .iter()
+        .take_while(|m| !matches!(m.happening, Happening::Started { .. }))
+        .filter_map(|m| match &m.happening {
+            Happening::ServicePowerLoss { service, .. } => Some(service.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn entry_line(entry: &Entry) -> Line {
@@ -225,9 +248,27 @@ pub fn describe_mark(mark: &Mark) -> String {
                 fault + 1
             )
         }
+        Happening::ServicePowerLoss { service, status, lost, points, syncs } => {
+            let seen = format!("{points} system calls traced since its start, {syncs} of them syncs");
+            let kept = match lost.is_empty() {
+                true => "its data dir keeps what it synced, which was all it wrote".to_owned(),
+                false => format!("its data dir keeps only what it synced — {}", at_most(lost, 8)),
+            };
+            format!("harness   power loss takes service {service} too ({status}; {seen}): {kept}")
+        }
         Happening::ServiceRestarted { service, port, waited } => {
             format!("harness   start service {service} again on port {port}, same data dir (ready after {waited:.1?})")
         }
+    }
+}
+
+/// The first `n` of `lines` joined, and how many more (a server's data dir has hundreds of files:
+/// the whole list is in trace.jsonl).
+fn at_most(lines: &[String], n: usize) -> String {
+    let shown = lines[..lines.len().min(n)].join("; ");
+    match lines.len().saturating_sub(n) {
+        0 => shown,
+        more => format!("{shown}; and {more} more (trace.jsonl lists them)"),
     }
 }
 

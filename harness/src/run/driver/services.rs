@@ -8,16 +8,18 @@ use super::record::{Happening, Mark};
 use super::setup::Ground;
 use super::state::Driver;
 use crate::run::artifacts::Artifacts;
-use crate::run::services::{Running, ServiceExit, Services, Stop};
+use crate::run::services::{Machine, Running, ServiceExit, Services, Stop};
 
 /// The run's services started, with the marks of their starts; or, when one did not become
 /// ready, the timeline so far (starts and stops, the others killed) and why.
+/// With `machine`, each under the tracer, for the power losses of `--crash machine`.
 pub(super) async fn start(
     services: &Services,
     artifacts: &Artifacts,
     ground: &Ground,
+    machine: Option<Machine>,
 ) -> Result<(Running, Vec<Happening>), (Vec<Mark>, String)> {
-    let (mut running, started) = Running::start(services, artifacts.path(), &ground.logs).await;
+    let (mut running, started) = Running::start(services, artifacts.path(), &ground.logs, machine.as_ref()).await;
     let starts: Vec<Happening> = running
         .started()
         .into_iter()
@@ -67,6 +69,21 @@ impl Driver<'_> {
     pub(super) fn service_exited(&mut self, exit: ServiceExit) -> String {
         self.mark(Happening::ServiceExited { service: exit.name.clone(), status: exit.status.clone() });
         exited_message(&exit)
+    }
+
+    /// Machine-crash mode, the worker killed and its data dir rebuilt: the power loss took every
+    /// service too. Each is reaped, its data dir rebuilt to what it synced, and started again
+    /// before the worker, marked as such. An error (one that would not die, could not be
+    /// rebuilt, or did not come back) stops the run.
+    pub(super) async fn services_lose_power(&mut self) -> Result<(), String> {
+        for lost in self.services.lose_power().await? {
+            let service = lost.start.name.clone();
+            let (status, points, syncs) = (lost.status, lost.lost.points, lost.lost.syncs);
+            self.mark(Happening::ServicePowerLoss { service, status, lost: lost.lost.lost, points, syncs });
+            let (service, port, waited) = (lost.start.name, lost.start.port, lost.start.waited);
+            self.mark(Happening::ServiceRestarted { service, port, waited });
+        }
+        Ok(())
     }
 
     /// Stops the services at the end of the run (the worker is dead by now) and marks it; a
