@@ -252,23 +252,13 @@ pub fn describe_mark(mark: &Mark) -> String {
             let seen = format!("{points} system calls traced since its start, {syncs} of them syncs");
             let kept = match lost.is_empty() {
                 true => "its data dir keeps what it synced, which was all it wrote".to_owned(),
-                false => format!("its data dir keeps only what it synced — {}", at_most(lost, 8)),
+                false => format!("its data dir keeps only what it synced — {}", lost.join("; ")),
             };
             format!("harness   power loss takes service {service} too ({status}; {seen}): {kept}")
         }
         Happening::ServiceRestarted { service, port, waited } => {
             format!("harness   start service {service} again on port {port}, same data dir (ready after {waited:.1?})")
         }
-    }
-}
-
-/// The first `n` of `lines` joined, and how many more (a server's data dir has hundreds of files:
-/// the whole list is in trace.jsonl).
-fn at_most(lines: &[String], n: usize) -> String {
-    let shown = lines[..lines.len().min(n)].join("; ");
-    match lines.len().saturating_sub(n) {
-        0 => shown,
-        more => format!("{shown}; and {more} more (trace.jsonl lists them)"),
     }
 }
 
