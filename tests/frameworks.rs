@@ -39,6 +39,9 @@
 //! - Temporal (`examples/temporal`, tests/frameworks/temporal.rs): its server is a service beside
 //!   the worker (`--services`); naive and corrected at `after_dispatch`, and both under
 //!   `[[service_fault]]`s that crash the server while the worker lives on.
+//! - Postgres under `--crash machine` (tests/frameworks/postgres_power.rs): a worker whose whole
+//!   store is a Postgres service; a power loss takes both, and the server's default configuration
+//!   passes where `fsync=off` loses the accepted operation (`intent_durable`).
 //! - `python_kit` (the kit's own tests), `installed_kit` (issue 21's fresh install and 40-line
 //!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
 //!
@@ -50,6 +53,8 @@
 mod agents;
 #[path = "frameworks/installed.rs"]
 mod installed;
+#[path = "frameworks/postgres_power.rs"]
+mod postgres_power;
 #[path = "frameworks/temporal.rs"]
 mod temporal;
 #[path = "frameworks/venv.rs"]
@@ -245,6 +250,7 @@ fn main() -> ExitCode {
         );
     }
     trials.extend(temporal::trials(&root, &python, !python_present));
+    trials.extend(postgres_power::trials(&root, &python, !python_present));
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));
