@@ -87,7 +87,10 @@ fn passes(case: &Case) -> Result<(), Failed> {
     let root = tempfile::tempdir()?;
     let (verdict, run, story, trace) = case.run(root.path())?;
     if !verdict.passed() {
-        return Err(format!("with fsync on, every commit the worker waited for survives the power loss; expected a pass:\n{story}").into());
+        return Err(format!(
+            "with fsync on, every commit the worker waited for survives the power loss; expected a pass:\n{story}"
+        )
+        .into());
     }
     let kills = count(&run, |h| matches!(h, Happening::Killed { .. }));
     let lost = count(&run, |h| matches!(h, Happening::ServicePowerLoss { .. }));
@@ -98,7 +101,9 @@ fn passes(case: &Case) -> Result<(), Failed> {
     each_loss_restarts_the_service_first(&run, &story)?;
     let said = trace.iter().filter(|t| t.ends_with("(a power loss: service pg goes down with it)")).count();
     if said != kills || trace.iter().any(|t| t.contains("lives on")) {
-        return Err(format!("each kill in the trace must say the power loss took pg, none that it lived on:\n{story}").into());
+        return Err(
+            format!("each kill in the trace must say the power loss took pg, none that it lived on:\n{story}").into()
+        );
     }
     nothing_left(run, root.path())
 }
@@ -117,7 +122,10 @@ fn each_loss_restarts_the_service_first(run: &Run, story: &str) -> Result<(), Fa
             (Some(Happening::ServiceRestarted { port, .. }), Some(Happening::Started { .. })) if Some(*port) == first_port
         );
         if !in_order {
-            return Err(format!("after mark {i}, expected the service started again on port {first_port:?}, then the worker:\n{story}").into());
+            return Err(format!(
+                "after mark {i}, expected the service started again on port {first_port:?}, then the worker:\n{story}"
+            )
+            .into());
         }
     }
     Ok(())

@@ -5,8 +5,8 @@
 //! The harness starts each before the first incarnation, in a process group of its own outside
 //! the worker's, on a data dir of its own in the run's directory and a loopback port it picked;
 //! waits until its declared readiness check passes; tells every incarnation of the worker where
-//! it is; and kills and reaps it when the run ends. A kill of the worker never reaches a service:
-//! with services declared, every fault of a scenario is "the worker died, the server lived on".
+//! it is; and kills and reaps it when the run ends. In process-crash mode a kill of the worker
+//! never reaches a service: every fault of a scenario is "the worker died, the server lived on".
 //! A service that exits while the run goes on stops the run, said as such.
 //!
 //! In machine-crash mode (`--crash machine`) each service runs under `killpoint-tracer`, and a kill
