@@ -19,10 +19,12 @@ use libtest_mimic::{Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// A trial's check of its case.
+type Check = fn(&Case) -> Result<(), Failed>;
+
 /// The two trials, run by `python` (the frameworks' virtualenv's: psycopg).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
-    let cases: [(&str, &str, fn(&Case) -> Result<(), Failed>); 2] =
-        [("fsync_on", "pg.toml", passes), ("fsync_off", "pg_nosync.toml", forgets)];
+    let cases: [(&str, &str, Check); 2] = [("fsync_on", "pg.toml", passes), ("fsync_off", "pg_nosync.toml", forgets)];
     cases
         .into_iter()
         .map(|(name, services, check)| {
