@@ -473,4 +473,46 @@ mod tests {
         let texts: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
         assert_eq!(normalise(lines), texts, "a trace with one delivery step on each side of a restart");
     }
+
+    /// With two services, a kill the power loss took `pg` with says so, and says `kv` (not
+    /// traced: it had no power-loss mark) lived on; a kill with no power-loss mark after it says both
+    /// lived on.
+    #[test]
+    fn a_kill_says_which_services_a_power_loss_took() {
+        let started = |service: &str| Happening::ServiceStarted {
+            service: service.into(),
+            port: 1,
+            waited: std::time::Duration::ZERO,
+        };
+        let power_loss = Happening::ServicePowerLoss {
+            service: "pg".into(),
+            status: "signal 9".into(),
+            lost: vec!["base/5/16384: vanished (its name never synced)".into()],
+            points: 12,
+            syncs: 3,
+        };
+        let restarted =
+            Happening::ServiceRestarted { service: "pg".into(), port: 1, waited: std::time::Duration::ZERO };
+        let timeline: Vec<Mark> = [
+            started("pg"),
+            started("kv"),
+            Happening::Killed { incarnation: 1 },
+            power_loss,
+            restarted,
+            Happening::Started { incarnation: 2 },
+            Happening::Killed { incarnation: 2 },
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| mark(i as u64, h))
+        .collect();
+        let texts = mark_texts(&timeline);
+        assert!(
+            texts[2].ends_with("(a power loss: service pg goes down with it) (the worker only: service kv lives on)"),
+            "{}",
+            texts[2]
+        );
+        assert!(texts[3].contains("power loss takes service pg too (signal 9; 12 system calls traced since its start, 3 of them syncs): its data dir keeps only what it synced — base/5/16384: vanished"), "{}", texts[3]);
+        assert!(texts[6].ends_with("(the worker only: service kv, pg lives on)"), "{}", texts[6]);
+    }
 }

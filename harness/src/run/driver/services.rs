@@ -72,16 +72,23 @@ impl Driver<'_> {
     }
 
     /// Machine-crash mode, the worker killed and its data dir rebuilt: the power loss took every
-    /// service too. Each is reaped, its data dir rebuilt to what it synced, and started again
-    /// before the worker, marked as such. An error (one that would not die, could not be
-    /// rebuilt, or did not come back) stops the run.
+    /// service too. Each is reaped and its data dir rebuilt to what it synced (marked), then each
+    /// is started again before the worker (marked). An error (one that would not die, could not
+    /// be rebuilt, or did not come back) stops the run, the power losses before it marked.
     pub(super) async fn services_lose_power(&mut self) -> Result<(), String> {
-        for lost in self.services.lose_power().await? {
-            let service = lost.start.name.clone();
-            let (status, points, syncs) = (lost.status, lost.lost.points, lost.lost.syncs);
-            self.mark(Happening::ServicePowerLoss { service, status, lost: lost.lost.lost, points, syncs });
-            let (service, port, waited) = (lost.start.name, lost.start.port, lost.start.waited);
-            self.mark(Happening::ServiceRestarted { service, port, waited });
+        let lost_power = self.services.lose_power().await?;
+        for lost in &lost_power {
+            self.mark(Happening::ServicePowerLoss {
+                service: lost.name.clone(),
+                status: lost.down.status.clone(),
+                lost: lost.lost.lost.clone(),
+                points: lost.lost.points,
+                syncs: lost.lost.syncs,
+            });
+        }
+        for lost in lost_power {
+            let start = self.services.start_again(&lost.down).await?;
+            self.mark(Happening::ServiceRestarted { service: start.name, port: start.port, waited: start.waited });
         }
         Ok(())
     }

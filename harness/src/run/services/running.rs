@@ -54,13 +54,14 @@ pub struct Machine {
     pub sockets: PathBuf,
 }
 
-/// A service a power loss took, and its start after it.
+/// A service a power loss took: reaped, its data dir rebuilt, to be started again
+/// ([`Running::start_again`] with `down`).
 #[derive(Debug, Clone)]
 pub struct PowerLost {
-    /// How its process ended (the SIGKILL), in words.
-    pub status: String,
+    pub name: String,
+    /// How its process ended (the SIGKILL) is `down.status`.
+    pub down: TakenDown,
     pub lost: Lost,
-    pub start: ServiceStart,
 }
 
 /// What the stop at the end of a run found and did.
@@ -226,24 +227,19 @@ impl Running {
         }
     }
 
-    /// After [`Running::cut_power`] and before the worker's restart: every traced service reaped,
-    /// its data dir rebuilt to what it had synced, then each started again on its data dir and
-    /// port, in the order declared, ready. An error names the service that would not die, whose
-    /// data dir could not be rebuilt, or that did not come back.
+    /// After [`Running::cut_power`] and before the worker's restart: every traced service reaped
+    /// and its data dir rebuilt to what it had synced, in the order declared; each is then to be
+    /// started again ([`Running::start_again`]) before the worker. An error names the service
+    /// that would not die or whose data dir could not be rebuilt.
     pub async fn lose_power(&mut self) -> Result<Vec<PowerLost>, String> {
         let traced: Vec<usize> = (0..self.started.len()).filter(|&i| self.started[i].traced.is_some()).collect();
-        let mut downs = Vec::new();
-        for &index in &traced {
+        let mut lost_power = Vec::new();
+        for index in traced {
             let name = self.started[index].name.to_string();
             let down = self.take_down(&name, ServiceFaultAction::Kill).await?;
             let model = self.started[index].traced.as_mut().expect("traced services only");
             let lost = model.restore().map_err(|m| format!("service `{name}`: {m}"))?;
-            downs.push((down, lost));
-        }
-        let mut lost_power = Vec::new();
-        for (down, lost) in downs {
-            let start = self.start_again(&down).await?;
-            lost_power.push(PowerLost { status: down.status, lost, start });
+            lost_power.push(PowerLost { name, down, lost });
         }
         Ok(lost_power)
     }
