@@ -207,6 +207,7 @@ impl Running {
     pub async fn start_again(&mut self, down: &TakenDown) -> Result<ServiceStart, String> {
         let (service, port) = (self.started[down.index].service.clone(), self.started[down.index].port);
         let traced = self.started[down.index].traced.take();
+        traced.iter().for_each(Traced::restarting);
         let spawned = spawn_on(&service, &self.run_dir, &self.logs, port, traced.as_ref())
             .await
             .map_err(|m| format!("service `{}` did not come back on its data dir and port: {m}", service.name))?;

@@ -73,6 +73,13 @@ impl Traced {
         (self.tracer.clone(), wrapped, socket)
     }
 
+    /// The service is being started again (after a power loss, or a `[[service_fault]]` in
+    /// machine-crash mode): its points count from this start.
+    pub(super) fn restarting(&self) {
+        self.tally.points.store(0, Ordering::SeqCst);
+        self.tally.syncs.store(0, Ordering::SeqCst);
+    }
+
     /// The power goes: from now on nothing the service syncs is recorded (its tracer's next
     /// point waits for an answer that never comes), as if it stopped at once.
     pub(super) fn cut(&mut self) {
@@ -80,15 +87,14 @@ impl Traced {
     }
 
     /// Once the service was killed and reaped: its data dir becomes what a power loss leaves,
-    /// which is the new baseline; the count starts again for its next start, whose tracer a new
-    /// task answers.
+    /// which is the new baseline; its next start's tracer is answered by a new task.
     pub(super) fn restore(&mut self) -> Result<Lost, String> {
         // Stopped again (a no-op after `cut`): a line its dead tracer sent and nobody read yet
         // must not reach the model after the restore.
         self.answering.abort();
         let lost = self.model.restore().map_err(|e| format!("cannot rebuild its data dir after a power loss: {e}"))?;
-        let points = self.tally.points.swap(0, Ordering::SeqCst);
-        let syncs = self.tally.syncs.swap(0, Ordering::SeqCst);
+        let points = self.tally.points.load(Ordering::SeqCst);
+        let syncs = self.tally.syncs.load(Ordering::SeqCst);
         self.answering = tokio::spawn(answer(self.listener.clone(), self.model.clone(), self.tally.clone()));
         Ok(Lost { lost, points, syncs })
     }
