@@ -160,7 +160,9 @@ impl Running {
             return Err(format!("no service `{name}` to {}: the services are {names:?}", action.name()));
         };
         if let Some(status) = &self.started[index].ended {
-            return Err(format!("service `{name}` had exited ({status}) before its [[service_fault]]"));
+            return Err(format!(
+                "service `{name}` had exited ({status}) before the harness took it down (a [[service_fault]] or a power loss)"
+            ));
         }
         let (pgid, token) = (self.started[index].pgid, self.started[index].token.clone());
         if action == ServiceFaultAction::Restart {
