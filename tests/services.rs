@@ -25,6 +25,10 @@
 //!   kv_no_dir_sync.toml (the rename not made durable, §7-7) the power loss takes the server's
 //!   state: the trace says `kv.json` vanished, incarnation 2's registration is refused, and the
 //!   run fails `ready`. Needs tracing (ptrace and seccomp): refused, the trial fails saying so.
+//! - `services::explored_under_power_loss`: `explore --points syscalls --crash machine` of one
+//!   operation beside kv_no_dir_sync.toml finds the lost registration at a system-call point, and
+//!   ran no case from a built crash state (a built state holds no service's state: with services
+//!   every case re-runs its prefix).
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Trial::test("services::dies_mid_run", dies_mid_run),
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
         Trial::test("services::power_loss", power_loss),
+        Trial::test("services::explored_under_power_loss", explored_under_power_loss),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -317,4 +322,39 @@ fn power_loss() -> Result<(), Failed> {
         return Err(format!("kv_no_dir_sync.toml under --crash machine: expected `ready` violated (found: {unready}) after the power loss took kv.json (found: {vanished})\n{story}").into());
     }
     nothing_left(run, root.path())
+}
+
+fn explored_under_power_loss() -> Result<(), Failed> {
+    use killpoint::search::explore::{ExploreOptions, Points, explore};
+    let root = tempfile::tempdir()?;
+    let mut one = scenario("after_dispatch");
+    one.operations.retain(|op| op.id == "charge");
+    one.faults.clear();
+    let run = RunOptions { crash: Crash::Machine, ..options("kv_no_dir_sync.toml", root.path()) };
+    let options = ExploreOptions {
+        points: Points::Syscalls,
+        first_failure: true,
+        keep_failures: false,
+        run,
+        ..ExploreOptions::default()
+    };
+    let started = Instant::now();
+    let exploration = explore(&one, &worker(), &options, &|_, _, _, _| {})?;
+    eprintln!("explored_under_power_loss: {} case(s) in {:.1?}", exploration.cases_run(), started.elapsed());
+    let found = exploration
+        .failures
+        .iter()
+        .any(|f| f.verdict.violations.iter().any(|v| v.invariant == killpoint::Invariant::Ready));
+    if !found || exploration.from_built != 0 {
+        return Err(format!(
+            "expected a case failing `ready` (found: {found}) and none run from a built state (found {})",
+            exploration.from_built
+        )
+        .into());
+    }
+    let files: Vec<_> = std::fs::read_dir(root.path())?.flatten().map(|e| e.path()).collect();
+    match files.is_empty() {
+        true => Ok(()),
+        false => Err(format!("left in the runs' root: {files:?}").into()),
+    }
 }
