@@ -47,6 +47,9 @@
 //! - Restate (`examples/restate`, tests/frameworks/restate.rs): its server (npm, installed once
 //!   into `target/restate-server`) is a service on three ports; naive and corrected at
 //!   `after_dispatch`, the corrected one under `[[service_fault]]`s that crash the server.
+//! - Postgres under `--crash machine` (tests/frameworks/postgres_power.rs): a worker whose whole
+//!   store is a Postgres service; a power loss takes both, and the server's default configuration
+//!   passes where `fsync=off` loses the accepted operation (`intent_durable`).
 //! - `python_kit` (the kit's own tests), `installed_kit` (issue 21's fresh install and 40-line
 //!   runtime), `venv_lock` (the virtualenv made once by processes started at once).
 //!
@@ -62,6 +65,8 @@ mod dbos_pg;
 mod installed;
 #[path = "frameworks/pg_template.rs"]
 mod pg_template;
+#[path = "frameworks/postgres_power.rs"]
+mod postgres_power;
 #[path = "frameworks/restate.rs"]
 mod restate;
 #[path = "frameworks/served.rs"]
@@ -265,6 +270,7 @@ fn main() -> ExitCode {
     let template = Arc::new(pg_template::Template::new());
     trials.extend(dbos_pg::trials(&root, &python, !python_present, template.clone()));
     trials.extend(restate::trials(&root, &python, !python_present));
+    trials.extend(postgres_power::trials(&root, &python, !python_present));
     let kit = root.join("probe-kit/python");
     trials.push(Trial::test("frameworks::python_kit", move || python_kit(&kit)).with_ignored_flag(!python_present));
     trials.push(Trial::test("frameworks::venv_lock", venv::two_makers_make_it_once));

@@ -24,9 +24,21 @@
 //! - `services::named_ports`: a service declaring `ports = ["admin", "node"]` (ports_server.py)
 //!   is given three distinct ports, binds each, and the worker is told each
 //!   (`KILLPOINT_SERVICE_KV_ADMIN_ADDR`, …); taken down and started again, it has the same three.
+//! - `services::power_loss`: under `--crash machine` every kill is a power loss of the server too.
+//!   after_dispatch passes with kv.toml (the server syncs its state file and its directory): each
+//!   kill is followed by the server's power loss and its start again before the worker's, and
+//!   the server's log shows it remembered every registration across them. With
+//!   kv_no_dir_sync.toml (the rename not made durable, §7-7) the power loss takes the server's
+//!   state: the trace says `kv.json` vanished, incarnation 2's registration is refused, and the
+//!   run fails `ready`. Needs tracing (ptrace and seccomp): refused, the trial fails saying so.
+//! - `services::explored_under_power_loss`: `explore --points syscalls --crash machine` of one
+//!   operation beside kv_no_dir_sync.toml finds the lost registration at a system-call point, and
+//!   ran no case from a built crash state (a built state holds no service's state: with services
+//!   every case re-runs its prefix).
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
+use killpoint::model::crash::Crash;
 use killpoint::run::services::Services;
 use killpoint::trials::arguments::TestArguments;
 use killpoint::{Happening, Run, RunOptions, Scenario, Target, run_scenario};
@@ -53,6 +65,8 @@ fn main() -> ExitCode {
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
         Trial::test("services::restarted_at_a_delivery", restarted_at_a_delivery),
         Trial::test("services::named_ports", named_ports),
+        Trial::test("services::power_loss", power_loss),
+        Trial::test("services::explored_under_power_loss", explored_under_power_loss),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -297,6 +311,47 @@ fn restarted_at_a_delivery() -> Result<(), Failed> {
     nothing_left(run, root.path())
 }
 
+fn power_loss() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let machine = |file: &str| RunOptions { crash: Crash::Machine, ..options(file, root.path()) };
+    let started = Instant::now();
+    let (verdict, run) = run_scenario(&scenario("after_dispatch"), &worker(), &machine("kv.toml"))?;
+    eprintln!("power_loss, kv.toml: {:.1?}", started.elapsed());
+    let story = killpoint::report::story::story(&scenario("after_dispatch"), &verdict, &run);
+    let kills = count(&run, |h| matches!(h, Happening::Killed { .. }));
+    let losses = count(&run, |h| matches!(h, Happening::ServicePowerLoss { .. }));
+    let back = count(&run, |h| matches!(h, Happening::ServiceRestarted { .. }));
+    if !verdict.passed() || kills == 0 || (losses, back) != (kills, kills) {
+        return Err(format!("kv.toml under --crash machine: expected a pass, each of the {kills} kills a power loss of kv and its start again; found {losses} power losses, {back} starts again\n{story}").into());
+    }
+    // The server's log: one start per power loss and the first, and registrations 1..=N in order
+    // across them: it kept what it synced.
+    let log = std::fs::read_to_string(run.artifacts_path().join("logs").join("service-kv.log"))?;
+    let serving = log.lines().filter(|l| l.contains(": serving on 127.0.0.1:")).count();
+    let registered: Vec<String> =
+        log.lines().filter_map(|l| l.split_once("]: registered incarnation ").map(|(_, n)| n.to_owned())).collect();
+    let expected: Vec<String> = (1..=run.incarnations).map(|n| n.to_string()).collect();
+    if serving != kills + 1 || registered != expected {
+        return Err(
+            format!("expected {} server starts and registrations {expected:?}; the log:\n{log}", kills + 1).into()
+        );
+    }
+    nothing_left(run, root.path())?;
+
+    let root = tempfile::tempdir()?;
+    let machine = RunOptions { crash: Crash::Machine, ..options("kv_no_dir_sync.toml", root.path()) };
+    let (verdict, run) = run_scenario(&scenario("after_dispatch"), &worker(), &machine)?;
+    let story = killpoint::report::story::story(&scenario("after_dispatch"), &verdict, &run);
+    let unready = verdict.violations.iter().any(|v| v.invariant == killpoint::Invariant::Ready);
+    let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+    let vanished =
+        trace.iter().any(|t| t.contains("power loss takes service kv too") && t.contains("kv.json: vanished"));
+    if verdict.passed() || !unready || !vanished {
+        return Err(format!("kv_no_dir_sync.toml under --crash machine: expected `ready` violated (found: {unready}) after the power loss took kv.json (found: {vanished})\n{story}").into());
+    }
+    nothing_left(run, root.path())
+}
+
 /// Starts ports.toml's service, checks what it was given against what the worker is told, takes
 /// it down and starts it again, and checks it had the same ports.
 fn named_ports() -> Result<(), Failed> {
@@ -307,7 +362,7 @@ fn named_ports() -> Result<(), Failed> {
     std::fs::create_dir_all(&logs)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let (mut running, started) = Running::start(&services, root.path(), &logs).await;
+        let (mut running, started) = Running::start(&services, root.path(), &logs, None).await;
         started?;
         let before = running.worker_env();
         let down = running.take_down("kv", ServiceFaultAction::Kill).await?;
@@ -329,4 +384,39 @@ fn named_ports() -> Result<(), Failed> {
         Ok::<(), String>(())
     })?;
     Ok(())
+}
+
+fn explored_under_power_loss() -> Result<(), Failed> {
+    use killpoint::search::explore::{ExploreOptions, Points, explore};
+    let root = tempfile::tempdir()?;
+    let mut one = scenario("after_dispatch");
+    one.operations.retain(|op| op.id == "charge");
+    one.faults.clear();
+    let run = RunOptions { crash: Crash::Machine, ..options("kv_no_dir_sync.toml", root.path()) };
+    let options = ExploreOptions {
+        points: Points::Syscalls,
+        first_failure: true,
+        keep_failures: false,
+        run,
+        ..ExploreOptions::default()
+    };
+    let started = Instant::now();
+    let exploration = explore(&one, &worker(), &options, &|_, _, _, _| {})?;
+    eprintln!("explored_under_power_loss: {} case(s) in {:.1?}", exploration.cases_run(), started.elapsed());
+    let found = exploration
+        .failures
+        .iter()
+        .any(|f| f.verdict.violations.iter().any(|v| v.invariant == killpoint::Invariant::Ready));
+    if !found || exploration.from_built != 0 {
+        return Err(format!(
+            "expected a case failing `ready` (found: {found}) and none run from a built state (found {})",
+            exploration.from_built
+        )
+        .into());
+    }
+    let files: Vec<_> = std::fs::read_dir(root.path())?.flatten().map(|e| e.path()).collect();
+    match files.is_empty() {
+        true => Ok(()),
+        false => Err(format!("left in the runs' root: {files:?}").into()),
+    }
 }

@@ -1,13 +1,15 @@
-//! `killpoint-tracer [--log PATH] -- PROGRAM ARGS…`: runs PROGRAM and stops it at every durable
-//! write and every exchange with the fake world, announcing each as a crash point on
+//! `killpoint-tracer [--log PATH] [--data-dir DIR] -- PROGRAM ARGS…`: runs PROGRAM and stops it at
+//! every durable write and every exchange with the fake world, announcing each as a crash point on
 //! `$KILLPOINT_TRACE_SOCKET` (see `killpoint::tracer`). `--log PATH` (or `$KILLPOINT_TRACE_LOG`)
-//! also appends every point to PATH. Exits with PROGRAM's status, 128 + the signal that killed
+//! also appends every point to PATH. `--data-dir DIR` is the directory whose changes are points,
+//! instead of `$KILLPOINT_DATA_DIR` (a service's, `$KILLPOINT_SERVICE_DATA_DIR`, in machine-crash
+//! mode: the harness does not give a service the worker's variable). Exits with PROGRAM's status, 128 + the signal that killed
 //! it, or 125 when the system does not allow tracing.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-const USAGE: &str = "usage: killpoint-tracer [--log PATH] -- PROGRAM [ARGS…]";
+const USAGE: &str = "usage: killpoint-tracer [--log PATH] [--data-dir DIR] -- PROGRAM [ARGS…]";
 
 fn main() {
     let mut args = std::env::args_os().skip(1).peekable();
@@ -18,6 +20,10 @@ fn main() {
             Some("--log") => match args.next() {
                 Some(path) => config.log = Some(PathBuf::from(path)),
                 None => usage("--log needs a PATH"),
+            },
+            Some("--data-dir") => match args.next() {
+                Some(dir) => config.data_dirs = killpoint::tracer::Config::dirs_of(PathBuf::from(dir)),
+                None => usage("--data-dir needs a DIR"),
             },
             Some(other) => usage(&format!("unknown option {other}")),
             None => unreachable!("only UTF-8 options pass the filter"),

@@ -88,8 +88,12 @@ pub(super) fn certify(
     }
     if !options.services.is_empty() {
         let names: Vec<&str> = options.services.list.iter().map(|s| s.name.as_str()).collect();
+        let kills = match options.crash {
+            crate::model::crash::Crash::Process => "every kill takes the worker alone",
+            crate::model::crash::Crash::Machine => "every kill is a power loss of the worker and every service",
+        };
         outln!(
-            "with services {} beside the worker: each started once per scenario, every kill takes the worker alone (CONTRACT.md section 2, \"Services\")\n",
+            "with services {} beside the worker: each started once per scenario, {kills} (CONTRACT.md section 2, \"Services\")\n",
             names.join(", ")
         );
     }

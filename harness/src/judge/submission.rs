@@ -33,7 +33,10 @@ pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
         let proof = run.timeline.iter().filter(|m| match &m.happening {
             Happening::Answered { operation: o, .. } | Happening::Forgotten { operation: o, .. } => o == operation,
             Happening::KillPoint { operation: o, .. } => o == operation,
-            Happening::Killed { .. } | Happening::PowerLoss { .. } | Happening::Started { .. } => true,
+            Happening::Killed { .. }
+            | Happening::PowerLoss { .. }
+            | Happening::ServicePowerLoss { .. }
+            | Happening::Started { .. } => true,
             _ => false,
         });
         // Under a power loss the rule is that what was acknowledged was synced (§7-6).

@@ -154,7 +154,8 @@ fn mark_event((mark, text): (&Mark, String)) -> TimelineEvent {
         | Happening::Frozen { .. }
         | Happening::SyscallFrozen { .. }
         | Happening::ZombieOutlived { .. }
-        | Happening::ServiceKilled { .. } => Kind::Kill,
+        | Happening::ServiceKilled { .. }
+        | Happening::ServicePowerLoss { .. } => Kind::Kill,
         Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
         Happening::ServiceRestarted { .. } => Kind::Restart,
         _ => Kind::Plain,

@@ -31,10 +31,12 @@ fn with_services_alive(timeline: &[Mark]) -> Vec<Line> {
 /// Each mark in words ([`describe_mark`]), a kill of the worker saying which services lived on
 /// through it: with services declared, a kill takes the worker alone, and the server decides what
 /// runs again. The text trace and the HTML timeline both say it.
+/// Under `--crash machine` a kill is a power loss of the machine: the services it took are said
+/// instead (the `ServicePowerLoss` marks that follow it).
 pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
     let mut alive: Vec<&str> = Vec::new();
     let mut texts = Vec::new();
-    for mark in timeline {
+    for (i, mark) in timeline.iter().enumerate() {
         let mut text = describe_mark(mark);
         match &mark.happening {
             Happening::ServiceStarted { service, .. } | Happening::ServiceRestarted { service, .. } => {
@@ -42,17 +44,38 @@ pub fn mark_texts(timeline: &[Mark]) -> Vec<String> {
             }
             Happening::ServiceExited { service, .. }
             | Happening::ServiceStopped { service }
-            | Happening::ServiceKilled { service, .. } => {
+            | Happening::ServiceKilled { service, .. }
+            | Happening::ServicePowerLoss { service, .. } => {
                 alive.retain(|s| s != service);
             }
             Happening::Killed { .. } if !alive.is_empty() => {
-                text.push_str(&format!(" (the worker only: service {} lives on)", alive.join(", ")));
+                let taken = taken_by_power_loss(&timeline[i + 1..]);
+                let lived: Vec<&str> = alive.iter().copied().filter(|s| !taken.contains(s)).collect();
+                if !taken.is_empty() {
+                    text.push_str(&format!(" (a power loss: service {} goes down with it)", taken.join(", ")));
+                }
+                if !lived.is_empty() {
+                    text.push_str(&format!(" (the worker only: service {} lives on)", lived.join(", ")));
+                }
             }
             _ => {}
         }
         texts.push(text);
     }
     texts
+}
+
+/// The services a power loss took with the kill just before `after`: its `ServicePowerLoss`
+/// marks, up to the next start of the worker.
+fn taken_by_power_loss(after: &[Mark]) -> Vec<&str> {
+    after
+        .iter()
+        .take_while(|m| !matches!(m.happening, Happening::Started { .. }))
+        .filter_map(|m| match &m.happening {
+            Happening::ServicePowerLoss { service, .. } => Some(service.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn entry_line(entry: &Entry) -> Line {
@@ -226,6 +249,14 @@ pub fn describe_mark(mark: &Mark) -> String {
                 "harness   {signal} service {service} (service fault {}, {action}; the worker lives on): it ended ({status})",
                 fault + 1
             )
+        }
+        Happening::ServicePowerLoss { service, status, lost, points, syncs } => {
+            let seen = format!("{points} system calls traced since its start, {syncs} of them syncs");
+            let kept = match lost.is_empty() {
+                true => "its data dir keeps what it synced, which was all it wrote".to_owned(),
+                false => format!("its data dir keeps only what it synced — {}", lost.join("; ")),
+            };
+            format!("harness   power loss takes service {service} too ({status}; {seen}): {kept}")
         }
         Happening::ServiceRestarted { service, port, waited } => {
             format!("harness   start service {service} again on port {port}, same data dir (ready after {waited:.1?})")
@@ -443,5 +474,47 @@ mod tests {
         lines.extend(deliveries(&[("ledger", 202)]).into_iter().skip(1));
         let texts: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
         assert_eq!(normalise(lines), texts, "a trace with one delivery step on each side of a restart");
+    }
+
+    /// With two services, a kill the power loss took `pg` with says so, and says `kv` (not
+    /// traced: it had no power-loss mark) lived on; a kill with no power-loss mark after it says both
+    /// lived on.
+    #[test]
+    fn a_kill_says_which_services_a_power_loss_took() {
+        let started = |service: &str| Happening::ServiceStarted {
+            service: service.into(),
+            port: 1,
+            waited: std::time::Duration::ZERO,
+        };
+        let power_loss = Happening::ServicePowerLoss {
+            service: "pg".into(),
+            status: "signal 9".into(),
+            lost: vec!["base/5/16384: vanished (its name never synced)".into()],
+            points: 12,
+            syncs: 3,
+        };
+        let restarted =
+            Happening::ServiceRestarted { service: "pg".into(), port: 1, waited: std::time::Duration::ZERO };
+        let timeline: Vec<Mark> = [
+            started("pg"),
+            started("kv"),
+            Happening::Killed { incarnation: 1 },
+            power_loss,
+            restarted,
+            Happening::Started { incarnation: 2 },
+            Happening::Killed { incarnation: 2 },
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| mark(i as u64, h))
+        .collect();
+        let texts = mark_texts(&timeline);
+        assert!(
+            texts[2].ends_with("(a power loss: service pg goes down with it) (the worker only: service kv lives on)"),
+            "{}",
+            texts[2]
+        );
+        assert!(texts[3].contains("power loss takes service pg too (signal 9; 12 system calls traced since its start, 3 of them syncs): its data dir keeps only what it synced — base/5/16384: vanished"), "{}", texts[3]);
+        assert!(texts[6].ends_with("(the worker only: service kv, pg lives on)"), "{}", texts[6]);
     }
 }

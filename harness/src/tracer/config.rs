@@ -37,16 +37,7 @@ pub struct Config {
 
 impl Config {
     pub fn from_env() -> Config {
-        let mut data_dirs = Vec::new();
-        if let Some(dir) = std::env::var_os("KILLPOINT_DATA_DIR") {
-            let dir = PathBuf::from(dir);
-            if let Ok(canonical) = dir.canonicalize()
-                && canonical != dir
-            {
-                data_dirs.push(canonical);
-            }
-            data_dirs.insert(0, dir);
-        }
+        let data_dirs = std::env::var_os("KILLPOINT_DATA_DIR").map(|d| Config::dirs_of(PathBuf::from(d)));
         let world = [
             ("KILLPOINT_PROVIDER_URL", Peer::Provider),
             ("KILLPOINT_CONSUMERS_URL", Peer::Consumers),
@@ -60,12 +51,20 @@ impl Config {
         })
         .collect();
         Config {
-            data_dirs,
+            data_dirs: data_dirs.unwrap_or_default(),
             world,
             socket: std::env::var_os("KILLPOINT_TRACE_SOCKET").map(PathBuf::from),
             log: std::env::var_os("KILLPOINT_TRACE_LOG").map(PathBuf::from),
             services: service_addresses(std::env::vars()),
             escapes: std::env::var_os(ESCAPES_VARIABLE).map(PathBuf::from),
+        }
+    }
+
+    /// `dir` as given and, when it differs, canonical: what `data_dirs` holds.
+    pub fn dirs_of(dir: PathBuf) -> Vec<PathBuf> {
+        match dir.canonicalize() {
+            Ok(canonical) if canonical != dir => vec![dir, canonical],
+            _ => vec![dir],
         }
     }
 

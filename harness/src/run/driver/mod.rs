@@ -132,7 +132,20 @@ async fn play(
         ground.world.shutdown().await;
         return Err(std::io::Error::other(why));
     }
-    let (services, service_starts) = match services::start(&options.services, &artifacts, &ground).await {
+    // Traced: the tracer is the command, the runtime its argument; it announces on its own socket.
+    // Where the system refuses tracing, a run that only asked for it goes on untraced (the
+    // caller said so once); a scenario with syscall faults cannot run at all.
+    // A machine crash needs the tracer too: only it sees what the runtime synced.
+    let permitted = crate::run::traced::permitted();
+    let machine = options.crash == Crash::Machine;
+    if let (Err(why), true) = (&permitted, !scenario.syscall_faults.is_empty() || machine) {
+        ground.world.shutdown().await;
+        let what = if machine { "machine crashes (--crash machine)" } else { "this scenario's [[syscall_fault]]s" };
+        return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
+    }
+    // A power loss takes the services too: each runs under the tracer (checked just above).
+    let powered = machine.then(|| setup::machine(&artifacts));
+    let (services, service_starts) = match services::start(&options.services, &artifacts, &ground, powered).await {
         Ok(started) => started,
         Err((timeline, why)) => {
             ground.world.shutdown().await;
@@ -145,17 +158,6 @@ async fn play(
     env.extend(services.worker_env());
     if options.probe {
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), ground.probe_path.display().to_string()));
-    }
-    // Traced: the tracer is the command, the runtime its argument; it announces on its own socket.
-    // Where the system refuses tracing, a run that only asked for it goes on untraced (the
-    // caller said so once); a scenario with syscall faults cannot run at all.
-    // A machine crash needs the tracer too: only it sees what the runtime synced.
-    let permitted = crate::run::traced::permitted();
-    let machine = options.crash == Crash::Machine;
-    if let (Err(why), true) = (&permitted, !scenario.syscall_faults.is_empty() || machine) {
-        ground.world.shutdown().await;
-        let what = if machine { "machine crashes (--crash machine)" } else { "this scenario's [[syscall_fault]]s" };
-        return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
     }
     // From a built state every kill has happened: the recovery is traced only when its points
     // are wanted (depth 2 builds their states), and otherwise runs as fast as the runtime does

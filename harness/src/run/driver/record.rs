@@ -71,6 +71,18 @@ pub enum Happening {
         incarnation: u32,
         lost: Vec<String>,
     },
+    /// `--crash machine`: the power loss that took the worker took `service` too: SIGKILLed
+    /// with it and reaped (`status`), its data dir rebuilt from what it had synced (`lost`, as
+    /// for the worker's), before it was started again (the `ServiceRestarted` that follows).
+    /// `points`: the system calls the tracer stopped it at since its start, each resumed at once;
+    /// `syncs` of them made something durable.
+    ServicePowerLoss {
+        service: String,
+        status: String,
+        lost: Vec<String>,
+        points: u64,
+        syncs: u64,
+    },
     /// The runtime exited without being killed.
     Exited {
         incarnation: u32,

@@ -31,6 +31,9 @@ impl Driver<'_> {
     pub(super) async fn kill_and_restart(&mut self, launch: &Launch<'_>) -> Result<(), String> {
         let killed_at = Instant::now();
         self.last_kill = Some(killed_at);
+        // Machine-crash mode: the power goes for the services as for the worker, at once (only
+        // traced services, which exist in that mode only, are touched).
+        self.services.cut_power();
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
@@ -38,7 +41,10 @@ impl Driver<'_> {
         // was synced. A model that cannot rebuild the data dir is the harness's failure.
         match self.traced.as_ref().and_then(|t| t.lose_power()) {
             Some(Err(e)) => return Err(format!("killpoint could not build the data dir a power loss leaves: {e}")),
-            Some(Ok(lost)) => self.mark(Happening::PowerLoss { incarnation: number, lost }),
+            Some(Ok(lost)) => {
+                self.mark(Happening::PowerLoss { incarnation: number, lost });
+                self.services_lose_power().await?;
+            }
             None => {}
         }
         let mut next = number + 1;

@@ -8,16 +8,18 @@ use super::record::{Happening, Mark};
 use super::setup::Ground;
 use super::state::Driver;
 use crate::run::artifacts::Artifacts;
-use crate::run::services::{Running, ServiceExit, Services, Stop};
+use crate::run::services::{Machine, Running, ServiceExit, Services, Stop};
 
 /// The run's services started, with the marks of their starts; or, when one did not become
 /// ready, the timeline so far (starts and stops, the others killed) and why.
+/// With `machine`, each under the tracer, for the power losses of `--crash machine`.
 pub(super) async fn start(
     services: &Services,
     artifacts: &Artifacts,
     ground: &Ground,
+    machine: Option<Machine>,
 ) -> Result<(Running, Vec<Happening>), (Vec<Mark>, String)> {
-    let (mut running, started) = Running::start(services, artifacts.path(), &ground.logs).await;
+    let (mut running, started) = Running::start(services, artifacts.path(), &ground.logs, machine.as_ref()).await;
     let starts: Vec<Happening> = running
         .started()
         .into_iter()
@@ -67,6 +69,28 @@ impl Driver<'_> {
     pub(super) fn service_exited(&mut self, exit: ServiceExit) -> String {
         self.mark(Happening::ServiceExited { service: exit.name.clone(), status: exit.status.clone() });
         exited_message(&exit)
+    }
+
+    /// Machine-crash mode, the worker killed and its data dir rebuilt: the power loss took every
+    /// service too. Each is reaped and its data dir rebuilt to what it synced (marked), then each
+    /// is started again before the worker (marked). An error (one that would not die, could not
+    /// be rebuilt, or did not come back) stops the run, the power losses before it marked.
+    pub(super) async fn services_lose_power(&mut self) -> Result<(), String> {
+        let lost_power = self.services.lose_power().await?;
+        for lost in &lost_power {
+            self.mark(Happening::ServicePowerLoss {
+                service: lost.name.clone(),
+                status: lost.down.status.clone(),
+                lost: lost.lost.lost.clone(),
+                points: lost.lost.points,
+                syncs: lost.lost.syncs,
+            });
+        }
+        for lost in lost_power {
+            let start = self.services.start_again(&lost.down).await?;
+            self.mark(Happening::ServiceRestarted { service: start.name, port: start.port, waited: start.waited });
+        }
+        Ok(())
     }
 
     /// Stops the services at the end of the run (the worker is dead by now) and marks it; a

@@ -187,6 +187,13 @@ impl Tracer {
     }
 }
 
+/// Machine-crash mode's services: under the tracer, their sockets beside the worker's.
+pub(super) fn machine(artifacts: &Artifacts) -> crate::run::services::Machine {
+    let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
+    let sockets = artifacts.socket("trace.sock").parent().map(Path::to_owned).unwrap_or_default();
+    crate::run::services::Machine { tracer, sockets }
+}
+
 /// Which of `faults` a run going on from `state` has hit: the one at the built state's point, and
 /// those before it (a depth-2 case's first) in the run it was built in.
 pub(super) fn hit_up_to(faults: &[SyscallFault], state: &BuiltState) -> Vec<bool> {

@@ -5,19 +5,26 @@
 //! The harness starts each before the first incarnation, in a process group of its own outside
 //! the worker's, on a data dir of its own in the run's directory and a loopback port it picked;
 //! waits until its declared readiness check passes; tells every incarnation of the worker where
-//! it is; and kills and reaps it when the run ends. A kill of the worker never reaches a service:
-//! with services declared, every fault of a scenario is "the worker died, the server lived on".
+//! it is; and kills and reaps it when the run ends. In process-crash mode a kill of the worker
+//! never reaches a service: every fault of a scenario is "the worker died, the server lived on".
 //! A service that exits while the run goes on stops the run, said as such.
 //!
+//! In machine-crash mode (`--crash machine`) each service runs under `killpoint-tracer`, and a kill
+//! of the worker is a power loss of the machine: every service is killed too, its data dir rebuilt
+//! to what it synced, and started again before the worker (`traced`).
+//!
 //! `declare` reads the file, `spawn` starts one service and waits for it, `running` holds the
-//! started ones (their exits, the worker's environment, the stop).
+//! started ones (their exits, the worker's environment, the power loss, the stop), `traced` is one
+//! service's tracing and power-loss model.
 
 mod declare;
 mod running;
 mod spawn;
+mod traced;
 
 pub use declare::ServicesError;
-pub use running::{Running, ServiceExit, ServiceStart, Stop, TakenDown};
+pub use running::{Machine, PowerLost, Running, ServiceExit, ServiceStart, Stop, TakenDown};
+pub use traced::Lost;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,7 +2,8 @@
 //! its own, and the stop at the end of the run (SIGKILL to each group and token, then reaped, under
 //! a deadline). Dropped without a stop (an error, a panic), every group is still killed.
 
-use super::spawn::{Spawned, last_lines, spawn, spawn_on};
+use super::spawn::{Spawned, data_dir, last_lines, spawn, spawn_on};
+use super::traced::{Lost, Traced};
 use super::{Ports, Service, ServiceName, Services};
 use crate::run::incarnation::{describe_status, kill_group_and_token};
 use crate::scenario::ServiceFaultAction;
@@ -45,6 +46,24 @@ pub struct ServiceExit {
     pub last_lines: String,
 }
 
+/// Machine-crash mode (`--crash machine`): every service runs under `tracer`, its socket in
+/// `sockets` (the run's sockets' directory), so that a power loss can take it too.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub tracer: PathBuf,
+    pub sockets: PathBuf,
+}
+
+/// A service a power loss took: reaped, its data dir rebuilt, to be started again
+/// ([`Running::start_again`] with `down`).
+#[derive(Debug, Clone)]
+pub struct PowerLost {
+    pub name: String,
+    /// How its process ended (the SIGKILL) is `down.status`.
+    pub down: TakenDown,
+    pub lost: Lost,
+}
+
 /// What the stop at the end of a run found and did.
 #[derive(Debug, Default)]
 pub struct Stop {
@@ -67,6 +86,8 @@ struct Started {
     log: PathBuf,
     /// Its exit status, in words, once its process was reaped.
     ended: Option<String>,
+    /// Under the tracer, in machine-crash mode.
+    traced: Option<Traced>,
 }
 
 /// The started services of a run (none, for a runtime without services).
@@ -86,12 +107,22 @@ impl Running {
     /// Starts `services` one after the other, each ready before the next starts (a later one may
     /// need an earlier one). On an error, those started are in the returned `Running`, to be
     /// stopped; the error names the service and what it waited for.
-    pub async fn start(services: &Services, run_dir: &Path, logs: &Path) -> (Running, Result<(), String>) {
+    /// With `machine`, each runs under the tracer, its data dir's power-loss model starting empty.
+    pub async fn start(
+        services: &Services,
+        run_dir: &Path,
+        logs: &Path,
+        machine: Option<&Machine>,
+    ) -> (Running, Result<(), String>) {
         let mut running = Running::default();
         (running.run_dir, running.logs) = (run_dir.to_owned(), logs.to_owned());
-        for service in &services.list {
-            match spawn(service, run_dir, logs).await {
-                Ok(spawned) => running.watch(service.clone(), spawned, None),
+        for (index, service) in services.list.iter().enumerate() {
+            let traced = match machine.map(|m| traced(m, index, run_dir, &service.name)).transpose() {
+                Ok(traced) => traced,
+                Err(message) => return (running, Err(format!("service `{}`: {message}", service.name))),
+            };
+            match spawn(service, run_dir, logs, traced.as_ref()).await {
+                Ok(spawned) => running.watch(service.clone(), spawned, None, traced),
                 Err(message) => return (running, Err(format!("service `{}` {message}", service.name))),
             }
         }
@@ -100,7 +131,7 @@ impl Running {
 
     /// Keeps `spawned`, reaped by a task of its own that says when it exits: a new service, or
     /// (`again`) the one at that index started again.
-    fn watch(&mut self, service: Service, spawned: Spawned, again: Option<usize>) {
+    fn watch(&mut self, service: Service, spawned: Spawned, again: Option<usize>, traced: Option<Traced>) {
         let Spawned { name, ports, pgid, token, mut child, log, waited } = spawned;
         let index = again.unwrap_or(self.started.len());
         let sender = self.sender.get_or_insert_with(|| {
@@ -113,7 +144,7 @@ impl Running {
             let status = describe_status(child.wait().await.ok());
             let _ = sender.send((index, status));
         });
-        let started = Started { service, name, ports, waited, pgid, token, log, ended: None };
+        let started = Started { service, name, ports, waited, pgid, token, log, ended: None, traced };
         match again {
             Some(index) => self.started[index] = started,
             None => self.started.push(started),
@@ -129,7 +160,9 @@ impl Running {
             return Err(format!("no service `{name}` to {}: the services are {names:?}", action.name()));
         };
         if let Some(status) = &self.started[index].ended {
-            return Err(format!("service `{name}` had exited ({status}) before its [[service_fault]]"));
+            return Err(format!(
+                "service `{name}` had exited ({status}) before the harness took it down (a [[service_fault]] or a power loss)"
+            ));
         }
         let (pgid, token) = (self.started[index].pgid, self.started[index].token.clone());
         if action == ServiceFaultAction::Restart {
@@ -176,12 +209,43 @@ impl Running {
     pub async fn start_again(&mut self, down: &TakenDown) -> Result<ServiceStart, String> {
         let (service, ports) = (self.started[down.index].service.clone(), self.started[down.index].ports.clone());
         let port = ports.main;
-        let spawned = spawn_on(&service, &self.run_dir, &self.logs, ports)
+        let traced = self.started[down.index].traced.take();
+        traced.iter().for_each(Traced::restarting);
+        let spawned = spawn_on(&service, &self.run_dir, &self.logs, ports, traced.as_ref())
             .await
-            .map_err(|m| format!("service `{}` did not come back after its [[service_fault]]: {m}", service.name))?;
+            .map_err(|m| format!("service `{}` did not come back on its data dir and port: {m}", service.name))?;
         let start = ServiceStart { name: service.name.to_string(), port, waited: spawned.waited };
-        self.watch(service, spawned, Some(down.index));
+        self.watch(service, spawned, Some(down.index), traced);
         Ok(start)
+    }
+
+    /// Machine-crash mode, as the worker is killed: the power goes for every service at once.
+    /// Nothing a service syncs from now on is recorded (`Traced::cut`), and its group is
+    /// SIGKILLed; [`Running::lose_power`] reaps it. Nothing, for services not traced.
+    pub fn cut_power(&mut self) {
+        for s in self.started.iter_mut().filter(|s| s.ended.is_none()) {
+            if let Some(traced) = s.traced.as_mut() {
+                traced.cut();
+                kill_group_and_token(s.pgid, &s.token);
+            }
+        }
+    }
+
+    /// After [`Running::cut_power`] and before the worker's restart: every traced service reaped
+    /// and its data dir rebuilt to what it had synced, in the order declared; each is then to be
+    /// started again ([`Running::start_again`]) before the worker. An error names the service
+    /// that would not die or whose data dir could not be rebuilt.
+    pub async fn lose_power(&mut self) -> Result<Vec<PowerLost>, String> {
+        let traced: Vec<usize> = (0..self.started.len()).filter(|&i| self.started[i].traced.is_some()).collect();
+        let mut lost_power = Vec::new();
+        for index in traced {
+            let name = self.started[index].name.to_string();
+            let down = self.take_down(&name, ServiceFaultAction::Kill).await?;
+            let model = self.started[index].traced.as_mut().expect("traced services only");
+            let lost = model.restore().map_err(|m| format!("service `{name}`: {m}"))?;
+            lost_power.push(PowerLost { name, down, lost });
+        }
+        Ok(lost_power)
     }
 
     pub fn started(&self) -> Vec<ServiceStart> {
@@ -259,6 +323,14 @@ impl Running {
         }
         stop
     }
+}
+
+/// Service `index`'s tracing in machine-crash mode: a socket of its own (named by its index, as
+/// short as the worker's: the sockets' directory is checked to fit the longest), its data dir made
+/// empty as the power-loss model's baseline.
+fn traced(machine: &Machine, index: usize, run_dir: &Path, name: &ServiceName) -> Result<Traced, String> {
+    let data = data_dir(run_dir, name)?;
+    Traced::new(machine.tracer.clone(), machine.sockets.join(format!("svc-{index}.sock")), &data)
 }
 
 impl Drop for Running {

@@ -1,6 +1,7 @@
 //! Starting one service: its data dir and port, its process (a group of its own, dying with the
 //! harness, carrying a token the watchdog sweeps), its log, and the wait for its readiness check.
 
+use super::traced::Traced;
 use super::{Ports, Ready, Service, ServiceName};
 use crate::run::incarnation::{TOKEN_VARIABLE, describe_status, die_with_harness, kill_group_and_token, new_token};
 use nix::unistd::Pid;
@@ -29,27 +30,58 @@ pub(super) struct Spawned {
 /// Starts `service` with its data dir under `run_dir/services/` and its log in `logs`, and waits
 /// for it to be ready. On an error nothing of it is left running: the message says what was
 /// waited for and shows its last lines.
-pub(super) async fn spawn(service: &Service, run_dir: &Path, logs: &Path) -> Result<Spawned, String> {
+pub(super) async fn spawn(
+    service: &Service,
+    run_dir: &Path,
+    logs: &Path,
+    traced: Option<&Traced>,
+) -> Result<Spawned, String> {
     let ports = Ports::pick(&service.ports).map_err(|e| format!("no free ports on 127.0.0.1 for it: {e}"))?;
-    spawn_on(service, run_dir, logs, ports).await
+    spawn_on(service, run_dir, logs, ports, traced).await
 }
 
-/// [`spawn`] on `ports`: the first start's, or those it had before a `[[service_fault]]` took it
-/// down (the worker's variables name them; its data dir is the same whatever the ports).
-pub(super) async fn spawn_on(service: &Service, run_dir: &Path, logs: &Path, ports: Ports) -> Result<Spawned, String> {
-    let name = &service.name;
-    let port = ports.main;
+/// The service's data dir in the run's directory, made if it is not there yet.
+pub(super) fn data_dir(run_dir: &Path, name: &ServiceName) -> Result<PathBuf, String> {
     let data = run_dir.join("services").join(name.as_str());
     std::fs::create_dir_all(&data).map_err(|e| format!("cannot make its data dir {}: {e}", data.display()))?;
+    Ok(data)
+}
+
+/// [`spawn`] on `ports`: the first start's, or those it had before a `[[service_fault]]` or a
+/// power loss took it down (the worker's variables name them; its data dir is the same whatever
+/// the ports). Under `traced`'s tracer in machine-crash mode.
+pub(super) async fn spawn_on(
+    service: &Service,
+    run_dir: &Path,
+    logs: &Path,
+    ports: Ports,
+    traced: Option<&Traced>,
+) -> Result<Spawned, String> {
+    let name = &service.name;
+    let port = ports.main;
+    let data = data_dir(run_dir, name)?;
     let log = logs.join(format!("service-{name}.log"));
     let env = environment(name, &data, &ports);
     let (out, err) = log_files(&log, &format!("--- killpoint: service {name} started on port {port} ---"))?;
 
     crate::run::incarnation::watchdog();
     let token = new_token(&format!("service-{name}-"));
-    let mut command = Command::new(in_dir(&service.dir, &service.program));
+    let program = in_dir(&service.dir, &service.program);
+    let (program, args, socket) = match traced {
+        Some(traced) => {
+            let (tracer, args, socket) = traced.wrap(&program, &service.args);
+            (tracer, args, Some(socket))
+        }
+        None => (program, service.args.clone(), None),
+    };
+    let mut command = Command::new(program);
+    if let Some(socket) = socket {
+        // A service's tracer reports no escapes (`sandboxed` binds the worker, CONTRACT.md
+        // section 2), even from a harness that was itself given the variable.
+        command.env(socket.0, socket.1).env_remove(crate::tracer::ESCAPES_VARIABLE);
+    }
     command
-        .args(&service.args)
+        .args(&args)
         .current_dir(&service.dir)
         .envs(env.iter().map(|(k, v)| (k, v)))
         // Swept by the watchdog if the harness dies, with everything the service starts.
