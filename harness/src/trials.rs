@@ -136,6 +136,13 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
         };
         let (s, suite_for_trial) = (scenario.clone(), suite.clone());
         let name = format!("{}{}", suite.prefix, scenario.name);
+        // Not run, and said so, where it means nothing: ignored, never passed.
+        if scenario.needs_services() && suite.options.services.is_empty() {
+            eprintln!("{name}: not run: no services declared (the suite's RunOptions::services)");
+            let why = "not run: no services declared";
+            trials.push(Trial::test(name, move || Err(why.into())).with_ignored_flag(true));
+            continue;
+        }
         trials.push(Trial::test(name, move || certify(&s, &suite_for_trial)));
         if let Some(known) = &known {
             for catch in &scenario.catches {

@@ -8,7 +8,7 @@ use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::client::ExecutionState;
 use crate::run::driver::{Abort, Hit, Run};
-use crate::scenario::{Fault, Outcome, Scenario};
+use crate::scenario::{Fault, Outcome, Scenario, ServiceFaultAction};
 use fake_tool::{Effect, Entry, Event, PolicyAnswer, Subject};
 
 /// One entry per fault of the scenario, in file order, at the boundary it was really killed at.
@@ -164,8 +164,8 @@ pub(super) fn syscall_faults_reached(scenario: &Scenario, run: &Run, skip: &[usi
     }
 }
 
-/// A `[[service_fault]]` that never fired: the run never took that server down there, so a
-/// restart of it under the live worker was not exercised. At a probe's boundary only a runtime
+/// A `[[service_fault]]` that never fired: the run never took that server down (froze it, cut the
+/// worker off it) there, so what the fault asks of the runtime was not exercised. At a probe's boundary only a runtime
 /// with the probe says it is there.
 pub(super) fn service_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
     for (i, fault) in scenario.service_faults.iter().enumerate() {
@@ -179,9 +179,14 @@ pub(super) fn service_faults_reached(scenario: &Scenario, run: &Run, violations:
                 breach!(FaultsReached),
                 Some(fault.operation.clone()),
                 format!(
-                    "service fault {} ({}) never fired{probe}, so a restart of that service under the live worker was not exercised",
+                    "service fault {} ({}) never fired{probe}, so {} under the live worker was not exercised",
                     i + 1,
-                    fault.describe()
+                    fault.describe(),
+                    match fault.action {
+                        ServiceFaultAction::Kill | ServiceFaultAction::Restart => "a restart of that service",
+                        ServiceFaultAction::Freeze => "a freeze of that service",
+                        ServiceFaultAction::Unreachable => "a window with that service unreachable",
+                    }
                 ),
                 Vec::new(),
             ));

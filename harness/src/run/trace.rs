@@ -225,6 +225,21 @@ pub fn describe_mark(mark: &Mark) -> String {
                 fault + 1
             )
         }
+        Happening::ServiceHeld { fault, service, action, seconds } => match action.as_str() {
+            "freeze" => format!(
+                "harness   SIGSTOP service {service} (service fault {}, freeze for {seconds:.1?}; the worker lives on)",
+                fault + 1
+            ),
+            _ => format!(
+                "harness   cut the worker off service {service} (service fault {}, unreachable for {seconds:.1?}: its connections reset; the service runs on)",
+                fault + 1
+            ),
+        },
+        Happening::ServiceReleased { fault, service, action, after, early } => {
+            let what = if action == "freeze" { format!("SIGCONT service {service}") } else { format!("service {service} reachable again") };
+            let when = if *early { "the run was over first" } else { "its time was up" };
+            format!("harness   {what} (service fault {}, {action} ended after {after:.1?}: {when})", fault + 1)
+        }
         Happening::ServiceRestarted { service, port, waited } => {
             format!("harness   start service {service} again on port {port}, same data dir (ready after {waited:.1?})")
         }

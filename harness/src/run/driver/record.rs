@@ -144,6 +144,23 @@ pub enum Happening {
         port: u16,
         waited: Duration,
     },
+    /// A `[[service_fault]]` (index `fault`) `freeze` SIGSTOPped the service's process group, or
+    /// an `unreachable` cut the worker's way to it (`action`), for `seconds`; the worker lives on.
+    ServiceHeld {
+        fault: usize,
+        service: String,
+        action: String,
+        seconds: Duration,
+    },
+    /// That window ended after `after` (SIGCONT; the proxy open again); `early`: the run ended
+    /// before its time was up, and the harness ended it then.
+    ServiceReleased {
+        fault: usize,
+        service: String,
+        action: String,
+        after: Duration,
+        early: bool,
+    },
     /// The incarnation was started with its data dir (`path`) hidden (`missing_data_dir`), and
     /// did what `refusal` says; the dir was put back after.
     MissingDataDir {

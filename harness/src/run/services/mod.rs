@@ -10,14 +10,16 @@
 //! A service that exits while the run goes on stops the run, said as such.
 //!
 //! `declare` reads the file, `spawn` starts one service and waits for it, `running` holds the
-//! started ones (their exits, the worker's environment, the stop).
+//! started ones (their exits, the worker's environment, the faults' holds, the stop), `proxy` is
+//! the worker's way to each (the harness's loopback proxy, which an `unreachable` cuts).
 
 mod declare;
+mod proxy;
 mod running;
 mod spawn;
 
 pub use declare::ServicesError;
-pub use running::{Running, ServiceExit, ServiceStart, Stop, TakenDown};
+pub use running::{Hold, Running, ServiceExit, ServiceStart, Stop, TakenDown};
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,11 +1,12 @@
-//! The `[[service_fault]]` tables: a declared service taken down and started again at a boundary
-//! of an operation, while the worker lives on. Which services exist is the services file's
-//! (`--services`), not the scenario's: a name is checked for its form here and against the
-//! declared services when a run starts.
+//! The `[[service_fault]]` tables: a declared service taken down and started again, frozen, or cut
+//! off from the worker for a while, at a boundary of an operation, while the worker lives on.
+//! Which services exist is the services file's (`--services`), not the scenario's: a name is
+//! checked for its form here (or is `*`, every declared one) and against the declared services
+//! when a run starts.
 
 use super::Source;
 use crate::model::boundary::{Boundary, unknown_word};
-use crate::scenario::{Fault, Operation, ScenarioError, ServiceFault, line_col};
+use crate::scenario::{EVERY_SERVICE, Fault, Operation, ScenarioError, ServiceFault, line_col};
 use std::ops::Range;
 use toml::Spanned;
 
@@ -28,7 +29,7 @@ impl Source<'_> {
                 return Err(self.at(
                     Some(span),
                     format!(
-                        "this [[service_fault]] is at the same place as the one on line {line} (`{}` of `{}`, occurrence {}): only one can fire there, so expected another `occurrence`, or one service fault",
+                        "this [[service_fault]] is at the same place as the one on line {line} (`{}` of `{}`, occurrence {}): only one can fire there, so expected another `occurrence`, or one service fault (`service = \"*\"` acts on every service at once)",
                         fault.at, fault.operation, fault.occurrence
                     ),
                 ));
@@ -40,8 +41,9 @@ impl Source<'_> {
         Ok(service_faults)
     }
 
-    /// One table: a service name of the right form, a known operation, a boundary where the
-    /// harness can take the service down at a known moment, counts from 1.
+    /// One table: a service name of the right form (or `*`), a known operation, a boundary where
+    /// the harness can act at a known moment (a delivery's with its destination), counts from 1,
+    /// and `seconds` exactly where the action lasts a while.
     fn service_fault(
         &self,
         f: &ServiceFault,
@@ -50,13 +52,15 @@ impl Source<'_> {
         faults: &[Fault],
     ) -> Result<(), ScenarioError> {
         let at = |message: String| self.at(Some(span.clone()), message);
-        if let Err(why) = crate::model::service_name(&f.service) {
-            return Err(at(why));
+        if f.service != EVERY_SERVICE
+            && let Err(why) = crate::model::service_name(&f.service)
+        {
+            return Err(at(format!("{why}, or `*` (every declared service)")));
         }
-        if !operations.iter().any(|o| o.id == f.operation) {
+        let Some(operation) = operations.iter().find(|o| o.id == f.operation) else {
             let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
             return Err(at(unknown_word("operation", &f.operation, &ids)));
-        }
+        };
         if f.occurrence == 0 {
             return Err(at("occurrence counts from 1 (the first time the boundary is reached)".into()));
         }
@@ -68,6 +72,8 @@ impl Source<'_> {
                 f.at
             )));
         }
+        destination(f, operation).map_err(at)?;
+        seconds(f).map_err(at)?;
         // Both would be armed on the provider's same call, and only one can be.
         let shared = faults.iter().find(|g| {
             f.at == Boundary::AfterDispatch
@@ -85,20 +91,60 @@ impl Source<'_> {
     }
 }
 
+/// A delivery boundary names one of the operation's destinations; no other boundary names one.
+fn destination(f: &ServiceFault, operation: &Operation) -> Result<(), String> {
+    match (&f.destination, f.at == Boundary::AfterDeliverySend) {
+        (None, true) => Err(format!(
+            "a [[service_fault]] at `after_delivery_send` fires at one delivery: expected `destination`, one of {:?}",
+            operation.destinations
+        )),
+        (Some(d), true) if !operation.destinations.contains(d) => Err(format!(
+            "expected `destination` one of `{}`'s destinations {:?}, found `{d}`",
+            operation.id, operation.destinations
+        )),
+        (Some(d), false) => Err(format!(
+            "`destination` names a delivery, and `{}` is not a delivery's boundary: expected `at = \"after_delivery_send\"`, or no `destination` (found `{d}`)",
+            f.at
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The longest window a scenario may ask for: longer is a stuck run, not a fault.
+const MAX_SECONDS: f64 = 600.0;
+
+/// `seconds` for a `freeze` or an `unreachable`, between 0 and [`MAX_SECONDS`]; none for a kill
+/// or a restart, which end when the service is ready again.
+fn seconds(f: &ServiceFault) -> Result<(), String> {
+    let action = f.action.name();
+    match (f.seconds, f.action.is_window()) {
+        (None, true) => Err(format!(
+            "a `{action}` lasts a stated time: expected `seconds` (more than 0, at most {MAX_SECONDS}), found none"
+        )),
+        (Some(s), true) if !(s > 0.0 && s <= MAX_SECONDS) => {
+            Err(format!("expected `seconds` more than 0 and at most {MAX_SECONDS}, found {s}"))
+        }
+        (Some(s), false) => Err(format!(
+            "a `{action}` ends when the service is ready again: expected no `seconds` (found {s}), or `action = \"freeze\"` or `\"unreachable\"`"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Where a service fault can fire: at each boundary the probe announces (the worker waits for
 /// the harness's answer while its server goes down and comes back), and as the provider answers
-/// a call. Not at `after_submit` (the harness's own request, which a service fault would race)
-/// nor at a delivery, which needs a destination the grammar does not take yet.
-const SERVICE_FAULT_BOUNDARIES: [Boundary; 5] = [
+/// a call. Not at `after_submit` (the harness's own request, which a service fault would race).
+const SERVICE_FAULT_BOUNDARIES: [Boundary; 6] = [
     Boundary::BeforeDispatch,
     Boundary::AfterDispatch,
     Boundary::AfterProviderSuccess,
     Boundary::AfterResultWrite,
     Boundary::AfterPolicyRevocation,
+    Boundary::AfterDeliverySend,
 ];
 
 fn same_place(a: &ServiceFault, b: &ServiceFault) -> bool {
-    a.at == b.at && a.operation == b.operation && a.occurrence == b.occurrence
+    a.at == b.at && a.operation == b.operation && a.occurrence == b.occurrence && a.destination == b.destination
 }
 
 #[cfg(test)]

@@ -1,0 +1,122 @@
+//! The service faults that last a while (CONTRACT.md section 2, "Services"): a `freeze` (the
+//! service's process group SIGSTOPped) or an `unreachable` (the worker's proxy to it cut) opens a
+//! window where it fires, and the worker goes on at once to meet it. A task of its own ends the
+//! window when its `seconds` are up, whatever the driver is doing then (waiting for a restart's
+//! ready line, say), and marks the end on the run's clock; a window still open when the run ends
+//! is ended then, marked as ended early. The worker's own faults go on meanwhile.
+
+use super::record::{Happening, Mark};
+use super::state::Driver;
+use crate::run::services::Hold;
+use fake_tool::Clock;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::JoinHandle;
+
+/// The open windows of a run, and the marks of those that ended on their own.
+pub(super) struct Windows {
+    open: Vec<Window>,
+    ends: UnboundedSender<Mark>,
+    ended: UnboundedReceiver<Mark>,
+}
+
+impl Default for Windows {
+    fn default() -> Windows {
+        let (ends, ended) = unbounded_channel();
+        Windows { open: Vec::new(), ends, ended }
+    }
+}
+
+/// One window: what it holds, and who ends it — its task at its time, or the run's end before.
+struct Window {
+    end: Ending,
+    task: JoinHandle<()>,
+}
+
+/// What ends a window, once: whichever of its task and the run's end comes first.
+#[derive(Clone)]
+struct Ending {
+    fault: usize,
+    action: &'static str,
+    holds: Vec<(String, Hold)>,
+    opened: Instant,
+    done: Arc<AtomicBool>,
+}
+
+impl Ending {
+    /// Ends the holds and says so, unless the window was ended already.
+    fn end(&self, clock: &Clock, early: bool) -> Vec<Mark> {
+        if self.done.swap(true, Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let after = self.opened.elapsed();
+        let mut marks = Vec::new();
+        for (service, hold) in &self.holds {
+            hold.end();
+            let happening = Happening::ServiceReleased {
+                fault: self.fault,
+                service: service.clone(),
+                action: self.action.to_owned(),
+                after,
+                early,
+            };
+            marks.push(Mark { seq: clock.tick(), at_micros: clock.micros(), happening });
+        }
+        marks
+    }
+}
+
+impl Driver<'_> {
+    /// Service fault `index`'s window on `services`: each held and marked, then left to its task
+    /// to end after `seconds`.
+    pub(super) fn open_window(&mut self, index: usize, services: &[String], seconds: Duration) -> Result<(), String> {
+        let action = self.scenario.service_faults[index].action;
+        let mut holds = Vec::new();
+        for service in services {
+            let hold = self.services.hold(service, action);
+            let hold = hold.inspect_err(|_| self.end_holds(&holds))?;
+            self.mark(Happening::ServiceHeld { fault: index, service: service.clone(), action: action.name().to_owned(), seconds });
+            holds.push((service.clone(), hold));
+        }
+        let end = Ending { fault: index, action: action.name(), holds, opened: Instant::now(), done: Arc::default() };
+        let (ending, clock, ends) = (end.clone(), self.clock.clone(), self.windows.ends.clone());
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(seconds).await;
+            for mark in ending.end(&clock, false) {
+                let _ = ends.send(mark);
+            }
+        });
+        self.windows.open.push(Window { end, task });
+        Ok(())
+    }
+
+    /// Holds taken before one that failed: ended at once (the run stops on the failure).
+    fn end_holds(&self, holds: &[(String, Hold)]) {
+        for (_, hold) in holds {
+            hold.end();
+        }
+    }
+
+    /// The marks of windows that ended on their own since last asked, in their places on the
+    /// clock: called before every new mark, and at the run's end.
+    pub(super) fn take_window_ends(&mut self) {
+        while let Ok(mark) = self.windows.ended.try_recv() {
+            let at = self.timeline.partition_point(|m| m.seq < mark.seq);
+            self.timeline.insert(at, mark);
+        }
+    }
+
+    /// At the run's end: every window still open ended now, marked as ended early, before the
+    /// services are stopped.
+    pub(super) fn close_windows(&mut self) {
+        self.take_window_ends();
+        for window in std::mem::take(&mut self.windows.open) {
+            window.task.abort();
+            for mark in window.end.end(&self.clock, true) {
+                self.timeline.push(mark);
+            }
+        }
+    }
+}
