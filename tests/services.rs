@@ -19,6 +19,16 @@
 //!   timeline say so, the next incarnation registers with the restarted server (which remembers
 //!   the earlier ones), and nothing is left.
 //!
+//! - `services::standard_service_scenarios_pass_a_journaling_worker`: the standard scenarios that
+//!   need services (`service = "*"`, `needs_services`: a server restart during dispatch, during
+//!   reconciliation, during delivery; the worker killed while its server lives; the server frozen;
+//!   the server unreachable) pass journal_worker.py, which journals every round in the kv server and
+//!   writes a failed journal entry again until the server answers; the trace says each freeze and
+//!   cut and its end.
+//! - `services::a_blind_worker_is_caught_frozen_and_unreachable`: journal_worker.py `--blind`,
+//!   which takes a journal write the server did not answer for the step's failure and runs the step
+//!   again afresh, fails service_frozen and service_unreachable on at_most_once and no_blind_retry.
+//!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
 use killpoint::run::services::Services;
@@ -45,6 +55,8 @@ fn main() -> ExitCode {
         Trial::test("services::never_ready", never_ready),
         Trial::test("services::dies_mid_run", dies_mid_run),
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
+        Trial::test("services::standard_service_scenarios_pass_a_journaling_worker", standard_pass_a_journaling_worker),
+        Trial::test("services::a_blind_worker_is_caught_frozen_and_unreachable", blind_worker_is_caught),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -265,6 +277,81 @@ fn restarted_server_remembered(run: &Run) -> Result<(), Failed> {
     let expected: Vec<String> = (1..=run.incarnations).map(|n| n.to_string()).collect();
     if serving != 3 || run.incarnations < 2 || registered != expected {
         return Err(format!("expected three server starts and registrations {expected:?}; the log:\n{log}").into());
+    }
+    Ok(())
+}
+
+/// journal_worker.py (tests/fixtures/services), correct or `--blind`.
+fn journal_worker(blind: bool) -> Target {
+    let args = if blind { vec!["--blind".to_owned()] } else { Vec::new() };
+    Target { program: fixtures().join("journal_worker.py"), args }
+}
+
+/// The standard scenarios that need services, by name.
+fn needing_services() -> Vec<Scenario> {
+    let all = killpoint::ScenarioSet::standard().load().expect("the standard set loads");
+    all.into_iter().map(|s| s.expect("a standard scenario parses")).filter(Scenario::needs_services).collect()
+}
+
+fn standard_pass_a_journaling_worker() -> Result<(), Failed> {
+    let scenarios = needing_services();
+    let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    if names.len() != 6 {
+        return Err(format!("expected the six standard scenarios that need services, found {names:?}").into());
+    }
+    for scenario in &scenarios {
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(scenario, &journal_worker(false), &options("kv.toml", root.path()))?;
+        eprintln!("{}: {:.1?}", scenario.name, started.elapsed());
+        if !verdict.passed() || run.service_hits.iter().any(|hit| !hit) {
+            let story = killpoint::report::story::story(scenario, &verdict, &run);
+            return Err(format!(
+                "{} must pass the journaling worker, every service fault fired:\n{story}",
+                scenario.name
+            )
+            .into());
+        }
+        let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+        let wanted: &[&str] = match scenario.name.as_str() {
+            "service_frozen" => &[
+                "SIGSTOP service kv (service fault 1, freeze for 2.0s",
+                "SIGCONT service kv (service fault 1, freeze ended after",
+            ],
+            "service_unreachable" => &[
+                "cut the worker off service kv (service fault 1, unreachable for 2.0s",
+                "service kv reachable again (service fault 1, unreachable ended after",
+            ],
+            _ => &[],
+        };
+        for line in wanted {
+            if !trace.iter().any(|t| t.contains(line)) {
+                return Err(format!("{}: the trace must say `{line}`: {trace:#?}", scenario.name).into());
+            }
+        }
+        nothing_left(run, root.path())?;
+    }
+    Ok(())
+}
+
+fn blind_worker_is_caught() -> Result<(), Failed> {
+    for name in ["service_frozen", "service_unreachable"] {
+        let mut scenario = scenario(name);
+        // The blind worker's last rerun never settles: its deadline, not the window, is the wait.
+        scenario.deadline = Duration::from_secs(8);
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(&scenario, &journal_worker(true), &options("kv.toml", root.path()))?;
+        eprintln!("{name} --blind: {:.1?}", started.elapsed());
+        let failed = verdict.failed_invariants();
+        let wanted = [killpoint::Invariant::AtMostOnce, killpoint::Invariant::NoBlindRetry];
+        if !wanted.iter().all(|i| failed.contains(i)) {
+            let story = killpoint::report::story::story(&scenario, &verdict, &run);
+            return Err(
+                format!("{name}: the blind worker must be caught on {wanted:?}, found {failed:?}\n{story}").into()
+            );
+        }
+        nothing_left(run, root.path())?;
     }
     Ok(())
 }

@@ -79,8 +79,8 @@ pub(super) fn with_services(scenarios: Vec<Scenario>, services: &Services) -> (V
     }
     let (left, kept): (Vec<Scenario>, Vec<Scenario>) = scenarios.into_iter().partition(Scenario::needs_services);
     let names: Vec<&str> = left.iter().map(|s| s.name.as_str()).collect();
-    let note = (!left.is_empty())
-        .then(|| format!("not run: no services declared (--services FILE): {}\n", names.join(", ")));
+    let note =
+        (!left.is_empty()).then(|| format!("not run: no services declared (--services FILE): {}\n", names.join(", ")));
     (kept, note)
 }
 

@@ -236,7 +236,11 @@ pub fn describe_mark(mark: &Mark) -> String {
             ),
         },
         Happening::ServiceReleased { fault, service, action, after, early } => {
-            let what = if action == "freeze" { format!("SIGCONT service {service}") } else { format!("service {service} reachable again") };
+            let what = if action == "freeze" {
+                format!("SIGCONT service {service}")
+            } else {
+                format!("service {service} reachable again")
+            };
             let when = if *early { "the run was over first" } else { "its time was up" };
             format!("harness   {what} (service fault {}, {action} ended after {after:.1?}: {when})", fault + 1)
         }

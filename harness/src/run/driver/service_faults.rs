@@ -92,8 +92,11 @@ impl Driver<'_> {
         let fault = &self.scenario.service_faults[index];
         self.service_hits[index] = true;
         let names = self.services.names();
-        let targets: Vec<String> =
-            fault.targets(&names.iter().map(String::as_str).collect::<Vec<_>>()).into_iter().map(str::to_owned).collect();
+        let targets: Vec<String> = fault
+            .targets(&names.iter().map(String::as_str).collect::<Vec<_>>())
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         if let Some(seconds) = fault.window() {
             return self.open_window(index, &targets, seconds);
         }

@@ -77,7 +77,12 @@ impl Driver<'_> {
         for service in services {
             let hold = self.services.hold(service, action);
             let hold = hold.inspect_err(|_| self.end_holds(&holds))?;
-            self.mark(Happening::ServiceHeld { fault: index, service: service.clone(), action: action.name().to_owned(), seconds });
+            self.mark(Happening::ServiceHeld {
+                fault: index,
+                service: service.clone(),
+                action: action.name().to_owned(),
+                seconds,
+            });
             holds.push((service.clone(), hold));
         }
         let end = Ending { fault: index, action: action.name(), holds, opened: Instant::now(), done: Arc::default() };

@@ -130,3 +130,65 @@ async fn pipe(mut client: TcpStream, upstream: u16, mut phase: watch::Receiver<P
 fn reset(stream: &TcpStream) {
     let _ = stream.set_linger(Some(Duration::ZERO));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Proxy;
+    use std::io::ErrorKind;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// An echo server on loopback: what each connection sends comes back.
+    async fn echo() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 64];
+                    while let Ok(n @ 1..) = stream.read(&mut buffer).await {
+                        let _ = stream.write_all(&buffer[..n]).await;
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    /// Sends `ping` on `stream` and reads what comes back: the echo, or the error.
+    async fn ping(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+        stream.write_all(b"ping").await?;
+        let mut buffer = [0u8; 4];
+        stream.read_exact(&mut buffer).await?;
+        Ok(buffer.to_vec())
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_cut_resets_every_connection_until_the_proxy_opens_again() {
+        let proxy = Proxy::start(echo().await).unwrap();
+        let address = ("127.0.0.1", proxy.port());
+        let mut before = TcpStream::connect(address).await.unwrap();
+        assert_eq!(ping(&mut before).await.unwrap(), b"ping", "open: the service answers through the proxy");
+
+        proxy.cut();
+        let old = ping(&mut before).await.expect_err("a connection made before the cut is reset");
+        assert!(
+            matches!(old.kind(), ErrorKind::ConnectionReset | ErrorKind::UnexpectedEof | ErrorKind::BrokenPipe),
+            "{old}"
+        );
+        // Accepted and reset at once: the reset may come before `connect` returns, or after.
+        let during = async { ping(&mut TcpStream::connect(address).await?).await };
+        let new = during.await.expect_err("a connection made during the cut is reset at once");
+        assert!(
+            matches!(new.kind(), ErrorKind::ConnectionReset | ErrorKind::UnexpectedEof | ErrorKind::BrokenPipe),
+            "{new}"
+        );
+
+        proxy.opener().open();
+        let mut after = TcpStream::connect(address).await.unwrap();
+        assert_eq!(ping(&mut after).await.unwrap(), b"ping", "open again: the service answers");
+        drop(proxy);
+        let closed = TcpStream::connect(address).await;
+        assert!(closed.is_err(), "a dropped proxy listens no more");
+    }
+}

@@ -123,7 +123,8 @@ impl Running {
                     match proxy {
                         Ok(proxy) => running.proxies.push(proxy),
                         Err(e) => {
-                            let why = format!("service `{}`: no proxy for the worker to reach it by: {e}", service.name);
+                            let why =
+                                format!("service `{}`: no proxy for the worker to reach it by: {e}", service.name);
                             return (running, Err(why));
                         }
                     }

@@ -153,8 +153,7 @@ mod tests {
     use crate::scenario::{Scenario, ServiceFault, ServiceFaultAction};
     use std::path::Path;
 
-    const WORKLOAD: &str =
-        "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n";
+    const WORKLOAD: &str = "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n";
 
     fn parse(tables: &str) -> Result<Scenario, String> {
         Scenario::parse(Path::new("s.toml"), &format!("{WORKLOAD}{tables}")).map_err(|e| e.to_string())
@@ -168,11 +167,33 @@ mod tests {
             at: Boundary::BeforeDispatch,
             operation: "a".into(),
             occurrence: 1,
+            destination: None,
             action: ServiceFaultAction::Kill,
+            seconds: None,
         };
         assert_eq!(s.service_faults, [expected]);
+        assert!(!s.needs_services(), "a named service is the services file's to declare");
         let again = Scenario::parse(Path::new("s.toml"), &s.to_toml()).unwrap();
         assert_eq!(again.service_faults, s.service_faults);
+    }
+
+    #[test]
+    fn windows_every_service_and_deliveries_are_written_back_the_same() {
+        let text = format!(
+            "needs_services = true\n{WORKLOAD}{}",
+            concat!(
+                "[[service_fault]]\nservice = \"*\"\nat = \"after_provider_success\"\noperation = \"a\"\naction = \"freeze\"\nseconds = 1.5\n",
+                "[[service_fault]]\nservice = \"kv\"\nat = \"after_delivery_send\"\noperation = \"a\"\ndestination = \"ledger\"\naction = \"unreachable\"\nseconds = 2\n",
+            )
+        );
+        let s = Scenario::parse(Path::new("s.toml"), &text).unwrap();
+        assert!(s.needs_services);
+        assert_eq!(s.service_faults[0].window(), Some(std::time::Duration::from_millis(1500)));
+        assert_eq!(s.service_faults[0].targets(&["kv", "pg"]), ["kv", "pg"], "`*` is every service, in order");
+        assert_eq!(s.service_faults[1].targets(&["kv", "pg"]), ["kv"]);
+        assert_eq!(s.service_faults[1].describe(), "unreachable kv for 2s at after_delivery_send #1 of a -> ledger");
+        let again = Scenario::parse(Path::new("s.toml"), &s.to_toml()).unwrap();
+        assert_eq!((again.service_faults, again.needs_services), (s.service_faults, true));
     }
 
     #[test]
@@ -181,28 +202,56 @@ mod tests {
         let cases = [
             (
                 table("at = \"after_submit\"\n"),
-                "s.toml:6:1: a [[service_fault]] fires where the harness holds the worker still",
+                "s.toml:7:1: a [[service_fault]] fires where the harness holds the worker still",
             ),
-            (table("at = \"before_dispatch\"\noccurrence = 0\n"), "s.toml:6:1: occurrence counts from 1"),
-            (table("at = \"before_dispatch\"\naction = \"freeze\"\n"), "s.toml:10:10: unknown variant `freeze`"),
+            (table("at = \"before_dispatch\"\noccurrence = 0\n"), "s.toml:7:1: occurrence counts from 1"),
+            (table("at = \"before_dispatch\"\naction = \"pause\"\n"), "s.toml:11:10: unknown variant `pause`"),
+            (
+                table("at = \"before_dispatch\"\naction = \"freeze\"\n"),
+                "s.toml:7:1: a `freeze` lasts a stated time: expected `seconds`",
+            ),
+            (
+                table("at = \"before_dispatch\"\naction = \"unreachable\"\nseconds = 0\n"),
+                "s.toml:7:1: expected `seconds` more than 0 and at most 600, found 0",
+            ),
+            (
+                table("at = \"before_dispatch\"\nseconds = 2\n"),
+                "s.toml:7:1: a `kill` ends when the service is ready again: expected no `seconds` (found 2)",
+            ),
+            (
+                table("at = \"after_delivery_send\"\n"),
+                "s.toml:7:1: a [[service_fault]] at `after_delivery_send` fires at one delivery: expected `destination`",
+            ),
+            (
+                table("at = \"after_delivery_send\"\ndestination = \"mailer\"\n"),
+                "s.toml:7:1: expected `destination` one of `a`'s destinations [\"ledger\"], found `mailer`",
+            ),
+            (
+                table("at = \"before_dispatch\"\ndestination = \"ledger\"\n"),
+                "s.toml:7:1: `destination` names a delivery, and `before_dispatch` is not a delivery's boundary",
+            ),
+            (
+                "[[service_fault]]\nservice = \"**\"\noperation = \"a\"\nat = \"before_dispatch\"\n".into(),
+                "s.toml:7:1: expected a service name of lower-case letters, digits and `_`, starting with a letter, at most 32 characters; found `**`, or `*` (every declared service)",
+            ),
             (
                 "[[service_fault]]\nservice = \"KV\"\noperation = \"a\"\nat = \"before_dispatch\"\n".into(),
-                "s.toml:6:1: expected a service name",
+                "s.toml:7:1: expected a service name",
             ),
             (
                 "[[service_fault]]\nservice = \"kv\"\noperation = \"b\"\nat = \"before_dispatch\"\n".into(),
-                "s.toml:6:1: unknown operation `b`",
+                "s.toml:7:1: unknown operation `b`",
             ),
             (
                 format!("{}{}", table("at = \"before_dispatch\"\n"), table("at = \"before_dispatch\"\n")),
-                "s.toml:10:1: this [[service_fault]] is at the same place as the one on line 6",
+                "s.toml:11:1: this [[service_fault]] is at the same place as the one on line 7",
             ),
             (
                 format!(
                     "[[fault]]\nat = \"after_dispatch\"\noperation = \"a\"\n{}",
                     table("at = \"after_dispatch\"\n")
                 ),
-                "s.toml:9:1: a [[service_fault]] at `after_dispatch` of `a`, occurrence 1, takes the provider's answer",
+                "s.toml:10:1: a [[service_fault]] at `after_dispatch` of `a`, occurrence 1, takes the provider's answer",
             ),
         ];
         for (tables, expected) in cases {
