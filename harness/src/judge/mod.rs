@@ -26,6 +26,7 @@ mod ready;
 mod retry_label;
 pub mod rules;
 mod sandbox;
+mod service_rules;
 mod status;
 mod submission;
 mod verdict;
@@ -90,7 +91,11 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
     let reasked = decisions::reasked(scenario, run);
-    let exercises = rules::caught::exercised(scenario, run.crash);
+    let services = service_rules::exercised(run);
+    service_rules::name(&services, &mut violations);
+    let mut exercises = rules::caught::exercised(scenario, run.crash);
+    exercises.extend(services);
+    exercises.sort_by_key(|id| rules::RULES.iter().position(|r| r.id == *id));
     Verdict {
         scenario: scenario.name.clone(),
         probe: run.probe,
