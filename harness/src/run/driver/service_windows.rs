@@ -5,68 +5,12 @@
 //! ready line, say), and marks the end on the run's clock; a window still open when the run ends
 //! is ended then, marked as ended early. The worker's own faults go on meanwhile.
 
-use super::record::{Happening, Mark};
+use super::record::Happening;
 use super::state::Driver;
+use super::windows::{Ending, Window};
 use crate::run::services::Hold;
-use fake_tool::Clock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::task::JoinHandle;
-
-/// The open windows of a run, and the marks of those that ended on their own.
-pub(super) struct Windows {
-    open: Vec<Window>,
-    ends: UnboundedSender<Mark>,
-    ended: UnboundedReceiver<Mark>,
-}
-
-impl Default for Windows {
-    fn default() -> Windows {
-        let (ends, ended) = unbounded_channel();
-        Windows { open: Vec::new(), ends, ended }
-    }
-}
-
-/// One window: what it holds, and who ends it — its task at its time, or the run's end before.
-struct Window {
-    end: Ending,
-    task: JoinHandle<()>,
-}
-
-/// What ends a window, once: whichever of its task and the run's end comes first.
-#[derive(Clone)]
-struct Ending {
-    fault: usize,
-    action: &'static str,
-    holds: Vec<(String, Hold)>,
-    opened: Instant,
-    done: Arc<AtomicBool>,
-}
-
-impl Ending {
-    /// Ends the holds and says so, unless the window was ended already.
-    fn end(&self, clock: &Clock, early: bool) -> Vec<Mark> {
-        if self.done.swap(true, Ordering::SeqCst) {
-            return Vec::new();
-        }
-        let after = self.opened.elapsed();
-        let mut marks = Vec::new();
-        for (service, hold) in &self.holds {
-            hold.end();
-            let happening = Happening::ServiceReleased {
-                fault: self.fault,
-                service: service.clone(),
-                action: self.action.to_owned(),
-                after,
-                early,
-            };
-            marks.push(Mark { seq: clock.tick(), at_micros: clock.micros(), happening });
-        }
-        marks
-    }
-}
 
 impl Driver<'_> {
     /// Service fault `index`'s window on `services`: each held and marked, then left to its task

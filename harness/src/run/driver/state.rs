@@ -84,7 +84,7 @@ pub(super) struct Driver<'a> {
     /// Whether each `[[service_fault]]` fired, by index into `scenario.service_faults`.
     pub(super) service_hits: Vec<bool>,
     /// The service faults' windows still open (a freeze, an unreachable), and word of their ends.
-    pub(super) windows: super::service_windows::Windows,
+    pub(super) windows: super::windows::Windows,
 }
 
 impl<'a> Driver<'a> {
