@@ -28,6 +28,9 @@
 //! - `services::a_blind_worker_is_caught_frozen_and_unreachable`: journal_worker.py `--blind`,
 //!   which takes a journal write the server did not answer for the step's failure and runs the step
 //!   again afresh, fails service_frozen and service_unreachable on at_most_once and no_blind_retry.
+//! - `services::a_freeze_ends_at_its_world_event`: kv_freeze_until.toml freezes the server for at
+//!   most 60 s or until `charge` reaches after_result_write: the window ends there, said so, and
+//!   the run passes in a few seconds (a window that ignored `until` would outlast the deadline).
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
         Trial::test("services::standard_service_scenarios_pass_a_journaling_worker", standard_pass_a_journaling_worker),
         Trial::test("services::a_blind_worker_is_caught_frozen_and_unreachable", blind_worker_is_caught),
+        Trial::test("services::a_freeze_ends_at_its_world_event", freeze_until),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -358,4 +362,22 @@ fn blind_worker_is_caught() -> Result<(), Failed> {
         nothing_left(run, root.path())?;
     }
     Ok(())
+}
+
+fn freeze_until() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let scenario = Scenario::load(&fixtures().join("kv_freeze_until.toml")).expect("the fixture's scenario parses");
+    let started = Instant::now();
+    let (verdict, run) = run_scenario(&scenario, &journal_worker(false), &options("kv.toml", root.path()))?;
+    let took = started.elapsed();
+    eprintln!("a_freeze_ends_at_its_world_event: {took:.1?}");
+    let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    let wanted = "SIGCONT service kv (service fault 1, freeze ended after";
+    let ended = trace.iter().find(|t| t.contains(wanted));
+    let at_event = ended.is_some_and(|t| t.ends_with("after_result_write #1 of charge came first)"));
+    if !verdict.passed() || !at_event || took > Duration::from_secs(40) {
+        return Err(format!("expected a pass in well under 60 s, the freeze ended at after_result_write; took {took:?}, ended: {ended:?}\n{story}").into());
+    }
+    nothing_left(run, root.path())
 }

@@ -1,7 +1,7 @@
 //! The trace: the harness's timeline and the fake world's ledger merged on their shared clock,
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
-use crate::run::driver::{Happening, Mark, Run};
+use crate::run::driver::{Happening, Mark, Release, Run};
 use fake_tool::{Effect, Entry, Event, Injected, ModelAnswer, PolicyAnswer, Response, Subject};
 
 /// One line of the trace, with its sequence number.
@@ -235,13 +235,17 @@ pub fn describe_mark(mark: &Mark) -> String {
                 fault + 1
             ),
         },
-        Happening::ServiceReleased { fault, service, action, after, early } => {
+        Happening::ServiceReleased { fault, service, action, after, why } => {
             let what = if action == "freeze" {
                 format!("SIGCONT service {service}")
             } else {
                 format!("service {service} reachable again")
             };
-            let when = if *early { "the run was over first" } else { "its time was up" };
+            let when = match why {
+                Release::TimeUp => "its time was up".to_owned(),
+                Release::Until { event } => format!("{event} came first"),
+                Release::RunOver => "the run was over first".to_owned(),
+            };
             format!("harness   {what} (service fault {}, {action} ended after {after:.1?}: {when})", fault + 1)
         }
         Happening::ServiceRestarted { service, port, waited } => {

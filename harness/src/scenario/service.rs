@@ -2,7 +2,7 @@
 //! server, `--services`) while the worker lives on (CONTRACT.md section 2, "Services"). Read by
 //! `parse/service_fault.rs`, fired by the run's driver.
 
-use super::{Scenario, first, is_first};
+use super::{Anchor, Scenario, first, is_first};
 use crate::model::boundary::Boundary;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -26,9 +26,14 @@ pub struct ServiceFault {
     pub destination: Option<String>,
     #[serde(default, skip_serializing_if = "ServiceFaultAction::is_kill")]
     pub action: ServiceFaultAction,
-    /// How long a `freeze` or `unreachable` lasts (checked: only there, and there always).
+    /// How long a `freeze` or `unreachable` lasts (checked: only there, and there always); with
+    /// `until`, the longest it lasts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// A `freeze` or `unreachable` ends sooner when this world event happens: an operation
+    /// reaching a boundary the probe announces, for the `occurrence`-th time in the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Anchor>,
 }
 
 /// `service = "*"`: every declared service, in the order the services file declares them.
@@ -73,7 +78,8 @@ impl ServiceFault {
     /// `kill kv at after_dispatch #1 of charge`, `freeze * for 2s at after_delivery_send #1 of
     /// charge -> ledger`.
     pub fn describe(&self) -> String {
-        let window = self.window().map(|d| format!(" for {d:?}")).unwrap_or_default();
+        let until = self.until.as_ref().map(|a| format!(" or until {a}")).unwrap_or_default();
+        let window = self.window().map(|d| format!(" for {d:?}{until}")).unwrap_or_default();
         let to = self.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();
         format!(
             "{} {}{window} at {} #{} of {}{to}",

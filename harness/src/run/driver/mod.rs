@@ -44,7 +44,7 @@ mod workload;
 
 pub use abort::Abort;
 pub use fingerprint::Fingerprint;
-pub use record::{Happening, Hit, Mark, Refusal, Run, RunOptions};
+pub use record::{Happening, Hit, Mark, Refusal, Release, Run, RunOptions};
 pub use setup::environment;
 
 use crate::model::crash::Crash;

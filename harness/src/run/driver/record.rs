@@ -152,14 +152,13 @@ pub enum Happening {
         action: String,
         seconds: Duration,
     },
-    /// That window ended after `after` (SIGCONT; the proxy open again); `early`: the run ended
-    /// before its time was up, and the harness ended it then.
+    /// That window ended after `after` (SIGCONT; the proxy open again), for the reason `why`.
     ServiceReleased {
         fault: usize,
         service: String,
         action: String,
         after: Duration,
-        early: bool,
+        why: Release,
     },
     /// The incarnation was started with its data dir (`path`) hidden (`missing_data_dir`), and
     /// did what `refusal` says; the dir was put back after.
@@ -168,6 +167,18 @@ pub enum Happening {
         path: String,
         refusal: Refusal,
     },
+}
+
+/// Why a service fault's window (a `freeze`, an `unreachable`) ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Release {
+    /// Its `seconds` were up.
+    TimeUp,
+    /// Its `until` happened: the operation reached the boundary (`event`, in words).
+    Until { event: String },
+    /// The run ended first; the harness ended it then.
+    RunOver,
 }
 
 /// What an incarnation started on a missing data dir did.

@@ -60,6 +60,9 @@ impl Driver<'_> {
     pub(super) async fn service_faults_at(&mut self, message: &ProbeMessage) -> Result<(), String> {
         let key = (message.boundary, message.operation_id.clone(), message.destination.clone());
         let count = self.seen.get(&key).copied().unwrap_or(0);
+        if message.destination.is_none() {
+            self.windows_until(message.boundary, &message.operation_id, count);
+        }
         let due: Vec<usize> = (0..self.scenario.service_faults.len())
             .filter(|&i| {
                 let f = &self.scenario.service_faults[i];

@@ -5,7 +5,7 @@
 //! ready line, say), and marks the end on the run's clock; a window still open when the run ends
 //! is ended then, marked as ended early. The worker's own faults go on meanwhile.
 
-use super::record::Happening;
+use super::record::{Happening, Release};
 use super::state::Driver;
 use super::windows::{Ending, Window};
 use crate::run::services::Hold;
@@ -33,11 +33,12 @@ impl Driver<'_> {
         let (ending, clock, ends) = (end.clone(), self.clock.clone(), self.windows.ends.clone());
         let task = tokio::spawn(async move {
             tokio::time::sleep(seconds).await;
-            for mark in ending.end(&clock, false) {
+            for mark in ending.end(&clock, Release::TimeUp) {
                 let _ = ends.send(mark);
             }
         });
-        self.windows.open.push(Window { end, task });
+        let until = self.scenario.service_faults[index].until.clone();
+        self.windows.open.push(Window { end, task, until });
         Ok(())
     }
 
@@ -63,7 +64,27 @@ impl Driver<'_> {
         self.take_window_ends();
         for window in std::mem::take(&mut self.windows.open) {
             window.task.abort();
-            for mark in window.end.end(&self.clock, true) {
+            for mark in window.end.end(&self.clock, Release::RunOver) {
+                self.timeline.push(mark);
+            }
+        }
+    }
+
+    /// The windows whose `until` is this announcement (`boundary` of `operation`, its `count`-th
+    /// in the run): ended now, before the runtime is answered.
+    pub(super) fn windows_until(&mut self, boundary: crate::model::boundary::Boundary, operation: &str, count: u32) {
+        self.take_window_ends();
+        let (due, open): (Vec<Window>, Vec<Window>) =
+            std::mem::take(&mut self.windows.open).into_iter().partition(|w| {
+                w.until
+                    .as_ref()
+                    .is_some_and(|a| a.boundary == boundary && a.operation == operation && a.occurrence == count)
+            });
+        self.windows.open = open;
+        for window in due {
+            window.task.abort();
+            let event = window.until.as_ref().map(|a| a.to_string()).unwrap_or_default();
+            for mark in window.end.end(&self.clock, Release::Until { event }) {
                 self.timeline.push(mark);
             }
         }

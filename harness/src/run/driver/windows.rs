@@ -2,8 +2,9 @@
 //! each holds and what ends it, once — its task when its time is up, or the run's end before
 //! (`service_windows.rs` opens and closes them).
 
-use super::record::{Happening, Mark};
+use super::record::{Happening, Mark, Release};
 use crate::run::services::Hold;
+use crate::scenario::Anchor;
 use fake_tool::Clock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +30,8 @@ impl Default for Windows {
 pub(super) struct Window {
     pub(super) end: Ending,
     pub(super) task: JoinHandle<()>,
+    /// The world event that ends it before its time, if any.
+    pub(super) until: Option<Anchor>,
 }
 
 /// What ends a window, once: whichever of its task and the run's end comes first.
@@ -42,8 +45,8 @@ pub(super) struct Ending {
 }
 
 impl Ending {
-    /// Ends the holds and says so, unless the window was ended already.
-    pub(super) fn end(&self, clock: &Clock, early: bool) -> Vec<Mark> {
+    /// Ends the holds and says why, unless the window was ended already.
+    pub(super) fn end(&self, clock: &Clock, why: Release) -> Vec<Mark> {
         if self.done.swap(true, Ordering::SeqCst) {
             return Vec::new();
         }
@@ -56,7 +59,7 @@ impl Ending {
                 service: service.clone(),
                 action: self.action.to_owned(),
                 after,
-                early,
+                why: why.clone(),
             };
             marks.push(Mark { seq: clock.tick(), at_micros: clock.micros(), happening });
         }

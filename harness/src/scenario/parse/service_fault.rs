@@ -74,6 +74,7 @@ impl Source<'_> {
         }
         destination(f, operation).map_err(at)?;
         seconds(f).map_err(at)?;
+        until(f, operations).map_err(at)?;
         // Both would be armed on the provider's same call, and only one can be.
         let shared = faults.iter().find(|g| {
             f.at == Boundary::AfterDispatch
@@ -109,6 +110,42 @@ fn destination(f: &ServiceFault, operation: &Operation) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// `until`: a window's only, at a boundary the probe announces for one operation (a delivery's
+/// needs a destination an anchor does not take), of a known operation, counted from 1.
+fn until(f: &ServiceFault, operations: &[Operation]) -> Result<(), String> {
+    let Some(anchor) = &f.until else { return Ok(()) };
+    if !f.action.is_window() {
+        return Err(format!(
+            "a `{}` ends when the service is ready again: expected no `until`, or `action = \"freeze\"` or `\"unreachable\"`",
+            f.action.name()
+        ));
+    }
+    if !UNTIL_BOUNDARIES.contains(&anchor.boundary) {
+        let names: Vec<String> = UNTIL_BOUNDARIES.iter().map(|b| format!("`{b}`")).collect();
+        return Err(format!(
+            "a window ends `until` an operation reaches a boundary the probe announces: expected `until.boundary` one of {}, found `{}`",
+            names.join(", "),
+            anchor.boundary
+        ));
+    }
+    if !operations.iter().any(|o| o.id == anchor.operation) {
+        let ids: Vec<&str> = operations.iter().map(|o| o.id.as_str()).collect();
+        return Err(format!("in `until`: {}", unknown_word("operation", &anchor.operation, &ids)));
+    }
+    if anchor.occurrence == 0 {
+        return Err("`until.occurrence` counts from 1 (the first time the boundary is reached)".into());
+    }
+    Ok(())
+}
+
+/// Where a window's `until` can be: the probe's boundaries of an operation's execution.
+const UNTIL_BOUNDARIES: [Boundary; 4] = [
+    Boundary::BeforeDispatch,
+    Boundary::AfterProviderSuccess,
+    Boundary::AfterResultWrite,
+    Boundary::AfterPolicyRevocation,
+];
 
 /// The longest window a scenario may ask for: longer is a stuck run, not a fault.
 const MAX_SECONDS: f64 = 600.0;
@@ -170,6 +207,7 @@ mod tests {
             destination: None,
             action: ServiceFaultAction::Kill,
             seconds: None,
+            until: None,
         };
         assert_eq!(s.service_faults, [expected]);
         assert!(!s.needs_services(), "a named service is the services file's to declare");
@@ -182,7 +220,7 @@ mod tests {
         let text = format!(
             "needs_services = true\n{WORKLOAD}{}",
             concat!(
-                "[[service_fault]]\nservice = \"*\"\nat = \"after_provider_success\"\noperation = \"a\"\naction = \"freeze\"\nseconds = 1.5\n",
+                "[[service_fault]]\nservice = \"*\"\nat = \"after_provider_success\"\noperation = \"a\"\naction = \"freeze\"\nseconds = 1.5\nuntil = { boundary = \"after_result_write\", operation = \"a\" }\n",
                 "[[service_fault]]\nservice = \"kv\"\nat = \"after_delivery_send\"\noperation = \"a\"\ndestination = \"ledger\"\naction = \"unreachable\"\nseconds = 2\n",
             )
         );
@@ -192,6 +230,10 @@ mod tests {
         assert_eq!(s.service_faults[0].targets(&["kv", "pg"]), ["kv", "pg"], "`*` is every service, in order");
         assert_eq!(s.service_faults[1].targets(&["kv", "pg"]), ["kv"]);
         assert_eq!(s.service_faults[1].describe(), "unreachable kv for 2s at after_delivery_send #1 of a -> ledger");
+        assert_eq!(
+            s.service_faults[0].describe(),
+            "freeze * for 1.5s or until after_result_write #1 of a at after_provider_success #1 of a"
+        );
         let again = Scenario::parse(Path::new("s.toml"), &s.to_toml()).unwrap();
         assert_eq!((again.service_faults, again.needs_services), (s.service_faults, true));
     }
@@ -217,6 +259,22 @@ mod tests {
             (
                 table("at = \"before_dispatch\"\nseconds = 2\n"),
                 "s.toml:7:1: a `kill` ends when the service is ready again: expected no `seconds` (found 2)",
+            ),
+            (
+                table(
+                    "at = \"before_dispatch\"\naction = \"freeze\"\nseconds = 1\nuntil = { boundary = \"after_dispatch\", operation = \"a\" }\n",
+                ),
+                "s.toml:7:1: a window ends `until` an operation reaches a boundary the probe announces: expected `until.boundary` one of",
+            ),
+            (
+                table(
+                    "at = \"before_dispatch\"\naction = \"freeze\"\nseconds = 1\nuntil = { boundary = \"after_result_write\", operation = \"b\" }\n",
+                ),
+                "s.toml:7:1: in `until`: unknown operation `b`",
+            ),
+            (
+                table("at = \"before_dispatch\"\nuntil = { boundary = \"after_result_write\", operation = \"a\" }\n"),
+                "s.toml:7:1: a `kill` ends when the service is ready again: expected no `until`",
             ),
             (
                 table("at = \"after_delivery_send\"\n"),
