@@ -10,6 +10,10 @@
 //!   the server crashed twice under the live worker, at `before_dispatch` and as the provider
 //!   answers; both pass, every service fault fired: a dev server on its SQLite file loses nothing
 //!   in a crash, and the SDK reports the activity's completion once the server is back.
+//! - `corrected::service_frozen` and `corrected::service_unreachable` (standard scenarios): the
+//!   server SIGSTOPped for 2 s, and the worker cut off it for 2 s through the harness's proxy (its
+//!   gRPC connection reset), after the provider's success; the worker waits for the server and
+//!   passes, every service fault fired (a worker of another design than tests/services.rs's).
 
 use killpoint::run::services::Services;
 use killpoint::{Invariant, RunOptions, Scenario, Target, run_scenario};
@@ -19,11 +23,13 @@ use std::time::{Duration, Instant};
 
 /// The trials, run by `python` (the frameworks' virtualenv interpreter; `temporal` beside it).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
-    let cases: [(&str, &str, fn(&Case) -> Result<(), Failed>); 4] = [
+    let cases: [(&str, &str, fn(&Case) -> Result<(), Failed>); 6] = [
         ("naive", "after_dispatch", naive_after_dispatch),
         ("corrected", "after_dispatch", passes),
         ("corrected", "server_restart", passes),
         ("naive", "server_restart", passes),
+        ("corrected", "service_frozen", passes),
+        ("corrected", "service_unreachable", passes),
     ];
     cases
         .into_iter()
