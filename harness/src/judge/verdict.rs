@@ -87,6 +87,11 @@ pub struct Verdict {
     /// never a violation (CONTRACT.md section 12).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasked: Vec<Reasked>,
+    /// The `[[service_fault]]`s (indices) at a boundary only the probe announces, in a run without
+    /// it: never fired, and not the runtime's failure — the scenario passes only in part, as a
+    /// worker's fault there does (`Hit::NeedsProbe`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_probe_services: Vec<usize>,
 }
 
 /// A task operation whose model was asked for a decision `decisions` times (more than once).
@@ -121,7 +126,7 @@ impl Verdict {
             Status::Error
         } else if !self.violations.is_empty() {
             Status::Fail
-        } else if self.coverage.iter().any(|c| c.hit == Hit::NeedsProbe) {
+        } else if self.coverage.iter().any(|c| c.hit == Hit::NeedsProbe) || !self.needs_probe_services.is_empty() {
             Status::Partial
         } else {
             Status::Pass

@@ -305,6 +305,7 @@ mod tests {
             duration_ms: 0,
             violations: Vec::new(),
             reasked: Vec::new(),
+            needs_probe_services: Vec::new(),
             faults: Vec::new(),
             artifacts: None,
             story: None,

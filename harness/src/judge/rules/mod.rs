@@ -332,6 +332,7 @@ mod tests {
             error: None,
             unreachable: Vec::new(),
             reasked: Vec::new(),
+            needs_probe_services: Vec::new(),
         };
         let twice =
             Violation::new(breach::breach!(AtMostOnce, "§5-1"), Some("charge".into()), "twice".into(), Vec::new());
