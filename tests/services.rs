@@ -31,6 +31,9 @@
 //! - `services::a_freeze_ends_at_its_world_event`: kv_freeze_until.toml freezes the server for at
 //!   most 60 s or until `charge` reaches after_result_write: the window ends there, said so, and
 //!   the run passes in a few seconds (a window that ignored `until` would outlast the deadline).
+//! - `services::a_service_fault_needs_the_probe_it_waits_for`: service_frozen without the probe
+//!   (its fault at a boundary only the probe announces): not fired, no violation, the scenario
+//!   partial — as a worker's fault there — not failed on `faults_reached`.
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Trial::test("services::standard_service_scenarios_pass_a_journaling_worker", standard_pass_a_journaling_worker),
         Trial::test("services::a_blind_worker_is_caught_frozen_and_unreachable", blind_worker_is_caught),
         Trial::test("services::a_freeze_ends_at_its_world_event", freeze_until),
+        Trial::test("services::a_service_fault_needs_the_probe_it_waits_for", needs_the_probe),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -378,6 +382,26 @@ fn freeze_until() -> Result<(), Failed> {
     let at_event = ended.is_some_and(|t| t.ends_with("after_result_write #1 of charge came first)"));
     if !verdict.passed() || !at_event || took > Duration::from_secs(40) {
         return Err(format!("expected a pass in well under 60 s, the freeze ended at after_result_write; took {took:?}, ended: {ended:?}\n{story}").into());
+    }
+    nothing_left(run, root.path())
+}
+
+fn needs_the_probe() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let scenario = scenario("service_frozen");
+    let options = RunOptions { probe: false, ..options("kv.toml", root.path()) };
+    let (verdict, run) = run_scenario(&scenario, &journal_worker(false), &options)?;
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    let status = verdict.status();
+    if status != killpoint::judge::Status::Partial
+        || verdict.needs_probe_services != [0]
+        || !verdict.violations.is_empty()
+    {
+        return Err(format!(
+            "expected a partial pass, service fault 1 not exercised without the probe; found {status:?}, {:?}\n{story}",
+            verdict.needs_probe_services
+        )
+        .into());
     }
     nothing_left(run, root.path())
 }

@@ -305,7 +305,6 @@ mod tests {
             duration_ms: 0,
             violations: Vec::new(),
             reasked: Vec::new(),
-            needs_probe_services: Vec::new(),
             faults: Vec::new(),
             artifacts: None,
             story: None,
