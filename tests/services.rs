@@ -31,6 +31,10 @@
 //! - `services::a_freeze_ends_at_its_world_event`: kv_freeze_until.toml freezes the server for at
 //!   most 60 s or until `charge` reaches after_result_write: the window ends there, said so, and
 //!   the run passes in a few seconds (a window that ignored `until` would outlast the deadline).
+//! - `services::a_frozen_worker_woken_after_its_successor`: zombie_worker with the kv server beside
+//!   the worker (the server lives while the worker is frozen and its successor takes over):
+//!   journal_worker.py passes, exercising §2-12; `--ignore-fence`, which goes on once fenced, fails
+//!   `fenced`, naming §2-12.
 //! - `services::a_service_fault_needs_the_probe_it_waits_for`: service_frozen without the probe
 //!   (its fault at a boundary only the probe announces): not fired, no violation, the scenario
 //!   partial — as a worker's fault there — not failed on `faults_reached`.
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Trial::test("services::a_blind_worker_is_caught_frozen_and_unreachable", blind_worker_is_caught),
         Trial::test("services::a_freeze_ends_at_its_world_event", freeze_until),
         Trial::test("services::a_service_fault_needs_the_probe_it_waits_for", needs_the_probe),
+        Trial::test("services::a_frozen_worker_woken_after_its_successor", frozen_worker_woken),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -293,6 +298,31 @@ fn restarted_server_remembered(run: &Run) -> Result<(), Failed> {
 fn journal_worker(blind: bool) -> Target {
     let args = if blind { vec!["--blind".to_owned()] } else { Vec::new() };
     Target { program: fixtures().join("journal_worker.py"), args }
+}
+
+fn frozen_worker_woken() -> Result<(), Failed> {
+    let scenario = scenario("zombie_worker");
+    let ignoring = Target { args: vec!["--ignore-fence".to_owned()], ..journal_worker(false) };
+    for (target, right) in [(journal_worker(false), true), (ignoring, false)] {
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(&scenario, &target, &options("kv.toml", root.path()))?;
+        eprintln!("zombie_worker {:?}: {:.1?}", target.args, started.elapsed());
+        let story = killpoint::report::story::story(&scenario, &verdict, &run);
+        let named = verdict.violations.iter().any(|v| v.invariant == killpoint::Invariant::Fenced && v.breaks("§2-12"));
+        let expected = match right {
+            true => verdict.passed() && verdict.exercises.contains(&"§2-12"),
+            false => named,
+        };
+        if !expected {
+            let wanted = if right { "a pass exercising §2-12" } else { "`fenced` violated, naming §2-12" };
+            return Err(
+                format!("zombie_worker {:?} with the kv server: expected {wanted}\n{story}", target.args).into()
+            );
+        }
+        nothing_left(run, root.path())?;
+    }
+    Ok(())
 }
 
 /// The standard scenarios that need services, by name.
