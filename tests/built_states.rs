@@ -132,8 +132,10 @@ fn built_states_agree_with_reruns_on_every_standard_workload() {
         .expect("the standard set loads")
         .into_iter()
         .map(|s| s.expect("a standard scenario parses"))
+        // A built state holds no service's state: those that need services are not explored so.
+        .filter(|s| !s.needs_services())
         .collect();
-    assert_eq!(standard.len(), 26, "the standard set");
+    assert_eq!(standard.len(), 26, "the standard set without the scenarios that need services");
     let next = std::sync::atomic::AtomicUsize::new(0);
     let compared: usize = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..3)

@@ -36,6 +36,26 @@
 //!   ran no case from a built crash state (a built state holds no service's state: with services
 //!   every case re-runs its prefix).
 //!
+//! - `services::standard_service_scenarios_pass_a_journaling_worker`: the standard scenarios that
+//!   need services (`service = "*"`, `needs_services`: a server restart during dispatch, during
+//!   reconciliation, during delivery; the worker killed while its server lives; the server frozen;
+//!   the server unreachable) pass journal_worker.py, which journals every round in the kv server and
+//!   writes a failed journal entry again until the server answers; the trace says each freeze and
+//!   cut and its end.
+//! - `services::a_blind_worker_is_caught_frozen_and_unreachable`: journal_worker.py `--blind`,
+//!   which takes a journal write the server did not answer for the step's failure and runs the step
+//!   again afresh, fails service_frozen and service_unreachable on at_most_once and no_blind_retry.
+//! - `services::a_freeze_ends_at_its_world_event`: kv_freeze_until.toml freezes the server for at
+//!   most 60 s or until `charge` reaches after_result_write: the window ends there, said so, and
+//!   the run passes in a few seconds (a window that ignored `until` would outlast the deadline).
+//! - `services::a_frozen_worker_woken_after_its_successor`: zombie_worker with the kv server beside
+//!   the worker (the server lives while the worker is frozen and its successor takes over):
+//!   journal_worker.py passes, exercising §2-12; `--ignore-fence`, which goes on once fenced, fails
+//!   `fenced`, naming §2-12.
+//! - `services::a_service_fault_needs_the_probe_it_waits_for`: service_frozen without the probe
+//!   (its fault at a boundary only the probe announces): not fired, no violation, the scenario
+//!   partial — as a worker's fault there — not failed on `faults_reached`.
+//!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
 use killpoint::model::crash::Crash;
@@ -67,6 +87,11 @@ fn main() -> ExitCode {
         Trial::test("services::named_ports", named_ports),
         Trial::test("services::power_loss", power_loss),
         Trial::test("services::explored_under_power_loss", explored_under_power_loss),
+        Trial::test("services::standard_service_scenarios_pass_a_journaling_worker", standard_pass_a_journaling_worker),
+        Trial::test("services::a_blind_worker_is_caught_frozen_and_unreachable", blind_worker_is_caught),
+        Trial::test("services::a_freeze_ends_at_its_world_event", freeze_until),
+        Trial::test("services::a_service_fault_needs_the_probe_it_waits_for", needs_the_probe),
+        Trial::test("services::a_frozen_worker_woken_after_its_successor", frozen_worker_woken),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
@@ -372,13 +397,17 @@ fn named_ports() -> Result<(), Failed> {
         let given = std::fs::read_to_string(root.path().join("services/kv/ports"))
             .map_err(|e| format!("expected the service to write the ports it was given: {e}"))?;
         let port = |name: &str| before.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
-        let told = [port("KILLPOINT_SERVICE_KV_ADMIN_PORT"), port("KILLPOINT_SERVICE_KV_NODE_PORT"), port("KILLPOINT_SERVICE_KV_PORT")];
-        let told = told.join(" ");
-        let distinct = told.split(' ').collect::<std::collections::BTreeSet<_>>().len() == 3;
+        // The named ports are the service's own; its main port the worker reaches through the
+        // harness's proxy (which an `unreachable` cuts), so the worker is told the proxy's.
+        let named = [port("KILLPOINT_SERVICE_KV_ADMIN_PORT"), port("KILLPOINT_SERVICE_KV_NODE_PORT")].join(" ");
+        let main = given.lines().next().and_then(|l| l.split(' ').nth(2)).unwrap_or_default().to_owned();
+        let three = format!("{named} {main}");
+        let distinct = three.split(' ').collect::<std::collections::BTreeSet<_>>().len() == 3;
+        let proxied = port("KILLPOINT_SERVICE_KV_PORT") != main;
         let addr = port("KILLPOINT_SERVICE_KV_ADMIN_ADDR");
-        if given != format!("{told}\n{told}\n") || before != after || !distinct || !addr.ends_with(&port("KILLPOINT_SERVICE_KV_ADMIN_PORT")) {
+        if given != format!("{three}\n{three}\n") || before != after || !distinct || !proxied || !addr.ends_with(&port("KILLPOINT_SERVICE_KV_ADMIN_PORT")) {
             return Err(format!(
-                "expected the service given the worker's three distinct ports (`{told}`) at both starts and the worker told the same before and after, found it given:\n{given}\nthe worker told {before:?}, then {after:?}"
+                "expected the service given three distinct ports (`{three}`) at both starts, the worker told its named ones and a proxy's for its own, the same before and after; found it given:\n{given}\nthe worker told {before:?}, then {after:?}"
             ));
         }
         Ok::<(), String>(())
@@ -419,4 +448,146 @@ fn explored_under_power_loss() -> Result<(), Failed> {
         true => Ok(()),
         false => Err(format!("left in the runs' root: {files:?}").into()),
     }
+}
+
+/// journal_worker.py (tests/fixtures/services), correct or `--blind`.
+fn journal_worker(blind: bool) -> Target {
+    let args = if blind { vec!["--blind".to_owned()] } else { Vec::new() };
+    Target { program: fixtures().join("journal_worker.py"), args }
+}
+
+fn frozen_worker_woken() -> Result<(), Failed> {
+    let scenario = scenario("zombie_worker");
+    let ignoring = Target { args: vec!["--ignore-fence".to_owned()], ..journal_worker(false) };
+    for (target, right) in [(journal_worker(false), true), (ignoring, false)] {
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(&scenario, &target, &options("kv.toml", root.path()))?;
+        eprintln!("zombie_worker {:?}: {:.1?}", target.args, started.elapsed());
+        let story = killpoint::report::story::story(&scenario, &verdict, &run);
+        let named = verdict.violations.iter().any(|v| v.invariant == killpoint::Invariant::Fenced && v.breaks("§2-12"));
+        let expected = match right {
+            true => verdict.passed() && verdict.exercises.contains(&"§2-12"),
+            false => named,
+        };
+        if !expected {
+            let wanted = if right { "a pass exercising §2-12" } else { "`fenced` violated, naming §2-12" };
+            return Err(
+                format!("zombie_worker {:?} with the kv server: expected {wanted}\n{story}", target.args).into()
+            );
+        }
+        nothing_left(run, root.path())?;
+    }
+    Ok(())
+}
+
+/// The standard scenarios that need services, by name.
+fn needing_services() -> Vec<Scenario> {
+    let all = killpoint::ScenarioSet::standard().load().expect("the standard set loads");
+    all.into_iter().map(|s| s.expect("a standard scenario parses")).filter(Scenario::needs_services).collect()
+}
+
+fn standard_pass_a_journaling_worker() -> Result<(), Failed> {
+    let scenarios = needing_services();
+    let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    if names.len() != 6 {
+        return Err(format!("expected the six standard scenarios that need services, found {names:?}").into());
+    }
+    for scenario in &scenarios {
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(scenario, &journal_worker(false), &options("kv.toml", root.path()))?;
+        eprintln!("{}: {:.1?}", scenario.name, started.elapsed());
+        // Each exercises the service rules it is about: §2-9 with a service fault, §2-13 with a
+        // worker killed while its server lived.
+        let rule = if scenario.service_faults.is_empty() { "§2-13" } else { "§2-9" };
+        if !verdict.passed() || run.service_hits.iter().any(|hit| !hit) || !verdict.exercises.contains(&rule) {
+            let story = killpoint::report::story::story(scenario, &verdict, &run);
+            return Err(format!(
+                "{} must pass the journaling worker, every service fault fired:\n{story}",
+                scenario.name
+            )
+            .into());
+        }
+        let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+        let wanted: &[&str] = match scenario.name.as_str() {
+            "service_frozen" => &[
+                "SIGSTOP service kv (service fault 1, freeze for 2.0s",
+                "SIGCONT service kv (service fault 1, freeze ended after",
+            ],
+            "service_unreachable" => &[
+                "cut the worker off service kv (service fault 1, unreachable for 2.0s",
+                "service kv reachable again (service fault 1, unreachable ended after",
+            ],
+            _ => &[],
+        };
+        for line in wanted {
+            if !trace.iter().any(|t| t.contains(line)) {
+                return Err(format!("{}: the trace must say `{line}`: {trace:#?}", scenario.name).into());
+            }
+        }
+        nothing_left(run, root.path())?;
+    }
+    Ok(())
+}
+
+fn blind_worker_is_caught() -> Result<(), Failed> {
+    for name in ["service_frozen", "service_unreachable"] {
+        let mut scenario = scenario(name);
+        // The blind worker's last rerun never settles: its deadline, not the window, is the wait.
+        scenario.deadline = Duration::from_secs(8);
+        let root = tempfile::tempdir()?;
+        let started = Instant::now();
+        let (verdict, run) = run_scenario(&scenario, &journal_worker(true), &options("kv.toml", root.path()))?;
+        eprintln!("{name} --blind: {:.1?}", started.elapsed());
+        let failed = verdict.failed_invariants();
+        let wanted = [killpoint::Invariant::AtMostOnce, killpoint::Invariant::NoBlindRetry];
+        // A step run twice through a server's freeze or cut breaks the service rule too.
+        if !wanted.iter().all(|i| failed.contains(i)) || !verdict.violations.iter().any(|v| v.breaks("§2-9")) {
+            let story = killpoint::report::story::story(&scenario, &verdict, &run);
+            return Err(
+                format!("{name}: the blind worker must be caught on {wanted:?}, found {failed:?}\n{story}").into()
+            );
+        }
+        nothing_left(run, root.path())?;
+    }
+    Ok(())
+}
+
+fn freeze_until() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let scenario = Scenario::load(&fixtures().join("kv_freeze_until.toml")).expect("the fixture's scenario parses");
+    let started = Instant::now();
+    let (verdict, run) = run_scenario(&scenario, &journal_worker(false), &options("kv.toml", root.path()))?;
+    let took = started.elapsed();
+    eprintln!("a_freeze_ends_at_its_world_event: {took:.1?}");
+    let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    let wanted = "SIGCONT service kv (service fault 1, freeze ended after";
+    let ended = trace.iter().find(|t| t.contains(wanted));
+    let at_event = ended.is_some_and(|t| t.ends_with("after_result_write #1 of charge came first)"));
+    if !verdict.passed() || !at_event || took > Duration::from_secs(40) {
+        return Err(format!("expected a pass in well under 60 s, the freeze ended at after_result_write; took {took:?}, ended: {ended:?}\n{story}").into());
+    }
+    nothing_left(run, root.path())
+}
+
+fn needs_the_probe() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let scenario = scenario("service_frozen");
+    let options = RunOptions { probe: false, ..options("kv.toml", root.path()) };
+    let (verdict, run) = run_scenario(&scenario, &journal_worker(false), &options)?;
+    let story = killpoint::report::story::story(&scenario, &verdict, &run);
+    let status = verdict.status();
+    if status != killpoint::judge::Status::Partial
+        || verdict.needs_probe_services != [0]
+        || !verdict.violations.is_empty()
+    {
+        return Err(format!(
+            "expected a partial pass, service fault 1 not exercised without the probe; found {status:?}, {:?}\n{story}",
+            verdict.needs_probe_services
+        )
+        .into());
+    }
+    nothing_left(run, root.path())
 }

@@ -125,6 +125,7 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
     // Asked once: which variants the runtime has, so a misspelt `broken = …` is the file's error.
     let known = suite.broken_variants.then(|| crate::model::variants::of(&suite.target.program));
     let mut trials = Vec::new();
+    let mut not_run = Vec::new();
     for scenario in loaded {
         let scenario = match scenario {
             Ok(s) => Arc::new(s),
@@ -136,6 +137,13 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
         };
         let (s, suite_for_trial) = (scenario.clone(), suite.clone());
         let name = format!("{}{}", suite.prefix, scenario.name);
+        // Not run, and said so, where it means nothing: ignored, never passed.
+        if scenario.needs_services() && suite.options.services.is_empty() {
+            not_run.push(scenario.name.clone());
+            let why = "not run: no services declared";
+            trials.push(Trial::test(name, move || Err(why.into())).with_ignored_flag(true));
+            continue;
+        }
         trials.push(Trial::test(name, move || certify(&s, &suite_for_trial)));
         if let Some(known) = &known {
             for catch in &scenario.catches {
@@ -149,6 +157,13 @@ pub fn trials(suite: &Suite) -> Vec<Trial> {
                 }));
             }
         }
+    }
+    if !not_run.is_empty() {
+        let prefix = &suite.prefix;
+        eprintln!(
+            "{prefix}*: not run (ignored): no services declared (the suite's RunOptions::services): {}",
+            not_run.join(", ")
+        );
     }
     trials
 }

@@ -20,6 +20,10 @@
 //!   provider's answer to `charge` (the scenario narrowed to it): the naive version fails
 //!   at_most_once, the server's retry of the activity (`activity attempt 2`), and the corrected
 //!   one passes. Ignored, with the reason on stderr, where this machine refuses tracing.
+//! - `corrected::service_frozen` and `corrected::service_unreachable` (standard scenarios): the
+//!   server SIGSTOPped for 2 s, and the worker cut off it for 2 s through the harness's proxy (its
+//!   gRPC connection reset), after the provider's success; the worker waits for the server and
+//!   passes, every service fault fired (a worker of another design than tests/services.rs's).
 
 use super::served::{self, Case, Prepare, Row};
 use killpoint::Invariant;
@@ -30,7 +34,7 @@ use std::sync::Arc;
 
 /// The trials, run by `python` (the frameworks' virtualenv interpreter; `temporal` beside it).
 pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
-    let cases: [Row; 6] = [
+    let cases: [Row; 8] = [
         ("naive", "after_dispatch", &["charge"], naive_retried),
         // `charge` (a lookup) and `sms` (none: paused) say it all.
         ("corrected", "after_dispatch", &["charge", "sms"], served::passes),
@@ -38,6 +42,8 @@ pub fn trials(root: &Path, python: &Path, ignored: bool) -> Vec<Trial> {
         ("naive", "server_restart", &[], served::passes),
         ("corrected", "server_restart_reconciliation", &[], served::passes),
         ("corrected", "server_restart_delivery", &[], served::passes),
+        ("corrected", "service_frozen", &[], served::passes),
+        ("corrected", "service_unreachable", &[], served::passes),
     ];
     let binary = python.with_file_name("temporal");
     let prepare: Prepare = Arc::new(move |services: &mut Services| temporal_binary(services, &binary));

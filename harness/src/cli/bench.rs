@@ -40,7 +40,12 @@ impl BenchCommand {
             }
             None => {
                 let options = traced_options(&args.runtime, args.explore.points);
-                Ok(bench(&scenarios(&args.select, args.operations)?, &target, &options, args.runs))
+                let (scenarios, no_services) =
+                    super::certify::with_services(scenarios(&args.select, args.operations)?, &options.services);
+                if let Some(note) = no_services {
+                    outln!("{note}");
+                }
+                Ok(bench(&scenarios, &target, &options, args.runs))
             }
         }
     }

@@ -10,6 +10,7 @@ use crate::report::outcome::ScenarioOutcome;
 use crate::report::{certify, story};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
+use crate::run::services::Services;
 use crate::scenario::Scenario;
 use crate::search::explore::Points;
 use std::process::ExitCode;
@@ -69,6 +70,20 @@ fn claimed(scenarios: &[Scenario], contract: crate::model::contract::Version) ->
     (kept.into_iter().cloned().collect(), note)
 }
 
+/// The scenarios a runtime with `services` can be held to: without services, those that act on a
+/// runtime's server (`service = "*"`, `needs_services`) are left out, said in one line — not
+/// run, never counted as passed.
+pub(super) fn with_services(scenarios: Vec<Scenario>, services: &Services) -> (Vec<Scenario>, Option<String>) {
+    if !services.is_empty() {
+        return (scenarios, None);
+    }
+    let (left, kept): (Vec<Scenario>, Vec<Scenario>) = scenarios.into_iter().partition(Scenario::needs_services);
+    let names: Vec<&str> = left.iter().map(|s| s.name.as_str()).collect();
+    let note =
+        (!left.is_empty()).then(|| format!("not run: no services declared (--services FILE): {}\n", names.join(", ")));
+    (kept, note)
+}
+
 /// Certifies `scenarios` and prints what `certify` prints; `run` shares it for its one scenario.
 pub(super) fn certify(
     scenarios: &[Scenario],
@@ -79,11 +94,15 @@ pub(super) fn certify(
     checklist: Checklist,
 ) -> ExitCode {
     let (scenarios, not_claimed) = claimed(scenarios, options.contract);
+    let (scenarios, no_services) = with_services(scenarios, &options.services);
     // The program and its arguments: `python3 my.py` is the script's certificate, not python's.
     let runtime = std::iter::once(target.program.display().to_string()).chain(target.args.iter().cloned());
     let (runtime, count, crash) = (runtime.collect::<Vec<_>>().join(" "), scenarios.len(), options.crash.name());
     outln!("certifying {runtime} against {count} scenario(s), {crash} crashes\n");
     if let Some(note) = not_claimed {
+        outln!("{note}");
+    }
+    if let Some(note) = no_services {
         outln!("{note}");
     }
     if !options.services.is_empty() {

@@ -42,6 +42,13 @@ impl RunCommand {
         }
         let options =
             RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
+        if scenario.needs_services() && options.services.is_empty() {
+            return Err(format!(
+                "{}: not run: no services declared (it acts on the runtime's server beside the worker: --services FILE)",
+                self.scenario.display()
+            )
+            .into());
+        }
         let verdict = certify(
             std::slice::from_ref(&scenario.with_copies(self.operations)),
             &target,

@@ -8,7 +8,7 @@ use crate::model::boundary::Boundary;
 use crate::model::invariant::Invariant;
 use crate::run::client::ExecutionState;
 use crate::run::driver::{Abort, Hit, Run};
-use crate::scenario::{Fault, Outcome, Scenario};
+use crate::scenario::{Fault, Outcome, Scenario, ServiceFaultAction};
 use fake_tool::{Effect, Entry, Event, PolicyAnswer, Subject};
 
 /// One entry per fault of the scenario, in file order, at the boundary it was really killed at.
@@ -164,29 +164,37 @@ pub(super) fn syscall_faults_reached(scenario: &Scenario, run: &Run, skip: &[usi
     }
 }
 
-/// A `[[service_fault]]` that never fired: the run never took that server down there, so a
-/// restart of it under the live worker was not exercised. At a probe's boundary only a runtime
-/// with the probe says it is there.
-pub(super) fn service_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+/// A `[[service_fault]]` that never fired: the run never took that server down (froze it, cut the
+/// worker off it) there, so what the fault asks of the runtime was not exercised. One at a
+/// boundary only the probe announces, in a run without the probe, is no violation: returned, so
+/// the scenario passes only in part, as a worker's fault there does.
+pub(super) fn service_faults_reached(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) -> Vec<usize> {
+    let mut needs_probe = Vec::new();
     for (i, fault) in scenario.service_faults.iter().enumerate() {
-        if run.service_hits.get(i) != Some(&true) {
-            let probe = if !run.probe && fault.at != Boundary::AfterDispatch {
-                " (only the probe announces that boundary, and this runtime has none)"
-            } else {
-                ""
-            };
-            violations.push(Violation::new(
-                breach!(FaultsReached),
-                Some(fault.operation.clone()),
-                format!(
-                    "service fault {} ({}) never fired{probe}, so a restart of that service under the live worker was not exercised",
-                    i + 1,
-                    fault.describe()
-                ),
-                Vec::new(),
-            ));
+        if run.service_hits.get(i) == Some(&true) {
+            continue;
         }
+        if !run.probe && fault.at != Boundary::AfterDispatch {
+            needs_probe.push(i);
+            continue;
+        }
+        let what = match fault.action {
+            ServiceFaultAction::Kill | ServiceFaultAction::Restart => "a restart of that service",
+            ServiceFaultAction::Freeze => "a freeze of that service",
+            ServiceFaultAction::Unreachable => "a window with that service unreachable",
+        };
+        violations.push(Violation::new(
+            breach!(FaultsReached),
+            Some(fault.operation.clone()),
+            format!(
+                "service fault {} ({}) never fired, so {what} under the live worker was not exercised",
+                i + 1,
+                fault.describe()
+            ),
+            Vec::new(),
+        ));
     }
+    needs_probe
 }
 
 /// Lookup and policy faults count as reached only when the fake world spoilt as many answers as

@@ -26,6 +26,7 @@ mod ready;
 mod retry_label;
 pub mod rules;
 mod sandbox;
+mod service_rules;
 mod status;
 mod submission;
 mod verdict;
@@ -58,6 +59,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             error,
             unreachable: Vec::new(),
             reasked: Vec::new(),
+            needs_probe_services: Vec::new(),
         };
     }
     ready::ready(run, &mut violations);
@@ -81,16 +83,21 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     // A syscall fault whose address this run could not have is the file's mistake: the run is
     // not judged on it, and says so, instead of blaming the runtime for not reaching it.
     let unreachable = if run.aborted.is_none() { address::unreachable(scenario, run) } else { Vec::new() };
+    let mut needs_probe_services = Vec::new();
     if run.aborted.is_none() {
         coverage::world_faults_reached(scenario, run, &mut violations);
         let skip: Vec<usize> = unreachable.iter().map(|(i, _)| *i).collect();
         coverage::syscall_faults_reached(scenario, run, &skip, &mut violations);
-        coverage::service_faults_reached(scenario, run, &mut violations);
+        needs_probe_services = coverage::service_faults_reached(scenario, run, &mut violations);
     }
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
     let reasked = decisions::reasked(scenario, run);
-    let exercises = rules::caught::exercised(scenario, run.crash);
+    let services = service_rules::exercised(run);
+    service_rules::name(&services, &mut violations);
+    let mut exercises = rules::caught::exercised(scenario, run.crash);
+    exercises.extend(services);
+    exercises.sort_by_key(|id| rules::RULES.iter().position(|r| r.id == *id));
     Verdict {
         scenario: scenario.name.clone(),
         probe: run.probe,
@@ -101,6 +108,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         error: scenario_mistake(scenario, &unreachable),
         unreachable: unreachable.iter().map(|(i, _)| *i).collect(),
         reasked,
+        needs_probe_services,
     }
 }
 

@@ -14,8 +14,9 @@ use std::collections::BTreeSet;
 pub struct Violation {
     pub invariant: Invariant,
     /// The rules of the contract this violation breaks (`§4-10`), named by the check that found
-    /// it: not every rule its invariant checks. Private so that only a [`Breach`] sets them.
-    rules: &'static [&'static str],
+    /// it: not every rule its invariant checks. Private so that only a [`Breach`] sets them, and
+    /// [`Violation::also_breaks`] adds a rule of the table's for its invariant.
+    rules: Vec<&'static str>,
     pub operation: Option<String>,
     pub message: String,
     /// Ledger lines (`#seq text`) that show it.
@@ -24,12 +25,20 @@ pub struct Violation {
 
 impl Violation {
     pub fn new(breach: Breach, operation: Option<String>, message: String, evidence: Vec<String>) -> Violation {
-        Violation { invariant: breach.invariant(), rules: breach.rules(), operation, message, evidence }
+        Violation { invariant: breach.invariant(), rules: breach.rules().to_vec(), operation, message, evidence }
     }
 
     /// The rules of the contract it breaks, in the order its check named them.
-    pub fn rules(&self) -> &'static [&'static str] {
-        self.rules
+    pub fn rules(&self) -> &[&'static str] {
+        &self.rules
+    }
+
+    /// It breaks `rule` too, where the coverage table says its invariant checks that rule (a
+    /// service rule, in a run that exercises it: `service_rules.rs`); elsewhere, nothing changes.
+    pub(super) fn also_breaks(&mut self, rule: &'static str) {
+        if super::rules::breach::checked_by(rule, self.invariant) && !self.rules.contains(&rule) {
+            self.rules.push(rule);
+        }
     }
 
     /// Whether it breaks rule `id` (`§4-10`).
@@ -78,6 +87,11 @@ pub struct Verdict {
     /// never a violation (CONTRACT.md section 12).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasked: Vec<Reasked>,
+    /// The `[[service_fault]]`s (indices) at a boundary only the probe announces, in a run without
+    /// it: never fired, and not the runtime's failure — the scenario passes only in part, as a
+    /// worker's fault there does (`Hit::NeedsProbe`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_probe_services: Vec<usize>,
 }
 
 /// A task operation whose model was asked for a decision `decisions` times (more than once).
@@ -112,7 +126,7 @@ impl Verdict {
             Status::Error
         } else if !self.violations.is_empty() {
             Status::Fail
-        } else if self.coverage.iter().any(|c| c.hit == Hit::NeedsProbe) {
+        } else if self.coverage.iter().any(|c| c.hit == Hit::NeedsProbe) || !self.needs_probe_services.is_empty() {
             Status::Partial
         } else {
             Status::Pass

@@ -313,6 +313,7 @@ mod tests {
             error: None,
             unreachable: Vec::new(),
             reasked: Vec::new(),
+            needs_probe_services: Vec::new(),
         };
         let outcome = ScenarioOutcome {
             name: "after_dispatch".into(),

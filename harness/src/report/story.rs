@@ -21,12 +21,13 @@ pub fn table(rows: &[(String, Result<Verdict, String>)]) -> String {
             Ok(v) => match v.status() {
                 Status::Pass => ("pass", format!("all {} hold", Invariant::ALL.len())),
                 Status::Partial => {
-                    let missing: Vec<String> = v
+                    let mut missing: Vec<String> = v
                         .coverage
                         .iter()
                         .filter(|c| c.hit == Hit::NeedsProbe)
                         .map(|c| format!("{} of {}", c.boundary, c.operation))
                         .collect();
+                    missing.extend(v.needs_probe_services.iter().map(|i| format!("service fault {}", i + 1)));
                     ("partial", format!("all hold; not exercised without the probe: {}", missing.join(", ")))
                 }
                 Status::Error => (

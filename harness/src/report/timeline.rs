@@ -155,9 +155,10 @@ fn mark_event((mark, text): (&Mark, String)) -> TimelineEvent {
         | Happening::SyscallFrozen { .. }
         | Happening::ZombieOutlived { .. }
         | Happening::ServiceKilled { .. }
-        | Happening::ServicePowerLoss { .. } => Kind::Kill,
+        | Happening::ServicePowerLoss { .. }
+        | Happening::ServiceHeld { .. } => Kind::Kill,
         Happening::Started { incarnation } if *incarnation > 1 => Kind::Restart,
-        Happening::ServiceRestarted { .. } => Kind::Restart,
+        Happening::ServiceRestarted { .. } | Happening::ServiceReleased { .. } => Kind::Restart,
         _ => Kind::Plain,
     };
     TimelineEvent { seq: mark.seq, led_to: None, at_micros: mark.at_micros, lane: lane_of(&text), kind, text }

@@ -1,7 +1,7 @@
 //! The trace: the harness's timeline and the fake world's ledger merged on their shared clock,
 //! one readable line per event. Failure reports quote it; snapshots pin it.
 
-use crate::run::driver::{Happening, Mark, Run};
+use crate::run::driver::{Happening, Mark, Release, Run};
 use fake_tool::{Effect, Entry, Event, Injected, ModelAnswer, PolicyAnswer, Response, Subject};
 
 /// One line of the trace, with its sequence number.
@@ -257,6 +257,29 @@ pub fn describe_mark(mark: &Mark) -> String {
                 false => format!("its data dir keeps only what it synced — {}", lost.join("; ")),
             };
             format!("harness   power loss takes service {service} too ({status}; {seen}): {kept}")
+        }
+        Happening::ServiceHeld { fault, service, action, seconds } => match action.as_str() {
+            "freeze" => format!(
+                "harness   SIGSTOP service {service} (service fault {}, freeze for {seconds:.1?}; the worker lives on)",
+                fault + 1
+            ),
+            _ => format!(
+                "harness   cut the worker off service {service} (service fault {}, unreachable for {seconds:.1?}: its connections reset; the service runs on)",
+                fault + 1
+            ),
+        },
+        Happening::ServiceReleased { fault, service, action, after, why } => {
+            let what = if action == "freeze" {
+                format!("SIGCONT service {service}")
+            } else {
+                format!("service {service} reachable again")
+            };
+            let when = match why {
+                Release::TimeUp => "its time was up".to_owned(),
+                Release::Until { event } => format!("{event} came first"),
+                Release::RunOver => "the run was over first".to_owned(),
+            };
+            format!("harness   {what} (service fault {}, {action} ended after {after:.1?}: {when})", fault + 1)
         }
         Happening::ServiceRestarted { service, port, waited } => {
             format!("harness   start service {service} again on port {port}, same data dir (ready after {waited:.1?})")

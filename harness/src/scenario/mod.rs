@@ -16,12 +16,14 @@ pub mod embedded;
 mod fixtures;
 mod parse;
 mod possible;
+mod service;
 pub mod standard;
 pub mod write;
 
 use crate::model::boundary::{Boundary, unknown_word};
 use fake_tool::{Injected, PolicySubject, ToolKind};
 use serde::{Deserialize, Serialize};
+pub use service::{EVERY_SERVICE, ServiceFault, ServiceFaultAction};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -42,9 +44,12 @@ pub struct Scenario {
     /// The model's first answers about a task that are not decisions (CONTRACT.md section 12).
     pub model_faults: Vec<ModelFault>,
     pub policy_faults: Vec<PolicyFault>,
-    /// Kills and restarts of a declared service (a server beside the worker, `--services`) at a
-    /// boundary: the worker lives on (CONTRACT.md section 2, "Services").
+    /// Kills, restarts, freezes and cuts of a declared service (a server beside the worker,
+    /// `--services`) at a boundary: the worker lives on (CONTRACT.md section 2, "Services").
     pub service_faults: Vec<ServiceFault>,
+    /// The file says `needs_services = true`: it tells nothing without a server beside the worker
+    /// (the worker killed while its server lives), and is not run for a runtime without services.
+    pub needs_services: bool,
     pub runtime: RuntimeSettings,
     /// How long every operation has to settle after the last restart.
     pub deadline: Duration,
@@ -316,57 +321,6 @@ impl SyscallFault {
         };
         let freeze = if self.action == SyscallAction::Freeze { " (freeze)" } else { "" };
         format!("{} {} #{} {from}{freeze}", self.kind.name(), self.when.name(), self.occurrence)
-    }
-}
-
-/// A `[[service_fault]]`: when `operation` reaches `at` for the `occurrence`-th time, the harness
-/// takes the service named `service` down and starts it again on the same data dir and port, while
-/// the worker lives on. At a probe's boundary the worker is held there until the service is ready
-/// again; at `after_dispatch` the service goes down as the provider answers the call.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServiceFault {
-    pub service: String,
-    pub at: Boundary,
-    pub operation: String,
-    #[serde(default = "first", skip_serializing_if = "is_first")]
-    pub occurrence: u32,
-    /// `after_delivery_send`: the destination whose send it fires at (and counts); else `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destination: Option<String>,
-    #[serde(default, skip_serializing_if = "ServiceFaultAction::is_kill")]
-    pub action: ServiceFaultAction,
-}
-
-/// How a `[[service_fault]]` takes its service down before starting it again: `kill` is a crash
-/// (SIGKILL to its process group: what it had not made durable is gone), `restart` an orderly
-/// stop (SIGTERM, then SIGKILL if it has not exited within 10 s).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServiceFaultAction {
-    #[default]
-    Kill,
-    Restart,
-}
-
-impl ServiceFaultAction {
-    fn is_kill(&self) -> bool {
-        *self == ServiceFaultAction::Kill
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ServiceFaultAction::Kill => "kill",
-            ServiceFaultAction::Restart => "restart",
-        }
-    }
-}
-
-impl ServiceFault {
-    /// `kill kv at after_dispatch #1 of charge`; `… of charge to ledger` at a delivery.
-    pub fn describe(&self) -> String {
-        let to = self.destination.as_ref().map(|d| format!(" to {d}")).unwrap_or_default();
-        format!("{} {} at {} #{} of {}{to}", self.action.name(), self.service, self.at, self.occurrence, self.operation)
     }
 }
 

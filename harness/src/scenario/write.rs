@@ -36,6 +36,8 @@ struct File<'a> {
     catches: &'a [Catch],
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     missing_data_dir: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    needs_services: bool,
 }
 
 #[derive(Serialize)]
@@ -181,6 +183,7 @@ impl Scenario {
             service_faults: &self.service_faults,
             catches: &self.catches,
             missing_data_dir: self.missing_data_dir,
+            needs_services: self.needs_services,
         };
         // Every field is a string, number, boolean, array or table of them: nothing the TOML
         // serialiser can refuse.

@@ -62,7 +62,7 @@ macro_rules! breach {
 pub(crate) use breach;
 
 /// Whether the coverage table's row for `id` lists `invariant` among its checks.
-const fn checked_by(id: &str, invariant: Invariant) -> bool {
+pub(crate) const fn checked_by(id: &str, invariant: Invariant) -> bool {
     let mut r = 0;
     while r < RULES.len() {
         if same(RULES[r].id, id) {

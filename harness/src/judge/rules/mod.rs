@@ -16,7 +16,9 @@ mod contract;
 mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
-pub use table::{Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule, TRACED_RULES};
+pub use table::{
+    Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule, SERVICE_PROOFS, SERVICE_RULES, ServiceRun, TRACED_RULES,
+};
 
 use crate::model::crash::Crash;
 use crate::model::invariant::Invariant;
@@ -69,12 +71,16 @@ pub fn document() -> Result<String, Vec<String>> {
                     .map(|i| PROVEN_ELSEWHERE.iter().find(|(e, _)| e == i).map(|(_, test)| *test))
                     .collect::<Option<_>>()
                     .unwrap_or_default();
-                let proof = match (proofs.is_empty(), elsewhere.is_empty()) {
-                    (false, _) => proofs.join(", "),
-                    (true, false) => elsewhere.join("; "),
-                    (true, true) => "**none yet**".to_owned(),
+                let service = SERVICE_PROOFS.iter().find(|(id, _)| *id == rule.id).map(|(_, test)| *test);
+                let proof = match (proofs.is_empty(), service, elsewhere.is_empty()) {
+                    (false, _, _) => proofs.join(", "),
+                    (true, Some(test), _) => test.to_owned(),
+                    (true, None, false) => elsewhere.join("; "),
+                    (true, None, true) => "**none yet**".to_owned(),
                 };
-                let only = if MACHINE_CRASH_RULES.contains(&rule.id) {
+                let only = if SERVICE_RULES.iter().any(|(id, _)| *id == rule.id) {
+                    ", in runs with services only (`--services`)"
+                } else if MACHINE_CRASH_RULES.contains(&rule.id) {
                     ", in machine-crash runs only"
                 } else if TRACED_RULES.contains(&rule.id) {
                     ", in traced runs only (`--points syscalls`, `--crash machine`)"
@@ -154,7 +160,10 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                     .collect();
                 // Established by what ran: a full pass of a scenario whose catches show it can fail
                 // for this rule, or any full pass for a rule no variant is caught breaking.
-                let breakable = caught::breakable(rule.id);
+                // A service rule is established only by a run that did to the services what it is
+                // about (`SERVICE_RULES`), never by the passes of a runtime without services.
+                let service = SERVICE_RULES.iter().any(|(id, _)| *id == rule.id);
+                let breakable = caught::breakable(rule.id) || service;
                 let exercising = |v: &&&crate::judge::Verdict| {
                     v.status() == Status::Pass && (!breakable || v.exercises.contains(&rule.id))
                 };
@@ -170,9 +179,18 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
                             wanted.push(c.scenario);
                         }
                     }
-                    let wanted = match wanted.is_empty() {
-                        true => "any scenario".to_owned(),
-                        false => format!(
+                    let wanted = match (wanted.is_empty(), SERVICE_RULES.iter().find(|(id, _)| *id == rule.id)) {
+                        (_, Some((_, ServiceRun::ServiceFault))) => {
+                            "a scenario whose [[service_fault]] fired, with services declared (--services)".to_owned()
+                        }
+                        (_, Some((_, ServiceRun::WorkerFrozen))) => {
+                            "a scenario that freezes the worker, with services declared (--services)".to_owned()
+                        }
+                        (_, Some((_, ServiceRun::WorkerKilledOrFrozen))) => {
+                            "a scenario that kills the worker, with services declared (--services)".to_owned()
+                        }
+                        (true, None) => "any scenario".to_owned(),
+                        (false, None) => format!(
                             "{}, or of a scenario whose [[catches]] catch a variant breaking it",
                             wanted.join(" or ")
                         ),
@@ -314,6 +332,7 @@ mod tests {
             error: None,
             unreachable: Vec::new(),
             reasked: Vec::new(),
+            needs_probe_services: Vec::new(),
         };
         let twice =
             Violation::new(breach::breach!(AtMostOnce, "§5-1"), Some("charge".into()), "twice".into(), Vec::new());

@@ -31,6 +31,38 @@ use Invariant::*;
 /// verdict of a run without it says nothing of them. `--crash machine` always traces.
 pub const TRACED_RULES: &[&str] = &["§2-2", "§2-5"];
 
+/// Rules of a runtime's server (CONTRACT.md §2, "Services"), and what a run must have done to
+/// judge each: §2-9 to §2-11 a run whose `[[service_fault]]` fired, §2-12 a run with services
+/// whose worker was frozen, §2-13 one with services whose worker was killed or frozen. No other
+/// run verifies them, and in such a run a violation of an invariant that checks one of them names
+/// it (`services.rs`): a runtime without services is not certified for them by its other passes.
+pub const SERVICE_RULES: &[(&str, ServiceRun)] = &[
+    ("§2-9", ServiceRun::ServiceFault),
+    ("§2-10", ServiceRun::ServiceFault),
+    ("§2-11", ServiceRun::ServiceFault),
+    ("§2-12", ServiceRun::WorkerFrozen),
+    ("§2-13", ServiceRun::WorkerKilledOrFrozen),
+];
+
+/// What a run with services did, for [`SERVICE_RULES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceRun {
+    /// A `[[service_fault]]` fired.
+    ServiceFault,
+    /// The worker was frozen (a `[[fault]]` with `action = "freeze"`) while its server lived.
+    WorkerFrozen,
+    /// The worker was killed or frozen while its server lived.
+    WorkerKilledOrFrozen,
+}
+
+/// Tests that prove a service rule's check can fail, with a runtime of the tests' own (the
+/// reference runtime has no server to break it with).
+pub const SERVICE_PROOFS: &[(&str, &str)] = &[
+    ("§2-9", "tests/services.rs: journal_worker.py --blind → service_frozen, service_unreachable"),
+    ("§2-12", "tests/services.rs: journal_worker.py --ignore-fence → zombie_worker, with its server"),
+    ("§2-13", "tests/frameworks.rs: examples/temporal/naive.py → after_dispatch (the server retries the activity)"),
+];
+
 /// Rules a process kill cannot show held, since it keeps the page cache: only verdicts of
 /// machine-crash runs (`--crash machine`) verify or violate them.
 pub const MACHINE_CRASH_RULES: &[&str] = &["§7-6", "§7-7"];
@@ -78,6 +110,11 @@ pub const RULES: &[Rule] = &[
             "the harness reads the probe only after the ready line, so an early announcement only delays the runtime itself",
         ),
     },
+    Rule { id: "§2-9", check: by(&[AtMostOnce, NoBlindRetry, NoExecutionForDelivery]) },
+    Rule { id: "§2-10", check: by(&[IntentDurable, DeliveredOnce, ExpectedOutcome]) },
+    Rule { id: "§2-11", check: by(&[Settled]) },
+    Rule { id: "§2-12", check: by(&[Fenced]) },
+    Rule { id: "§2-13", check: by(&[AtMostOnce, NoBlindRetry, StableProviderKey]) },
     Rule { id: "§3-1", check: by(&[ArgumentsUnchanged]) },
     Rule { id: "§3-2", check: by(&[IntentDurable]) },
     Rule { id: "§3-3", check: by(&[IdempotentSubmission]) },

@@ -33,6 +33,8 @@ impl Driver<'_> {
         }
         // Before anything is held against the runtime: was the harness's own ground intact?
         let harness_failure = intact(&artifacts).err();
+        // A service's window still open ends with the run, marked so, before anything is stopped.
+        self.close_windows();
         self.incarnation.kill().await;
         // The worker is dead: now its services, whose own exit may be why the run stopped.
         let aborted = self.stop_services(aborted).await;

@@ -10,7 +10,8 @@
 //! Its parts: `record` (what a run leaves), `abort` (why one stopped early), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
 //! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `services` (the processes beside the
-//! worker, started before it and stopped after it), `workload`
+//! worker, started before it and stopped after it), `service_faults`, `service_windows` and `windows` (what
+//! a scenario does to them), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
 //! `tail` (the harness's own requests once the workload settled, restarted through a kill),
 //! `finish` (the record at the end), `fingerprint` (a crash state, for pruning) and `resume` (a run
@@ -32,16 +33,18 @@ pub mod record;
 mod restart;
 mod resume;
 mod service_faults;
+mod service_windows;
 mod services;
 mod settle;
 mod setup;
 mod state;
 mod tail;
+mod windows;
 mod workload;
 
 pub use abort::Abort;
 pub use fingerprint::Fingerprint;
-pub use record::{Happening, Hit, Mark, Refusal, Run, RunOptions};
+pub use record::{Happening, Hit, Mark, Refusal, Release, Run, RunOptions};
 pub use setup::environment;
 
 use crate::model::crash::Crash;

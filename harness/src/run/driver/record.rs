@@ -156,6 +156,22 @@ pub enum Happening {
         port: u16,
         waited: Duration,
     },
+    /// A `[[service_fault]]` (index `fault`) `freeze` SIGSTOPped the service's process group, or
+    /// an `unreachable` cut the worker's way to it (`action`), for `seconds`; the worker lives on.
+    ServiceHeld {
+        fault: usize,
+        service: String,
+        action: String,
+        seconds: Duration,
+    },
+    /// That window ended after `after` (SIGCONT; the proxy open again), for the reason `why`.
+    ServiceReleased {
+        fault: usize,
+        service: String,
+        action: String,
+        after: Duration,
+        why: Release,
+    },
     /// The incarnation was started with its data dir (`path`) hidden (`missing_data_dir`), and
     /// did what `refusal` says; the dir was put back after.
     MissingDataDir {
@@ -163,6 +179,18 @@ pub enum Happening {
         path: String,
         refusal: Refusal,
     },
+}
+
+/// Why a service fault's window (a `freeze`, an `unreachable`) ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Release {
+    /// Its `seconds` were up.
+    TimeUp,
+    /// Its `until` happened: the operation reached the boundary (`event`, in words).
+    Until { event: String },
+    /// The run ended first; the harness ended it then.
+    RunOver,
 }
 
 /// What an incarnation started on a missing data dir did.

@@ -83,6 +83,8 @@ pub(super) struct Driver<'a> {
     pub(super) services: crate::run::services::Running,
     /// Whether each `[[service_fault]]` fired, by index into `scenario.service_faults`.
     pub(super) service_hits: Vec<bool>,
+    /// The service faults' windows still open (a freeze, an unreachable), and word of their ends.
+    pub(super) windows: super::windows::Windows,
 }
 
 impl<'a> Driver<'a> {
@@ -132,12 +134,15 @@ impl<'a> Driver<'a> {
             mirror: None,
             services: crate::run::services::Running::default(),
             service_hits: vec![false; scenario.service_faults.len()],
+            windows: Default::default(),
         }
     }
 }
 
 impl Driver<'_> {
     pub(super) fn mark(&mut self, happening: Happening) {
+        // A window that ended on its own was marked on the clock then: in its place first.
+        self.take_window_ends();
         // Ticked under the shared timeline's lock: a capture that reads the clock under it finds
         // every mark numbered up to then.
         let shared = self.mirror.as_ref().map(|m| m.lock());

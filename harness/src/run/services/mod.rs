@@ -14,16 +14,18 @@
 //! to what it synced, and started again before the worker (`traced`).
 //!
 //! `declare` reads the file, `spawn` starts one service and waits for it, `running` holds the
-//! started ones (their exits, the worker's environment, the power loss, the stop), `traced` is one
-//! service's tracing and power-loss model.
+//! started ones (their exits, the worker's environment, the faults' holds, the power loss, the
+//! stop), `traced` is one service's tracing and power-loss model, `proxy` the worker's way to each
+//! (the harness's loopback proxy, which an `unreachable` cuts).
 
 mod declare;
+mod proxy;
 mod running;
 mod spawn;
 mod traced;
 
 pub use declare::ServicesError;
-pub use running::{Machine, PowerLost, Running, ServiceExit, ServiceStart, Stop, TakenDown};
+pub use running::{Hold, Machine, PowerLost, Running, ServiceExit, ServiceStart, Stop, TakenDown};
 pub use traced::Lost;
 
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 //! its own, and the stop at the end of the run (SIGKILL to each group and token, then reaped, under
 //! a deadline). Dropped without a stop (an error, a panic), every group is still killed.
 
+use super::proxy::{Opener, Proxy};
 use super::spawn::{Spawned, data_dir, last_lines, spawn, spawn_on};
 use super::traced::{Lost, Traced};
 use super::{Ports, Service, ServiceName, Services};
@@ -20,6 +21,29 @@ const REAP_DEADLINE: Duration = Duration::from_secs(5);
 /// How long a `restart` service fault's SIGTERM has before the SIGKILL: an orderly stop of a
 /// server (Temporal's dev server, Postgres's fast shutdown) takes a second or two.
 const TERM_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A window's hold on one service (a `freeze` or an `unreachable`), ended by [`Hold::end`] from
+/// any task, once.
+#[derive(Clone)]
+pub enum Hold {
+    /// Its process group, SIGSTOPped.
+    Frozen(Pid),
+    /// Its proxy, cut.
+    Cut(Opener),
+}
+
+impl Hold {
+    /// SIGCONT to the group (a group that has died since, in a kill of its own, is no error), or
+    /// the proxy open again.
+    pub fn end(&self) {
+        match self {
+            Hold::Frozen(pgid) => {
+                let _ = nix::sys::signal::killpg(*pgid, nix::sys::signal::Signal::SIGCONT);
+            }
+            Hold::Cut(opener) => opener.open(),
+        }
+    }
+}
 
 /// A service a `[[service_fault]]` took down, to be started again.
 #[derive(Debug, Clone)]
@@ -99,6 +123,8 @@ pub struct Running {
     sender: Option<tokio::sync::mpsc::UnboundedSender<(usize, String)>>,
     /// Exits of other services received while a restart waited for its own: told by `exited`.
     others: VecDeque<(usize, String)>,
+    /// Each service's proxy, by the same index: the worker's way to it (`unreachable` cuts it).
+    proxies: Vec<Proxy>,
     run_dir: PathBuf,
     logs: PathBuf,
 }
@@ -122,7 +148,18 @@ impl Running {
                 Err(message) => return (running, Err(format!("service `{}`: {message}", service.name))),
             };
             match spawn(service, run_dir, logs, traced.as_ref()).await {
-                Ok(spawned) => running.watch(service.clone(), spawned, None, traced),
+                Ok(spawned) => {
+                    let proxy = Proxy::start(spawned.ports.main);
+                    running.watch(service.clone(), spawned, None, traced);
+                    match proxy {
+                        Ok(proxy) => running.proxies.push(proxy),
+                        Err(e) => {
+                            let why =
+                                format!("service `{}`: no proxy for the worker to reach it by: {e}", service.name);
+                            return (running, Err(why));
+                        }
+                    }
+                }
                 Err(message) => return (running, Err(format!("service `{}` {message}", service.name))),
             }
         }
@@ -256,19 +293,53 @@ impl Running {
     }
 
     /// What every incarnation of the worker is told of the services (CONTRACT.md section 2):
-    /// `KILLPOINT_SERVICE_<NAME>_ADDR` (`127.0.0.1:PORT`) and `KILLPOINT_SERVICE_<NAME>_PORT`, and
-    /// for each port a service declared, `KILLPOINT_SERVICE_<NAME>_<PORT>_ADDR` and `_PORT`.
+    /// `KILLPOINT_SERVICE_<NAME>_ADDR` (`127.0.0.1:PORT`) and `KILLPOINT_SERVICE_<NAME>_PORT`,
+    /// the port of the harness's proxy to it, which an `unreachable` cuts; and for each port a
+    /// service declared, `KILLPOINT_SERVICE_<NAME>_<PORT>_ADDR` and `_PORT`, the service's own
+    /// (not proxied: an `unreachable` cuts the service's own port only).
     pub fn worker_env(&self) -> Vec<(String, String)> {
         let mut env = Vec::new();
-        for s in &self.started {
-            env.push((s.name.variable("ADDR"), format!("127.0.0.1:{}", s.ports.main)));
-            env.push((s.name.variable("PORT"), s.ports.main.to_string()));
+        for (s, proxy) in self.started.iter().zip(&self.proxies) {
+            env.push((s.name.variable("ADDR"), format!("127.0.0.1:{}", proxy.port())));
+            env.push((s.name.variable("PORT"), proxy.port().to_string()));
             for (named, port) in &s.ports.named {
                 env.push((s.name.port_variable(named, "ADDR"), format!("127.0.0.1:{port}")));
                 env.push((s.name.port_variable(named, "PORT"), port.to_string()));
             }
         }
         env
+    }
+
+    /// The names of the services, in the order declared.
+    pub fn names(&self) -> Vec<String> {
+        self.started.iter().map(|s| s.name.to_string()).collect()
+    }
+
+    /// A window's start on service `name` (`freeze`: SIGSTOP to its process group; `unreachable`:
+    /// its proxy cut), with the [`Hold`] that ends it. An error says what failed: no such service,
+    /// one that had exited, a signal the system refused.
+    pub fn hold(&mut self, name: &str, action: ServiceFaultAction) -> Result<Hold, String> {
+        let Some(index) = self.started.iter().position(|s| s.name.as_str() == name) else {
+            return Err(format!("no service `{name}` to {}: the services are {:?}", action.name(), self.names()));
+        };
+        if let Some(status) = &self.started[index].ended {
+            return Err(format!("service `{name}` had exited ({status}) before its [[service_fault]]"));
+        }
+        match action {
+            ServiceFaultAction::Freeze => {
+                let pgid = self.started[index].pgid;
+                nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGSTOP)
+                    .map_err(|e| format!("cannot SIGSTOP service `{name}`'s process group {pgid}: {e}"))?;
+                Ok(Hold::Frozen(pgid))
+            }
+            ServiceFaultAction::Unreachable => {
+                self.proxies[index].cut();
+                Ok(Hold::Cut(self.proxies[index].opener()))
+            }
+            ServiceFaultAction::Kill | ServiceFaultAction::Restart => {
+                Err(format!("a `{}` is no window: it takes service `{name}` down", action.name()))
+            }
+        }
     }
 
     /// The next service to exit on its own; never, if none does (or there are none).

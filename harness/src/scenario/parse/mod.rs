@@ -69,6 +69,9 @@ struct File {
     missing_data_dir: Option<Spanned<bool>>,
     #[serde(default, rename = "service_fault")]
     service_faults: Vec<Spanned<crate::scenario::ServiceFault>>,
+    /// Not run without services (the worker killed while its server lives).
+    #[serde(default)]
+    needs_services: bool,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +236,7 @@ impl Scenario {
             catches,
             syscall_faults,
             missing_data_dir,
+            needs_services: file.needs_services,
         })
     }
 
