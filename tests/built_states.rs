@@ -133,7 +133,7 @@ fn built_states_agree_with_reruns_on_every_standard_workload() {
         .into_iter()
         .map(|s| s.expect("a standard scenario parses"))
         .collect();
-    assert_eq!(standard.len(), 26, "the standard set");
+    assert_eq!(standard.len(), 27, "the standard set");
     let next = std::sync::atomic::AtomicUsize::new(0);
     let compared: usize = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..3)
