@@ -28,6 +28,7 @@ pub mod rules;
 mod sandbox;
 mod status;
 mod submission;
+mod synced;
 mod verdict;
 
 pub use verdict::{Coverage, Reasked, Status, Verdict, Violation};
