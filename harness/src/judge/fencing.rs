@@ -150,15 +150,22 @@ fn went_on_after_refusal(run: &Run, violations: &mut Vec<Violation>) {
 }
 
 /// Every `409 fenced` the runtime knew of, with where on the clock it knew: for an incarnation
-/// the tracer held, each refusal it read (the latest refusal of its kind to it before the read),
-/// from the read; for any other, each refusal, from when the world answered it. A refusal a held
-/// incarnation never read (its own timer gave up on the request first) told it nothing.
+/// the tracer held and saw read a refusal, each refusal it read (the latest refusal of its kind
+/// to it before the read), from the read; for any other, each refusal, from when the world
+/// answered it. A refusal a held incarnation never read (its own timer gave up on the request
+/// first) told it nothing. One that read none at all is judged by the world's answers: its
+/// exchanges may be ones the tracer cannot read (not plain HTTP/1), which say nothing of reads.
 fn refusals(run: &Run) -> Vec<(&Entry, u64)> {
+    let resumed_held = |n: u32| {
+        run.timeline
+            .iter()
+            .any(|m| matches!(m.happening, Happening::Resumed { incarnation, held: true, .. } if incarnation == n))
+    };
     let held: Vec<u32> = run
         .timeline
         .iter()
         .filter_map(|m| match m.happening {
-            Happening::Resumed { incarnation, held: true, .. } => Some(incarnation),
+            Happening::ZombieReadFenced { incarnation, .. } if resumed_held(incarnation) => Some(incarnation),
             _ => None,
         })
         .collect();
