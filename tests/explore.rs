@@ -9,8 +9,9 @@
 //!   operation and delivery on its own thread, recovery of all unknown operations at once): a kill
 //!   lands wherever its other threads are, and none of that may read as a violation.
 //! - `explore_finds::<variant>`: for every broken variant the standard scenarios catch, explore of
-//!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself, and
-//!   the scenario file it writes reproduces that failure.
+//!   those scenarios' workloads — their hand-placed kills dropped — finds a failure by itself
+//!   (over system calls for a scenario with `[[syscall_fault]]`s), and the scenario file it writes
+//!   reproduces that failure.
 //! - `explore_finds_divergence::syscalls`: explore of the task workload
 //!   (`scenarios/model_decides.toml`) over system calls, as a black box, finds the runtime
 //!   that asks the model again on recovery (`--broken reask-on-recovery`) acting on two decisions
@@ -153,6 +154,14 @@ fn finds(variant: &str, crash: Crash, scenarios: &[Scenario], target: &Target) -
         ..ExploreOptions::default()
     });
     for (options, scenario) in depths.iter().flat_map(|options| scenarios.iter().map(move |s| (options, s))) {
+        // A catch at a system call (`frozen_before_a_request`: a freeze just before a request) is
+        // found where explore places such points: over system calls, as a traced black box.
+        let over_syscalls = ExploreOptions {
+            points: explore::Points::Syscalls,
+            run: RunOptions { probe: false, ..options.run.clone() },
+            ..options.clone()
+        };
+        let options = if scenario.syscall_faults.is_empty() { options } else { &over_syscalls };
         let result = explore::explore(scenario, &broken, options, &|_, _, _, _| {})
             .map_err(|e| format!("exploring `{}` could not run: {e}", scenario.name))?;
         let Some(finding) = result.failures.first() else { continue };

@@ -9,6 +9,7 @@ import os
 import tempfile
 import threading
 import unittest
+import unittest.mock
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import killpoint_shell as ks
@@ -171,6 +172,26 @@ class ShellTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as exit:
             ks.store.Store(os.path.join(self.tmp.name, "gone"), 1)
         self.assertIn("gone", str(exit.exception.code))
+
+    def test_a_missing_data_dir_is_refused_before_anything_can_make_it_anew(self):
+        """`serve` checks before it makes its shell: a shell or an engine that starts a server
+        there first would make the directory afresh, and the store would find it empty."""
+        gone = os.path.join(self.tmp.name, "gone")
+
+        class ServerFirst(ks.Shell):
+            def __init__(self, env, run=None):
+                os.makedirs(env.data_dir)  # as a server started on the data dir would
+                # Not on to serving for ever: the test says what went wrong instead.
+                raise AssertionError("the shell was made before the data dir was checked")
+
+        environ = {"KILLPOINT_CONTRACT": ks.killpoint_probe.CONTRACT, "KILLPOINT_DATA_DIR": gone,
+                   "KILLPOINT_LISTEN": "127.0.0.1:0", "KILLPOINT_PROVIDER_URL": "http://127.0.0.1:9",
+                   "KILLPOINT_CONSUMERS_URL": "http://127.0.0.1:9", "KILLPOINT_POLICY_URL": "http://127.0.0.1:9",
+                   "KILLPOINT_INCARNATION": "2"}
+        with unittest.mock.patch.dict(os.environ, environ), self.assertRaises(SystemExit) as exit:
+            ks.serve(shell_class=ServerFirst)
+        self.assertIn("gone", str(exit.exception.code))
+        self.assertFalse(os.path.exists(gone), "the shell was made before the data dir was checked")
 
 
 

@@ -119,22 +119,25 @@ fn still_running(run: &Run, incarnation: u32, waited: std::time::Duration) -> Vi
     )
 }
 
-/// A flow that went on after the world answered it `409 fenced`.
+/// A flow that went on after its incarnation read a `409 fenced` (for one the tracer held, which
+/// sees the receive) or after the world answered it one (for one it did not: SIGSTOPped at a
+/// probe's boundary, whose next act is a commit, not a request whose answer its timer may drop).
 fn went_on_after_refusal(run: &Run, violations: &mut Vec<Violation>) {
-    for refusal in run.ledger.iter().filter(|e| matches!(e.event, Event::Fenced { .. })) {
+    for (refusal, from) in refusals(run) {
         let refused_flow = flow(refusal);
         let after: Vec<&Entry> = run
             .ledger
             .iter()
-            .filter(|e| e.seq > refusal.seq && e.incarnation == refusal.incarnation && flow(e) == refused_flow)
+            .filter(|e| e.seq > from && e.incarnation == refusal.incarnation && flow(e) == refused_flow)
             .collect();
         if !after.is_empty() {
             let incarnation = refusal.incarnation.map_or("?".to_owned(), |n| n.to_string());
+            let read = if from == refusal.seq { String::new() } else { format!(" (read by it at #{from})") };
             violations.push(Violation::new(
                 breach!(Fenced, "§9-3"),
                 refusal.event.operation().map(str::to_owned),
                 format!(
-                    "incarnation {incarnation} was answered `409 fenced` at #{} and went on with {} more request(s) of the same work; a fenced incarnation must exit at once",
+                    "incarnation {incarnation} was answered `409 fenced` at #{}{read} and went on with {} more request(s) of the same work; a fenced incarnation must exit at once",
                     refusal.seq,
                     after.len()
                 ),
@@ -144,4 +147,42 @@ fn went_on_after_refusal(run: &Run, violations: &mut Vec<Violation>) {
             break;
         }
     }
+}
+
+/// Every `409 fenced` the runtime knew of, with where on the clock it knew: for an incarnation
+/// the tracer held and saw read a refusal, each refusal it read (the latest refusal of its kind
+/// to it before the read), from the read; for any other, each refusal, from when the world
+/// answered it. A refusal a held incarnation never read (its own timer gave up on the request
+/// first) told it nothing. One that read none at all is judged by the world's answers: its
+/// exchanges may be ones the tracer cannot read (not plain HTTP/1), which say nothing of reads.
+fn refusals(run: &Run) -> Vec<(&Entry, u64)> {
+    let resumed_held = |n: u32| {
+        run.timeline
+            .iter()
+            .any(|m| matches!(m.happening, Happening::Resumed { incarnation, held: true, .. } if incarnation == n))
+    };
+    let held: Vec<u32> = run
+        .timeline
+        .iter()
+        .filter_map(|m| match m.happening {
+            Happening::ZombieReadFenced { incarnation, .. } if resumed_held(incarnation) => Some(incarnation),
+            _ => None,
+        })
+        .collect();
+    let fenced = |e: &&Entry| matches!(e.event, Event::Fenced { .. });
+    let unheld = run.ledger.iter().filter(fenced).filter(|e| e.incarnation.is_none_or(|n| !held.contains(&n)));
+    let mut known: Vec<(&Entry, u64)> = unheld.map(|e| (e, e.seq)).collect();
+    for mark in &run.timeline {
+        let Happening::ZombieReadFenced { incarnation, service, operation, .. } = &mark.happening else { continue };
+        let answered = run.ledger.iter().filter(fenced).rev().find(|e| {
+            let Event::Fenced { service: refused, .. } = &e.event else { return false };
+            e.seq < mark.seq
+                && e.incarnation == Some(*incarnation)
+                && service.is_none_or(|s| s == *refused)
+                && operation.as_deref().is_none_or(|op| e.event.operation() == Some(op))
+        });
+        known.extend(answered.map(|e| (e, mark.seq)));
+    }
+    known.sort_by_key(|(_, from)| *from);
+    known
 }

@@ -29,6 +29,7 @@ mod sandbox;
 mod service_rules;
 mod status;
 mod submission;
+mod synced;
 mod verdict;
 
 pub use verdict::{Coverage, Reasked, Status, Verdict, Violation};

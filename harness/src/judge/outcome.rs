@@ -45,7 +45,8 @@ pub(super) fn settled(scenario: &Scenario, run: &Run, violations: &mut Vec<Viola
 /// invariants still hold it to account, the expectation cannot. A kill the tracer took for a
 /// commit at a sync may have come just before that commit (CONTRACT.md section 7, "Boundaries at
 /// system calls"): the operation is held to what a kill just after the provider's answer allows,
-/// the weaker expectation the harness can prove — a tool with no lookup may pause.
+/// the weaker expectation the harness can prove — a tool with no lookup may pause. So is one a
+/// power loss took before the runtime synced its commit (`synced`).
 pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_flight: &InFlight) -> Option<Outcome> {
     // A kill just after the provider's rejection (a 4xx, nothing applied) may take the runtime's
     // only knowledge of it: its next incarnation rightly finds nothing, and attempts again, which
@@ -61,7 +62,14 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     if open {
         return None;
     }
-    let weaker = mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
+    // A power loss that took a commit not yet synced (§7-6 asks the sync only before the first
+    // delivery's send) leaves what a kill just before the commit leaves.
+    let unsynced = scenario
+        .faults
+        .iter()
+        .enumerate()
+        .any(|(i, f)| f.operation == op.id && super::synced::commit_unsynced(run, i, f));
+    let weaker = unsynced || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
     Some(match op.expect {
         Outcome::Succeeded if weaker && !op.tool.supports_lookup() => Outcome::SucceededOrPaused,
         expect => expect,

@@ -224,6 +224,9 @@ pub fn describe_mark(mark: &Mark) -> String {
         Happening::ZombieAnnounced { incarnation, message } => {
             format!("runtime   incarnation {incarnation} (outlived) {}: resume", announcement(message))
         }
+        Happening::ZombieReadFenced { incarnation, what, .. } => {
+            format!("runtime   incarnation {incarnation} (outlived) read the answer 409 fenced to {what}")
+        }
         Happening::ZombieExited { incarnation, status } => {
             format!("runtime   incarnation {incarnation} (outlived) exited ({status})")
         }

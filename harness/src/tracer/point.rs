@@ -145,6 +145,16 @@ pub struct HttpRequest {
     pub body: Option<serde_json::Value>,
 }
 
+impl HttpRequest {
+    /// The operation the request is for, where its body names it: a policy check's or a
+    /// delivery's `operation_id`, or the identity the harness planted in a call's arguments (a
+    /// lookup names none: it is attributed by its key or reference).
+    pub fn operation(&self) -> Option<&str> {
+        let body = self.body.as_ref()?;
+        body.get("operation_id").or_else(|| body.pointer("/arguments/_killpoint/operation")).and_then(|v| v.as_str())
+    }
+}
+
 /// A complete HTTP/1 answer from the fake world.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpAnswer {
@@ -152,6 +162,13 @@ pub struct HttpAnswer {
     /// The body, when it is JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<serde_json::Value>,
+}
+
+impl HttpAnswer {
+    /// The world's refusal of an outlived incarnation (CONTRACT.md §9): `409 {"error":"fenced"}`.
+    pub fn is_fenced(&self) -> bool {
+        self.status == 409 && self.body.as_ref().and_then(|b| b.get("error")).and_then(|e| e.as_str()) == Some("fenced")
+    }
 }
 
 #[cfg(test)]

@@ -36,10 +36,10 @@ from .api import handler
 from .execution import LOOKUP_KINDS, MAX_EXECUTION_ATTEMPTS, RETRY_LATER_S, SETTLED_STATES
 from .execution import execute as _execute
 from .net import check_policy, http, log, log_retry, quote, valid_effect
-from .store import Store, audit, recover
+from .store import Store, audit, check_data_dir, recover
 
 __all__ = ["serve", "execute", "running", "Shell", "http", "log", "log_retry", "quote", "valid_effect",
-           "check_policy", "LOOKUP_KINDS", "MAX_EXECUTION_ATTEMPTS", "RETRY_LATER_S"]
+           "check_policy", "check_data_dir", "LOOKUP_KINDS", "MAX_EXECUTION_ATTEMPTS", "RETRY_LATER_S"]
 
 _running = None
 
@@ -154,6 +154,8 @@ def serve(run=None, start=None, shell_class=Shell):
     `shell_class` of one's own schedules the work differently (its `work`)."""
     global _running
     env = killpoint_probe.Env.from_environ()
+    # First: a `shell_class` or an engine that writes in the data dir would make a missing one anew.
+    check_data_dir(env.data_dir)
     net.INCARNATION = env.incarnation
     shell = shell_class(env, run)
     recover(shell.store)

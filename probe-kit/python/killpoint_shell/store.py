@@ -59,16 +59,23 @@ CREATE TABLE IF NOT EXISTS audit (
 """
 
 
+def check_data_dir(data_dir):
+    """Exits naming `data_dir` when it is missing or unreadable (§2-4). Never made here: the
+    harness makes it before the first start, so a missing one means the state is gone, and
+    starting afresh would forget what was accepted. Call it before starting anything that may
+    write there (an engine's server, a database): started first, it would make the directory
+    afresh, and this check would then find an empty one."""
+    if not os.path.isdir(data_dir) or not os.access(data_dir, os.R_OK | os.W_OK | os.X_OK):
+        sys.exit(f"KILLPOINT_DATA_DIR {data_dir} is missing or unreadable; refusing to start afresh")
+
+
 class Store:
     """One SQLite connection shared by all threads behind one lock: the load is tiny, and one
     connection rules out SQLITE_BUSY between the runtime's own threads. Nothing slow (network,
     probe) runs under the lock. A framework's engine keeps its own database beside it."""
 
     def __init__(self, data_dir, incarnation):
-        # Never made here: the harness makes it before the first start, so a missing or unreadable
-        # one means the state is gone, and starting afresh would forget what was accepted (§2-4).
-        if not os.path.isdir(data_dir) or not os.access(data_dir, os.R_OK | os.W_OK | os.X_OK):
-            sys.exit(f"KILLPOINT_DATA_DIR {data_dir} is missing or unreadable; refusing to start afresh")
+        check_data_dir(data_dir)
         self.incarnation = incarnation
         self.lock = threading.Lock()
         # isolation_level=None: BEGIN/COMMIT are written here, so a transaction is exactly what

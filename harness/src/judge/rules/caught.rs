@@ -24,8 +24,7 @@ const fn caught(broken: &'static str, scenario: &'static str, rules: &'static [&
 }
 
 /// Every `[[catches]]` of the standard scenarios, by variant, in `--list-broken`'s order. A
-/// variant no standard scenario catches (`ignores-fence`: only a `[[syscall_fault]]` freeze
-/// shows it, tests/syscalls.rs) has no row, and breaks nothing the standard set can show.
+/// variant no standard scenario catches has no row, and breaks nothing the standard set can show.
 pub const CAUGHT: &[Caught] = &[
     // Re-dispatches an unknown outcome at once: across a restart (§4-10), after a 5xx in one
     // incarnation (§4-8), never looked up (§4-11), a tool without lookup not paused (§4-13).
@@ -83,6 +82,8 @@ pub const CAUGHT: &[Caught] = &[
     caught("no-store-fence", "zombie_worker", &["§4-13", "§6-3", "§9-2"]),
     caught("no-fence-header", "zombie_worker", &["§9-1"]),
     caught("fenced-hangs", "zombie_worker", &["§9-3"]),
+    // Frozen just before a request, resumed, refused `409 fenced`: it asks again (§9-3).
+    caught("ignores-fence", "frozen_before_a_request", &["§9-3"]),
     caught("result-before-call", "after_dispatch", &["§3-8", "§4-13", "§6-1"]),
     caught("deliver-refused", "revoked_destination", &["§6-7", "§8-2", "§8-5"]),
     caught("miscounts-dead-letters", "monitoring_signals", &["§11-2"]),

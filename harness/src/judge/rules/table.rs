@@ -197,12 +197,10 @@ pub const RULES: &[Rule] = &[
         // those invariants judge other rules too, so they do not speak for this one.
         check: by(&[Fenced]),
     },
-    // Checked (a request of the same work after a `409 fenced`; no exit by the deadline), with the
-    // probe and black-box under the tracer alike (`zombie_worker` freezes where the tracer reaches
-    // its boundaries). `ignores-fence` (a request sent again after its `409 fenced`) needs a freeze
-    // just before a request, a `[[syscall_fault]]`, which no standard scenario has (it would need
-    // tracing everywhere): tests/syscalls.rs `a_zombie_frozen_before_a_request_exits_on_its_409`
-    // proves it, with the reference and the Python runtime passing.
+    // Checked (a request of the same work after a `409 fenced` the runtime read; no exit by the
+    // deadline), with the probe and black-box under the tracer alike (`zombie_worker` freezes where
+    // the tracer reaches its boundaries; `frozen_before_a_request`, traced in every mode, just
+    // before a request, where `ignores-fence` asks again after its refusal).
     Rule { id: "§9-3", check: by(&[Fenced]) },
     Rule {
         id: "§11-1",

@@ -6,9 +6,12 @@
 use super::record::Happening;
 use super::restart::start;
 use super::state::{Driver, Frozen, Zombie, next_probe};
-use crate::run::held::Held;
+use crate::run::held::{FencedRead, Held};
 use crate::run::incarnation::{Launch, describe_status};
+use crate::tracer::Peer;
+use fake_tool::Service;
 use std::time::Instant;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// A frozen incarnation a newer one outlived: the announcement it was frozen at, and, when the
 /// tracer holds it (not SIGSTOP), the held point to answer.
@@ -60,11 +63,14 @@ impl Driver<'_> {
             let started = tokio::time::Instant::now();
             let deadline = started + self.scenario.deadline;
             self.mark(Happening::Resumed { incarnation: number, message, held: held.is_some() });
-            match held {
+            let mut reads = match held {
                 // The tracer answers the held point, then every later one.
-                Some(held) => held.resume(),
-                None => zombie.thaw(),
-            }
+                Some(held) => Some(held.resume()),
+                None => {
+                    zombie.thaw();
+                    None
+                }
+            };
             let mut answer = zombie.probe.is_some();
             loop {
                 // One answer per announcement: the one it was frozen at, then each it makes.
@@ -91,6 +97,14 @@ impl Driver<'_> {
                         // Closed or unreadable: it is on its way out, or says nothing more.
                         Ok(None) | Err(_) => zombie.probe = None,
                     },
+                    read = next_read(&mut reads) => match read {
+                        Some(read) => {
+                            self.mark(read_fenced(number, &read));
+                            read.recorded();
+                        }
+                        // The tracer's end closed: it is on its way out.
+                        None => reads = None,
+                    },
                     _ = tokio::time::sleep_until(deadline) => {
                         self.mark(Happening::ZombieOutlived { incarnation: number, waited: started.elapsed() });
                         break;
@@ -107,5 +121,30 @@ impl Driver<'_> {
         for Zombie { incarnation: mut zombie, .. } in std::mem::take(&mut self.zombies) {
             zombie.kill().await;
         }
+    }
+}
+
+/// The next `409 fenced` a traced zombie read; never, for one that is not traced.
+async fn next_read(reads: &mut Option<UnboundedReceiver<FencedRead>>) -> Option<FencedRead> {
+    match reads {
+        Some(reads) => reads.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The mark of a `409 fenced` incarnation `number` read.
+fn read_fenced(number: u32, read: &FencedRead) -> Happening {
+    let request = read.request.as_ref();
+    let service = read.peer.and_then(|peer| match peer {
+        Peer::Provider => Some(Service::Provider),
+        Peer::Consumers => Some(Service::Consumer),
+        Peer::Policy => Some(Service::Policy),
+        Peer::Model | Peer::World => None,
+    });
+    Happening::ZombieReadFenced {
+        incarnation: number,
+        service,
+        operation: request.and_then(|r| r.operation()).map(str::to_owned),
+        what: request.map_or_else(|| "a request".to_owned(), |r| format!("{} {}", r.method, r.path)),
     }
 }

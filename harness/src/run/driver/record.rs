@@ -115,6 +115,16 @@ pub enum Happening {
         incarnation: u32,
         message: ProbeMessage,
     },
+    /// A resumed (outlived) incarnation read a `409 fenced` to its last byte (the tracer saw the
+    /// receive that completed it, and held the runtime there until this was marked): from here on
+    /// it owes its exit (§9-3). `service` and `operation` say what the refused request was, as
+    /// far as the request told (`what`: its method and path).
+    ZombieReadFenced {
+        incarnation: u32,
+        service: Option<fake_tool::Service>,
+        operation: Option<String>,
+        what: String,
+    },
     /// The resumed incarnation exited, as a fenced one must.
     ZombieExited {
         incarnation: u32,

@@ -172,14 +172,9 @@ impl Boundaries {
     }
 }
 
-/// The operation a request to the world is for: a policy check's or a delivery's
-/// `operation_id`, or the identity the harness planted in a call's arguments.
+/// The operation a request to the world is for ([`HttpRequest::operation`]), owned.
 fn operation_of(request: &HttpRequest) -> Option<String> {
-    let body = request.body.as_ref()?;
-    body.get("operation_id")
-        .or_else(|| body.pointer("/arguments/_killpoint/operation"))
-        .and_then(|v| v.as_str())
-        .map(str::to_owned)
+    request.operation().map(str::to_owned)
 }
 
 /// The destination a delivery is sent to: `…/consumers/<destination>/events` (CONTRACT.md §6).

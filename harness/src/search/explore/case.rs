@@ -14,7 +14,8 @@ pub struct Case {
     /// Permissions withdrawn at the first kill (`kill+revoke` cases).
     pub revoke: Vec<Revoke>,
     /// The first point freezes the runtime (SIGSTOP, a replacement takes over, then the frozen one
-    /// is resumed: CONTRACT.md §9) instead of killing it.
+    /// is resumed: CONTRACT.md §9) instead of killing it; with no boundary kill, the first system
+    /// call (just before a request: the tracer holds it there).
     pub freeze: bool,
     /// Kills at system-call crash points (`--points syscalls`), instead of boundary kills.
     pub syscalls: Vec<crate::scenario::SyscallFault>,
@@ -77,6 +78,12 @@ impl Case {
     pub fn scenario(&self, workload: &Workload) -> Scenario {
         let mut scenario = workload.base.clone();
         scenario.syscall_faults.extend(self.syscalls.iter().cloned());
+        if self.freeze
+            && self.kills.is_empty()
+            && let Some(first) = scenario.syscall_faults.get_mut(workload.base.syscall_faults.len())
+        {
+            first.action = crate::scenario::SyscallAction::Freeze;
+        }
         for (i, point) in self.kills.iter().enumerate() {
             let mut fault = point.kill();
             if i == 0 {
@@ -140,6 +147,8 @@ impl Workload {
         let (dropped_kills, kept): (Vec<Fault>, Vec<Fault>) =
             base.faults.iter().cloned().partition(|f| matches!(f.action, Action::Kill | Action::Freeze));
         base.faults = kept;
+        // Kills and freezes at system calls are hand-placed too: the exploration places its own.
+        let dropped_syscalls = std::mem::take(&mut base.syscall_faults).len();
         base.catches.clear();
         // An expectation that only a dropped kill explains goes back to `succeeded`: without it,
         // the SMS is not left unknown, the revoked tool is not refused.
@@ -164,7 +173,7 @@ impl Workload {
                 op.expect = Outcome::Succeeded;
             }
         }
-        let dropped = before - base.faults.len();
+        let dropped = before - base.faults.len() + dropped_syscalls;
         let kept = base.faults.len()
             + base.lookup_faults.len()
             + base.model_faults.len()

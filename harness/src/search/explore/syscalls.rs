@@ -22,16 +22,19 @@ pub(super) struct SyscallPlan {
 }
 
 /// The depth-1 cases of the record `run` over system calls: a kill at each explored call of the
-/// first incarnation (pruned when `prune`), and without the probe at each boundary held exactly.
+/// first incarnation (pruned when `prune`), a freeze just before the first request after each
+/// boundary (`freezes`), and without the probe a kill at each boundary held exactly.
 pub(super) fn plan(workload: &Workload, run: &Run, prune: bool) -> SyscallPlan {
     let explored: Vec<&crate::run::traced::SyscallPoint> =
         run.syscall_points.iter().filter(|p| p.incarnation == 1 && explored(p)).collect();
     let found = explored.len();
+    let frozen = freezes(workload, &explored);
     let (kept, same_state) = if prune { prune_syscalls(explored) } else { (explored, Vec::new()) };
     let mut cases: Vec<Case> = kept
         .iter()
         .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: false, syscalls: vec![p.fault()] })
         .collect();
+    cases.extend(frozen);
     let syscall_cases = cases.len();
     let mut exact = Vec::new();
     // Without the probe, the boundaries the world and the harness's client hold exactly are
@@ -42,6 +45,23 @@ pub(super) fn plan(workload: &Workload, run: &Run, prune: bool) -> SyscallPlan {
         exact = exact_counts(run, &held);
     }
     SyscallPlan { points: found + cases.len() - syscall_cases, cases, exact, same_state }
+}
+
+/// A freeze just before the first request after each boundary the tracer reached (CONTRACT.md
+/// §9-3): the outlived incarnation's next act is that request, which the world refuses `409
+/// fenced`, and it must exit on the answer. Only for an operation alone in its wave, as a freeze
+/// at a boundary: a replacement must not wait on what a held neighbour holds. Not pruned by crash
+/// state: what is judged is what the resumed incarnation does, which no state shows.
+fn freezes(workload: &Workload, explored: &[&crate::run::traced::SyscallPoint]) -> Vec<Case> {
+    use crate::tracer::{PointKind, When};
+    let waves = workload.base.waves();
+    let alone = |op: &str| waves.iter().any(|w| w.len() == 1 && w[0].id == op);
+    explored
+        .iter()
+        .filter(|p| p.kind == PointKind::Request && p.when == When::Before && p.occurrence == 1)
+        .filter(|p| p.since.as_ref().is_some_and(|a| alone(&a.operation)))
+        .map(|p| Case { kills: Vec::new(), revoke: Vec::new(), freeze: true, syscalls: vec![p.fault()] })
+        .collect()
 }
 
 /// The boundaries of the record run held exactly without the probe (by the fake world or the
