@@ -20,8 +20,11 @@ const MAKING_DEADLINE: Duration = Duration::from_secs(20 * 60);
 /// exactly these requirements (a marker file keeps the requirements it was made from).
 pub fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
     let requirements = root.join("examples/frameworks/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
     let kit = root.join("probe-kit/python");
+    // The kit is installed too: a change to it (a new contract version) remakes the virtualenv,
+    // as a change to the requirements does.
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?
+        + &kit_sources(&kit)?;
     let waiting = |lock: &Path| {
         eprintln!(
             "waiting (at most {MAKING_DEADLINE:?}) for another test process to make the frameworks' virtualenv at {} (it holds {})",
@@ -52,6 +55,24 @@ pub fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
         .map_err(failed)?;
         Ok(())
     })
+}
+
+/// The Python kit's sources (`killpoint_probe.py`, `killpoint_shell/*.py`, `pyproject.toml`), in
+/// a stable order, each after its name.
+fn kit_sources(kit: &Path) -> Result<String, String> {
+    let mut files = vec![kit.join("killpoint_probe.py"), kit.join("pyproject.toml")];
+    let shell = kit.join("killpoint_shell");
+    let listed = std::fs::read_dir(&shell).map_err(|e| format!("{}: {e}", shell.display()))?;
+    let mut modules: Vec<PathBuf> =
+        listed.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect();
+    modules.sort();
+    files.extend(modules);
+    let mut text = String::new();
+    for file in files {
+        let body = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        text.push_str(&format!("\n# {}\n{body}", file.strip_prefix(kit).unwrap_or(&file).display()));
+    }
+    Ok(text)
 }
 
 /// Runs `make` unless `dir` holds a marker with exactly `wanted` — both under an exclusive lock

@@ -12,20 +12,24 @@ use std::fmt;
 pub enum Version {
     /// `killpoint-contract/6`: everything of `/7` but tasks (section 12).
     V6,
-    /// `killpoint-contract/7`: the current version.
-    #[default]
+    /// `killpoint-contract/7`: everything of `/8` but the duties through a server's faults
+    /// (section 2, §2-9 to §2-13).
     V7,
+    /// `killpoint-contract/8`: the current version.
+    #[default]
+    V8,
 }
 
 impl Version {
     /// The version a runtime is given unless told otherwise.
-    pub const CURRENT: Version = Version::V7;
-    pub const ALL: [Version; 2] = [Version::V6, Version::V7];
+    pub const CURRENT: Version = Version::V8;
+    pub const ALL: [Version; 3] = [Version::V6, Version::V7, Version::V8];
 
     pub const fn name(self) -> &'static str {
         match self {
             Version::V6 => "killpoint-contract/6",
             Version::V7 => "killpoint-contract/7",
+            Version::V8 => "killpoint-contract/8",
         }
     }
 
@@ -41,8 +45,15 @@ impl Version {
     /// The rules of the current version it does not claim, and in a few words what they are.
     pub fn not_claimed(self) -> (&'static [&'static str], &'static str) {
         match self {
-            Version::V6 => (&["§12-1", "§12-2", "§12-3", "§12-4"], "tasks for the model, section 12"),
-            Version::V7 => (&[], ""),
+            Version::V6 => (
+                &["§12-1", "§12-2", "§12-3", "§12-4", "§2-9", "§2-10", "§2-11", "§2-12", "§2-13"],
+                "tasks for the model (section 12), nor the duties through a server's faults (section 2, §2-9 to §2-13)",
+            ),
+            Version::V7 => (
+                &["§2-9", "§2-10", "§2-11", "§2-12", "§2-13"],
+                "duties through a server's faults (section 2, §2-9 to §2-13)",
+            ),
+            Version::V8 => (&[], ""),
         }
     }
 }
@@ -91,14 +102,17 @@ mod tests {
 
     #[test]
     fn an_older_supported_version_is_named_with_the_option_that_certifies_it() {
+        assert_eq!(judge_declared("killpoint-contract/8", Version::V8), Ok(Version::V8));
         assert_eq!(judge_declared("killpoint-contract/7", Version::V7), Ok(Version::V7));
         assert_eq!(judge_declared("killpoint-contract/6", Version::V6), Ok(Version::V6));
-        let older = judge_declared("killpoint-contract/6", Version::V7).unwrap_err();
+        let older = judge_declared("killpoint-contract/6", Version::V8).unwrap_err();
         assert!(older.contains("--contract killpoint-contract/6") && older.contains("section 12"), "{older}");
-        let unknown = judge_declared("killpoint-contract/0", Version::V7).unwrap_err();
-        assert!(unknown.contains("speaks contract `killpoint-contract/0`; this harness speaks `killpoint-contract/7`"));
+        let last = judge_declared("killpoint-contract/7", Version::V8).unwrap_err();
+        assert!(last.contains("--contract killpoint-contract/7") && last.contains("§2-9 to §2-13"), "{last}");
+        let unknown = judge_declared("killpoint-contract/0", Version::V8).unwrap_err();
+        assert!(unknown.contains("speaks contract `killpoint-contract/0`; this harness speaks `killpoint-contract/8`"));
         assert!(
-            hint("KILLPOINT_CONTRACT is 'killpoint-contract/7', this runtime implements 'killpoint-contract/6' only")
+            hint("KILLPOINT_CONTRACT is 'killpoint-contract/8', this runtime implements 'killpoint-contract/6' only")
                 .is_some_and(|h| h.contains("--contract killpoint-contract/6"))
         );
         assert_eq!(hint("fatal: no database"), None);
