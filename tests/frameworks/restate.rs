@@ -27,6 +27,7 @@
 //!   invocations never reach. Ignored, saying why, where this machine refuses tracing.
 
 use super::installed::within;
+use super::served::worker_logs;
 use super::venv::made_once;
 use killpoint::model::crash::Crash;
 use killpoint::run::services::Services;
@@ -170,16 +171,6 @@ impl Case {
         let service_hits = run.service_hits.clone();
         Ok(Outcome { verdict, story, worker_logs, server_log, service_hits, worker_kills, server_power_losses })
     }
-}
-
-fn worker_logs(dir: &Path) -> String {
-    let mut text = String::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("service-") {
-            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
-    text
 }
 
 fn passes(case: &Case) -> Result<(), Failed> {

@@ -98,7 +98,8 @@ impl Case {
     }
 }
 
-fn worker_logs(dir: &Path) -> String {
+/// Every log in `dir` but the services' (`service-*.log`): the worker's incarnations', in one text.
+pub(super) fn worker_logs(dir: &Path) -> String {
     let mut text = String::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         if !entry.file_name().to_string_lossy().starts_with("service-") {
