@@ -24,6 +24,14 @@
 # there), an IPC namespace that takes the segment with it when its last process dies, and a mount
 # namespace whose /dev/shm is a private tmpfs (initdb's bootstrap uses POSIX shared memory).
 set -eu
+# Debian installs PostgreSQL's server programs outside PATH (/usr/lib/postgresql/VERSION/bin).
+if ! command -v initdb >/dev/null 2>&1; then
+    for bin in /usr/lib/postgresql/*/bin; do if [ -x "$bin/initdb" ]; then PATH="$PATH:$bin"; fi; done
+    command -v initdb >/dev/null 2>&1 || {
+        echo "postgres.sh: expected PostgreSQL's initdb and postgres on PATH or in /usr/lib/postgresql/*/bin, found neither: install PostgreSQL 15 (Debian: postgresql-15)" >&2
+        exit 1
+    }
+fi
 inside=$(cat <<'EOF'
 set -eu
 mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm
