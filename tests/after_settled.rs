@@ -43,8 +43,10 @@ fn workload() -> Scenario {
     scenario
 }
 
+/// Traced, with 30 s to print the ready line: a hang bound, not a speed check (a stress run at a
+/// load of 15 saw the traced Python fixture miss the default 10 s).
 fn traced() -> RunOptions {
-    RunOptions { probe: false, syscalls: true, ..RunOptions::default() }
+    RunOptions { probe: false, syscalls: true, ready_timeout: Duration::from_secs(30), ..RunOptions::default() }
 }
 
 /// The last sync of the first incarnation in a traced run of the correct fixture without faults,

@@ -230,7 +230,19 @@ fn finds_divergence(path: &std::path::Path, target: &Target) -> Result<(), Faile
             .failures
             .iter()
             .find(|f| f.verdict.failed_invariants().contains(&killpoint::Invariant::OneDecision))
-            .ok_or_else(|| format!("round {round}: explore over system calls found no `one_decision` failure"))?;
+            .ok_or_else(|| {
+                // What it found instead says whether the runtime or the machine went otherwise.
+                let found: Vec<String> = result
+                    .failures
+                    .iter()
+                    .map(|f| format!("{} violated {:?}", f.case.name(), f.verdict.failed_invariants()))
+                    .collect();
+                format!(
+                    "round {round}: explore over system calls found no `one_decision` failure in {} case(s); it found: {}",
+                    result.ran.iter().sum::<usize>(),
+                    if found.is_empty() { "nothing failing".to_owned() } else { found.join("; ") }
+                )
+            })?;
         let written = dir.path().join(format!("{round}-{}.toml", finding.scenario.name));
         std::fs::write(&written, finding.scenario.to_toml()).map_err(|e| format!("{}: {e}", written.display()))?;
         let replayed = Scenario::load(&written).map_err(|e| format!("the written file does not parse: {e}"))?;
