@@ -57,6 +57,12 @@
 //!   operation, certified on the six standard scenarios that need services: service_frozen and
 //!   service_unreachable fail on `expected_outcome` alone, and the certificate's JSON blames §2-10
 //!   and §4-11 and no other rule; the correct worker, certified on those two, verifies §2-10.
+//! - `services::random_finds_the_dropping_worker` (services/random.rs): `killpoint random` with
+//!   kv.toml declared draws service faults too; for each of seeds 1, 2 and 3, 16 cases at most find
+//!   `--drop-on-server-error`, the shrunk file holds a `[[service_fault]]`, its command line says
+//!   `--services`, and run again it fails `expected_outcome`.
+//! - `services::random_passes_the_journaling_worker`: the correct journal worker passes the 16
+//!   cases of seed 1.
 //! - `services::a_service_fault_needs_the_probe_it_waits_for`: service_frozen without the probe
 //!   (its fault at a boundary only the probe announces): not fired, no violation, the scenario
 //!   partial — as a worker's fault there — not failed on `faults_reached`.
@@ -69,6 +75,8 @@ mod common;
 mod journal;
 #[path = "services/lost.rs"]
 mod lost;
+#[path = "services/random.rs"]
+mod random;
 
 use common::{count, fixtures, nothing_left, options, scenario, worker};
 use journal::{
@@ -107,6 +115,8 @@ fn main() -> ExitCode {
         Trial::test("services::a_service_fault_needs_the_probe_it_waits_for", needs_the_probe),
         Trial::test("services::a_frozen_worker_woken_after_its_successor", frozen_worker_woken),
         Trial::test("services::a_dropping_worker_loses_the_operation", lost::a_dropping_worker_loses_the_operation),
+        Trial::test("services::random_finds_the_dropping_worker", random::random_finds_the_dropping_worker),
+        Trial::test("services::random_passes_the_journaling_worker", random::random_passes_the_journaling_worker),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
