@@ -53,10 +53,11 @@
 //!   journal_worker.py passes, exercising §2-12; `--ignore-fence`, which goes on once fenced, fails
 //!   `fenced`, naming §2-12.
 //! - `services::a_dropping_worker_loses_the_operation` (services/lost.rs): journal_worker.py
-//!   `--drop-on-server-error`, which undoes a round its server did not take and parks the
-//!   operation, certified on the six standard scenarios that need services: service_frozen and
-//!   service_unreachable fail on `expected_outcome` alone, and the certificate's JSON blames §2-10
-//!   and §4-11 and no other rule; the correct worker, certified on those two, verifies §2-10.
+//!   `--drop-on-server-error`, which drops a success its server did not take with its operation
+//!   (parked), certified on the six standard scenarios that need services: service_frozen and
+//!   service_unreachable (among others) fail on `expected_outcome` alone, and the certificate's
+//!   JSON blames §2-10 and §4-11 and no other rule; the correct worker, certified on those two,
+//!   verifies §2-10.
 //! - `services::random_finds_the_dropping_worker` (services/random.rs): `killpoint random` with
 //!   kv.toml declared draws service faults too; for each of seeds 1, 2 and 3, 16 cases at most find
 //!   `--drop-on-server-error`, the shrunk file holds a `[[service_fault]]`, its command line says

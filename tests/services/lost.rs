@@ -1,11 +1,12 @@
 //! §2-10, "the runtime MUST lose nothing", proven breakable: journal_worker.py
-//! `--drop-on-server-error` undoes a round its server did not take and parks the operation, so
-//! the charge the provider applied is never recorded nor delivered. Certified on the standard
-//! scenarios that need services, it must fail where the server is away as the round ends
-//! (service_frozen, service_unreachable) on `expected_outcome` alone, and the certificate must
-//! blame §2-10 and the rule of the operation's ending (§4-11) — not §2-9 (nothing ran twice), not
-//! §2-11 (nothing is left unsettled). The correct worker, certified on the same two scenarios,
-//! verifies §2-10.
+//! `--drop-on-server-error` commits a success in its server before its own store, and drops one
+//! the server did not take with its operation (parked, paused), so the charge the provider applied
+//! is never recorded nor delivered. Certified on the standard scenarios that need services, it
+//! must fail where the server is away as the success is recorded — service_frozen,
+//! service_unreachable (and service_restart_during_dispatch, whose crash as the provider answers
+//! holds nobody) — on `expected_outcome` alone, and the certificate must blame §2-10 and the rule
+//! of the operation's ending (§4-11) — not §2-9 (nothing ran twice), not §2-11 (nothing is left
+//! unsettled). The correct worker, certified on the same two scenarios, verifies §2-10.
 
 use super::common::{options, running_with};
 use super::journal::{journal_worker, needing_services};
