@@ -47,6 +47,8 @@ pub fn random_finds_the_dropping_worker() -> Result<(), Failed> {
             failure.violated
         );
         let written = Scenario::load(&failure.file).map_err(|e| e.to_string())?;
+        let drawn: Vec<String> = written.service_faults.iter().map(|f| f.describe()).collect();
+        eprintln!("seed {seed}: the written case's service faults: {drawn:?}");
         let replayable = failure.command.contains(" run ") && failure.command.contains(" --services ");
         if written.service_faults.is_empty() || !replayable {
             return Err(format!(
