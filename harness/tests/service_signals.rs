@@ -31,8 +31,7 @@ fn a_restart_ends_the_service_with_its_sigterm() {
         .arg("--services")
         .arg(repo.join("tests/fixtures/services/kv.toml"))
         .arg("--runtime")
-        .arg(repo.join("tests/fixtures/services/journal_worker.py"))
-        .env("KILLPOINT_CI_RUN", "service_signals");
+        .arg(repo.join("tests/fixtures/services/journal_worker.py"));
     let output = output_within(command, Duration::from_secs(120), "killpoint run with a service restart");
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "the run must pass:\n{stdout}\n{stderr}");
