@@ -52,18 +52,41 @@
 //!   the worker (the server lives while the worker is frozen and its successor takes over):
 //!   journal_worker.py passes, exercising §2-12; `--ignore-fence`, which goes on once fenced, fails
 //!   `fenced`, naming §2-12.
+//! - `services::a_dropping_worker_loses_the_operation` (services/lost.rs): journal_worker.py
+//!   `--drop-on-server-error`, which drops a success its server did not take with its operation
+//!   (parked), certified on the six standard scenarios that need services: service_frozen and
+//!   service_unreachable (among others) fail on `expected_outcome` alone, and the certificate's
+//!   JSON blames §2-10 and §4-11 and no other rule; the correct worker, certified on those two,
+//!   verifies §2-10.
+//! - `services::random_finds_the_dropping_worker` (services/random.rs): `killpoint random` with
+//!   kv.toml declared draws service faults too; for each of seeds 1, 2 and 3, 16 cases at most find
+//!   `--drop-on-server-error`, the shrunk file holds a `[[service_fault]]`, its command line says
+//!   `--services`, and run again it fails `expected_outcome`.
+//! - `services::random_passes_the_journaling_worker`: the correct journal worker passes the 16
+//!   cases of seed 1.
 //! - `services::a_service_fault_needs_the_probe_it_waits_for`: service_frozen without the probe
 //!   (its fault at a boundary only the probe announces): not fired, no violation, the scenario
 //!   partial — as a worker's fault there — not failed on `faults_reached`.
 //!
 //! Where python3 is missing the trials are ignored, with the reason on stderr — never passed.
 
+#[path = "services/common.rs"]
+mod common;
+#[path = "services/journal.rs"]
+mod journal;
+#[path = "services/lost.rs"]
+mod lost;
+#[path = "services/random.rs"]
+mod random;
+
+use common::{count, fixtures, nothing_left, options, scenario, worker};
+use journal::{
+    blind_worker_is_caught, freeze_until, frozen_worker_woken, needs_the_probe, standard_pass_a_journaling_worker,
+};
 use killpoint::model::crash::Crash;
-use killpoint::run::services::Services;
 use killpoint::trials::arguments::TestArguments;
-use killpoint::{Happening, Run, RunOptions, Scenario, Target, run_scenario};
+use killpoint::{Happening, Run, RunOptions, Scenario, run_scenario};
 use libtest_mimic::{Failed, Trial};
-use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -92,83 +115,12 @@ fn main() -> ExitCode {
         Trial::test("services::a_freeze_ends_at_its_world_event", freeze_until),
         Trial::test("services::a_service_fault_needs_the_probe_it_waits_for", needs_the_probe),
         Trial::test("services::a_frozen_worker_woken_after_its_successor", frozen_worker_woken),
+        Trial::test("services::a_dropping_worker_loses_the_operation", lost::a_dropping_worker_loses_the_operation),
+        Trial::test("services::random_finds_the_dropping_worker", random::random_finds_the_dropping_worker),
+        Trial::test("services::random_passes_the_journaling_worker", random::random_passes_the_journaling_worker),
     ];
     let trials = trials.into_iter().map(|t| t.with_ignored_flag(!python)).collect();
     args.run(trials).exit_code()
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join("services")
-}
-
-fn scenario(name: &str) -> Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(format!("{name}.toml"));
-    Scenario::load(&path).expect("shipped scenarios parse")
-}
-
-/// kv_worker.py in front of the reference runtime.
-fn worker() -> Target {
-    let runtime = env!("CARGO_BIN_EXE_killpoint-runtime").to_owned();
-    Target { program: fixtures().join("kv_worker.py"), args: vec![runtime] }
-}
-
-/// Run options with the services of `file` and run directories in `root`. The ready deadline is
-/// for a Python start on a loaded 2-core machine (as tests/hostile.rs's).
-fn options(file: &str, root: &Path) -> RunOptions {
-    let services = Services::load(&fixtures().join(file)).expect("the fixture's services file parses");
-    RunOptions {
-        services,
-        artifacts_root: Some(root.to_owned()),
-        ready_timeout: Duration::from_secs(20),
-        ..RunOptions::default()
-    }
-}
-
-/// Live processes (zombies excluded) whose environment contains `needle`: every process of a run,
-/// worker or service, carries its run directory there (KILLPOINT_DATA_DIR,
-/// KILLPOINT_SERVICE_DATA_DIR).
-fn running_with(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let dir = entry.path();
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
-        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
-        if matches!(state, Some('Z' | 'X') | None) {
-            continue;
-        }
-        let environ = String::from_utf8_lossy(&std::fs::read(dir.join("environ")).unwrap_or_default()).into_owned();
-        if environ.contains(needle) {
-            let cmdline =
-                String::from_utf8_lossy(&std::fs::read(dir.join("cmdline")).unwrap_or_default()).replace('\0', " ");
-            found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
-        }
-    }
-    found
-}
-
-/// Nothing of `run` is left once it is dropped: no process carrying its directory (the harness
-/// reaped the worker and the services before returning the run), and no file in `root` nor its
-/// sockets' directory after the drop.
-fn nothing_left(run: Run, root: &Path) -> Result<(), Failed> {
-    let dir = run.artifacts_path().display().to_string();
-    let left = running_with(&dir);
-    if !left.is_empty() {
-        return Err(format!("still running after the run: {left:?}").into());
-    }
-    let sockets = run.artifacts.socket("probe.sock").parent().map(Path::to_owned);
-    drop(run);
-    let files: Vec<_> = std::fs::read_dir(root)?.flatten().map(|e| e.path()).collect();
-    if !files.is_empty() {
-        return Err(format!("left in the run's root {}: {files:?}", root.display()).into());
-    }
-    match sockets {
-        Some(s) if s.exists() => Err(format!("the sockets' directory {} was left", s.display()).into()),
-        _ => Ok(()),
-    }
-}
-
-fn count(run: &Run, wanted: fn(&Happening) -> bool) -> usize {
-    run.timeline.iter().filter(|m| wanted(&m.happening)).count()
 }
 
 fn lives_through_every_kill() -> Result<(), Failed> {
@@ -448,146 +400,4 @@ fn explored_under_power_loss() -> Result<(), Failed> {
         true => Ok(()),
         false => Err(format!("left in the runs' root: {files:?}").into()),
     }
-}
-
-/// journal_worker.py (tests/fixtures/services), correct or `--blind`.
-fn journal_worker(blind: bool) -> Target {
-    let args = if blind { vec!["--blind".to_owned()] } else { Vec::new() };
-    Target { program: fixtures().join("journal_worker.py"), args }
-}
-
-fn frozen_worker_woken() -> Result<(), Failed> {
-    let scenario = scenario("zombie_worker");
-    let ignoring = Target { args: vec!["--ignore-fence".to_owned()], ..journal_worker(false) };
-    for (target, right) in [(journal_worker(false), true), (ignoring, false)] {
-        let root = tempfile::tempdir()?;
-        let started = Instant::now();
-        let (verdict, run) = run_scenario(&scenario, &target, &options("kv.toml", root.path()))?;
-        eprintln!("zombie_worker {:?}: {:.1?}", target.args, started.elapsed());
-        let story = killpoint::report::story::story(&scenario, &verdict, &run);
-        let named = verdict.violations.iter().any(|v| v.invariant == killpoint::Invariant::Fenced && v.breaks("§2-12"));
-        let expected = match right {
-            true => verdict.passed() && verdict.exercises.contains(&"§2-12"),
-            false => named,
-        };
-        if !expected {
-            let wanted = if right { "a pass exercising §2-12" } else { "`fenced` violated, naming §2-12" };
-            return Err(
-                format!("zombie_worker {:?} with the kv server: expected {wanted}\n{story}", target.args).into()
-            );
-        }
-        nothing_left(run, root.path())?;
-    }
-    Ok(())
-}
-
-/// The standard scenarios that need services, by name.
-fn needing_services() -> Vec<Scenario> {
-    let all = killpoint::ScenarioSet::standard().load().expect("the standard set loads");
-    all.into_iter().map(|s| s.expect("a standard scenario parses")).filter(Scenario::needs_services).collect()
-}
-
-fn standard_pass_a_journaling_worker() -> Result<(), Failed> {
-    let scenarios = needing_services();
-    let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
-    if names.len() != 6 {
-        return Err(format!("expected the six standard scenarios that need services, found {names:?}").into());
-    }
-    for scenario in &scenarios {
-        let root = tempfile::tempdir()?;
-        let started = Instant::now();
-        let (verdict, run) = run_scenario(scenario, &journal_worker(false), &options("kv.toml", root.path()))?;
-        eprintln!("{}: {:.1?}", scenario.name, started.elapsed());
-        // Each exercises the service rules it is about: §2-9 with a service fault, §2-13 with a
-        // worker killed while its server lived.
-        let rule = if scenario.service_faults.is_empty() { "§2-13" } else { "§2-9" };
-        if !verdict.passed() || run.service_hits.iter().any(|hit| !hit) || !verdict.exercises.contains(&rule) {
-            let story = killpoint::report::story::story(scenario, &verdict, &run);
-            return Err(format!(
-                "{} must pass the journaling worker, every service fault fired:\n{story}",
-                scenario.name
-            )
-            .into());
-        }
-        let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
-        let wanted: &[&str] = match scenario.name.as_str() {
-            "service_frozen" => &[
-                "SIGSTOP service kv (service fault 1, freeze for 2.0s",
-                "SIGCONT service kv (service fault 1, freeze ended after",
-            ],
-            "service_unreachable" => &[
-                "cut the worker off service kv (service fault 1, unreachable for 2.0s",
-                "service kv reachable again (service fault 1, unreachable ended after",
-            ],
-            _ => &[],
-        };
-        for line in wanted {
-            if !trace.iter().any(|t| t.contains(line)) {
-                return Err(format!("{}: the trace must say `{line}`: {trace:#?}", scenario.name).into());
-            }
-        }
-        nothing_left(run, root.path())?;
-    }
-    Ok(())
-}
-
-fn blind_worker_is_caught() -> Result<(), Failed> {
-    for name in ["service_frozen", "service_unreachable"] {
-        let mut scenario = scenario(name);
-        // The blind worker's last rerun never settles: its deadline, not the window, is the wait.
-        scenario.deadline = Duration::from_secs(8);
-        let root = tempfile::tempdir()?;
-        let started = Instant::now();
-        let (verdict, run) = run_scenario(&scenario, &journal_worker(true), &options("kv.toml", root.path()))?;
-        eprintln!("{name} --blind: {:.1?}", started.elapsed());
-        let failed = verdict.failed_invariants();
-        let wanted = [killpoint::Invariant::AtMostOnce, killpoint::Invariant::NoBlindRetry];
-        // A step run twice through a server's freeze or cut breaks the service rule too.
-        if !wanted.iter().all(|i| failed.contains(i)) || !verdict.violations.iter().any(|v| v.breaks("§2-9")) {
-            let story = killpoint::report::story::story(&scenario, &verdict, &run);
-            return Err(
-                format!("{name}: the blind worker must be caught on {wanted:?}, found {failed:?}\n{story}").into()
-            );
-        }
-        nothing_left(run, root.path())?;
-    }
-    Ok(())
-}
-
-fn freeze_until() -> Result<(), Failed> {
-    let root = tempfile::tempdir()?;
-    let scenario = Scenario::load(&fixtures().join("kv_freeze_until.toml")).expect("the fixture's scenario parses");
-    let started = Instant::now();
-    let (verdict, run) = run_scenario(&scenario, &journal_worker(false), &options("kv.toml", root.path()))?;
-    let took = started.elapsed();
-    eprintln!("a_freeze_ends_at_its_world_event: {took:.1?}");
-    let trace: Vec<String> = killpoint::run::trace::lines(&run).into_iter().map(|l| l.text).collect();
-    let story = killpoint::report::story::story(&scenario, &verdict, &run);
-    let wanted = "SIGCONT service kv (service fault 1, freeze ended after";
-    let ended = trace.iter().find(|t| t.contains(wanted));
-    let at_event = ended.is_some_and(|t| t.ends_with("after_result_write #1 of charge came first)"));
-    if !verdict.passed() || !at_event || took > Duration::from_secs(40) {
-        return Err(format!("expected a pass in well under 60 s, the freeze ended at after_result_write; took {took:?}, ended: {ended:?}\n{story}").into());
-    }
-    nothing_left(run, root.path())
-}
-
-fn needs_the_probe() -> Result<(), Failed> {
-    let root = tempfile::tempdir()?;
-    let scenario = scenario("service_frozen");
-    let options = RunOptions { probe: false, ..options("kv.toml", root.path()) };
-    let (verdict, run) = run_scenario(&scenario, &journal_worker(false), &options)?;
-    let story = killpoint::report::story::story(&scenario, &verdict, &run);
-    let status = verdict.status();
-    if status != killpoint::judge::Status::Partial
-        || verdict.needs_probe_services != [0]
-        || !verdict.violations.is_empty()
-    {
-        return Err(format!(
-            "expected a partial pass, service fault 1 not exercised without the probe; found {status:?}, {:?}\n{story}",
-            verdict.needs_probe_services
-        )
-        .into());
-    }
-    nothing_left(run, root.path())
 }

@@ -10,11 +10,16 @@ Everything else is the Python kit's contract shell (probe-kit/python, `killpoint
   * each step is one round of `ks.execute`, which starts from the operation's durable state: a
     replayed round whose request may be out looks the effect up first, with the same key (the
     operation id, = the workflow id), and checks the policy just before each new attempt;
-  * waiting between rounds is DBOS.sleep, durable like a step, so a replay meets the same steps.
+  * waiting between rounds is DBOS.sleep, durable like a step, so a replay meets the same steps;
+  * DBOS is launched again, with a bounded backoff, until its database answers: `DBOS.launch()`
+    gives up at once when Postgres is away (its migrations are not retried), and a worker that
+    exits on that leaves its operations stuck (CONTRACT.md §2-11). Once launched, DBOS retries
+    its own queries, its start-up recovery's included, until the database answers again.
 """
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "probe-kit", "python"))
 import killpoint_shell as ks  # noqa: E402
@@ -48,13 +53,27 @@ def system_database():
     return f"sqlite:///{os.path.join(ks.running().env.data_dir, 'dbos.sqlite')}"
 
 
+def launch(backoff_s=0.1, longest_s=2.0):
+    """DBOS launched, however long its database is away: a launch that failed is discarded
+    (`destroy`: it is half made) and made again after a pause that doubles up to `longest_s`."""
+    while True:
+        DBOS(config={"name": "killpoint-dbos",
+                     "system_database_url": system_database(),
+                     "log_level": "WARNING"})
+        try:
+            DBOS.launch()
+            return
+        except Exception as error:
+            ks.log(f"DBOS did not launch ({type(error).__name__}); again in {backoff_s:.1f}s")
+            DBOS.destroy()
+            time.sleep(backoff_s)
+            backoff_s = min(2 * backoff_s, longest_s)
+
+
 def start():
     """Launches DBOS (after the ready line: its recovery may announce boundaries) and waits for
     the workflows it recovers, so that the worker never runs one of them a second time at once."""
-    DBOS(config={"name": "killpoint-dbos",
-                 "system_database_url": system_database(),
-                 "log_level": "WARNING"})
-    DBOS.launch()
+    launch()
     for pending in DBOS.list_workflows(status="PENDING"):
         try:
             # The handle polls the system database, by default each second: the worker waits for it.

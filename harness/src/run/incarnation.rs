@@ -104,11 +104,21 @@ pub(crate) fn new_token(kind: &str) -> String {
     format!("{}.{kind}{n}", std::process::id())
 }
 
-/// Makes `command`'s process die with the harness (SIGKILL on the harness's death).
+/// Makes `command`'s process die with the harness (SIGKILL on the harness's death), with no
+/// signal blocked.
 pub(crate) fn die_with_harness(command: &mut Command) {
-    // SAFETY: the closure only calls async-signal-safe functions (prctl, getppid, _exit).
+    // SAFETY: the closure only calls async-signal-safe functions (sigprocmask, prctl, getppid,
+    // _exit).
     unsafe {
         command.pre_exec(|| {
+            // A child inherits the signal mask, and the command line blocks SIGINT and SIGTERM in
+            // every thread (main.rs, `on_interrupt`): a service would ignore a `restart`'s SIGTERM
+            // and wait 10 s for the SIGKILL (found by `killpoint random --services`).
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                Some(&nix::sys::signal::SigSet::empty()),
+                None,
+            )?;
             // PDEATHSIG fires when the thread that spawned us exits, so the harness spawns from
             // the thread that drives the scenario to its end.
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;

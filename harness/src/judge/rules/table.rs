@@ -59,6 +59,7 @@ pub enum ServiceRun {
 /// reference runtime has no server to break it with).
 pub const SERVICE_PROOFS: &[(&str, &str)] = &[
     ("§2-9", "tests/services.rs: journal_worker.py --blind → service_frozen, service_unreachable"),
+    ("§2-10", "tests/services.rs: journal_worker.py --drop-on-server-error → service_frozen, service_unreachable"),
     ("§2-12", "tests/services.rs: journal_worker.py --ignore-fence → zombie_worker, with its server"),
     ("§2-13", "tests/frameworks.rs: examples/temporal/naive.py → after_dispatch (the server retries the activity)"),
 ];

@@ -44,11 +44,23 @@ pub(super) struct OperationGene {
     pub(super) faults: Vec<FaultGene>,
 }
 
+/// A service fault's gene (`services.rs`): which operation, which of its first-time boundaries,
+/// which action, which declared service (one past the last: every one).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ServiceGene {
+    pub(super) operation: usize,
+    pub(super) point: usize,
+    pub(super) action: usize,
+    pub(super) service: usize,
+}
+
 #[derive(Debug, Clone)]
 pub(super) struct Genes {
     pub(super) operations: Vec<OperationGene>,
     /// (destination pick, times)
     pub(super) consumer_faults: Vec<(usize, u32)>,
+    /// Drawn only when services are declared ([`genes_with_services`]).
+    pub(super) services: Vec<ServiceGene>,
 }
 
 pub(super) fn genes() -> impl Strategy<Value = Genes> {
@@ -73,5 +85,17 @@ pub(super) fn genes() -> impl Strategy<Value = Genes> {
             faults,
         });
     (prop::collection::vec(operation, 2..=5), prop::collection::vec((0..DESTINATIONS.len(), 1u32..=2), 0..=1))
-        .prop_map(|(operations, consumer_faults)| Genes { operations, consumer_faults })
+        .prop_map(|(operations, consumer_faults)| Genes { operations, consumer_faults, services: Vec::new() })
+}
+
+/// [`genes`] and, four times in five, one service fault's gene: drawn after the others, so the
+/// rest of a case is what the same numbers draw without services. Shrinking drops it first when
+/// the failure does not need it.
+pub(super) fn genes_with_services() -> impl Strategy<Value = Genes> {
+    let service = (0..8usize, 0..8usize, 0..4usize, 0..8usize)
+        .prop_map(|(operation, point, action, service)| ServiceGene { operation, point, action, service });
+    (genes(), prop::option::weighted(0.8, service)).prop_map(|(mut g, service)| {
+        g.services = service.into_iter().collect();
+        g
+    })
 }

@@ -24,6 +24,7 @@ mod options;
 mod rerun;
 mod runner;
 mod schedule;
+mod services;
 
 pub use genes::{DESTINATIONS, MAX_FAULTS, TENANTS};
 pub use options::{RandomOptions, new_seed};

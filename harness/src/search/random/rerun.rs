@@ -19,6 +19,14 @@ pub(super) fn runtime_flags(target: &Target) -> String {
     line
 }
 
+/// ` --services FILE` when the runtime declares services in a file, else nothing.
+pub(super) fn services_flag(options: &RunOptions) -> String {
+    match &options.services.file {
+        Some(file) => format!(" --services {}", shell_word(&file.display().to_string())),
+        None => String::new(),
+    }
+}
+
 pub(super) fn target_words(target: &Target) -> String {
     let mut words = target.program.display().to_string();
     for a in &target.args {

@@ -4,7 +4,7 @@
 
 use super::genes::Genes;
 use super::options::RandomOptions;
-use super::rerun::{rerun_command, runtime_flags, target_words};
+use super::rerun::{rerun_command, runtime_flags, services_flag, target_words};
 use super::schedule::{draws, fault_count, one_fault_fewer};
 use crate::judge::run_scenario;
 use crate::model::invariant::Invariant;
@@ -124,7 +124,8 @@ pub(super) fn shrunk(
     };
     let mut runner =
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(options.seed)));
-    let result = runner.run(&draws(options.waves, options.run.probe), |(_, scenario)| check(&scenario));
+    let result =
+        runner.run(&draws(options.waves, options.run.probe, &service_names(options)), |(_, scenario)| check(&scenario));
     let (genes, scenario) = match result {
         Ok(()) => return Ok(None),
         Err(TestError::Fail(_, minimal)) => minimal,
@@ -145,7 +146,7 @@ fn drop_faults(
     fails: &dyn Fn(&Scenario) -> bool,
 ) -> Scenario {
     'fewer: loop {
-        for (g, s) in one_fault_fewer(&genes, &scenario, options.waves, options.run.probe) {
+        for (g, s) in one_fault_fewer(&genes, &scenario, options.waves, options.run.probe, &service_names(options)) {
             if fails(&s) {
                 (genes, scenario) = (g, s);
                 continue 'fewer;
@@ -153,6 +154,11 @@ fn drop_faults(
         }
         return scenario;
     }
+}
+
+/// The names of the services the runtime declares, which drawn cases may act on.
+fn service_names(options: &RandomOptions) -> Vec<String> {
+    options.run.services.list.iter().map(|s| s.name.as_str().to_owned()).collect()
 }
 
 /// Runs one drawn case. A failure is told to proptest, and its report and the invariants it
@@ -212,10 +218,11 @@ fn write_case(
     let file = options.out.join(format!("random-{}.toml", options.seed));
     let command = rerun_command(&file, target, &options.run);
     let replay = format!(
-        "killpoint random --seed {} --cases {}{}{}",
+        "killpoint random --seed {} --cases {}{}{}{}",
         options.seed,
         options.cases,
         if options.run.probe { "" } else { " --no-probe" },
+        services_flag(&options.run),
         runtime_flags(target)
     );
     let names: Vec<&str> = violated.iter().map(|i| i.as_str()).collect();

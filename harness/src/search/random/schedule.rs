@@ -3,9 +3,9 @@
 //! strategy that draws them.
 
 use super::flow::{Plan, genes_for, plan};
-use super::genes::{DESTINATIONS, Genes, MAX_FAULTS, TENANTS, genes};
+use super::genes::{DESTINATIONS, Genes, MAX_FAULTS, TENANTS, genes, genes_with_services};
 use crate::model::boundary::Boundary;
-use crate::scenario::{ConsumerFault, Fault, Operation, Outcome, RuntimeSettings, Scenario};
+use crate::scenario::{ConsumerFault, Fault, Operation, Outcome, RuntimeSettings, Scenario, ServiceFault};
 use fake_tool::ToolKind;
 use proptest::prelude::*;
 use std::collections::HashSet;
@@ -17,29 +17,38 @@ use std::time::Duration;
 ///
 /// `probe`: the runtime implements the boundary probe. Without it, faults are drawn only where
 /// the harness stops the runtime exactly from outside (`after_submit`, `after_dispatch`), which
-/// count their occurrences as the probe would.
-pub fn cases(waves: bool, probe: bool) -> impl Strategy<Value = Scenario> {
-    draws(waves, probe).prop_map(|(_, scenario)| scenario)
+/// count their occurrences as the probe would. `services`: the names of the services the runtime
+/// declares (`--services`); with any, a case may also act on them (`services.rs`).
+pub fn cases(waves: bool, probe: bool, services: &[String]) -> impl Strategy<Value = Scenario> {
+    draws(waves, probe, services).prop_map(|(_, scenario)| scenario)
 }
 
 /// [`cases`] with the genes each scenario was read from: what a shrink past proptest's needs.
-pub(super) fn draws(waves: bool, probe: bool) -> impl Strategy<Value = (Genes, Scenario)> {
-    genes().prop_filter_map("a drawn schedule that a scenario file would refuse", move |g| {
-        let scenario = read(&g, waves, probe)?;
-        Some((g, scenario))
-    })
+pub(super) fn draws(waves: bool, probe: bool, services: &[String]) -> BoxedStrategy<(Genes, Scenario)> {
+    let services = services.to_vec();
+    // Without services, exactly the strategy of before they existed: the same seed, the same cases.
+    let strategy = match services.is_empty() {
+        true => genes().boxed(),
+        false => genes_with_services().boxed(),
+    };
+    strategy
+        .prop_filter_map("a drawn schedule that a scenario file would refuse", move |g| {
+            let scenario = read(&g, waves, probe, &services)?;
+            Some((g, scenario))
+        })
+        .boxed()
 }
 
 /// The genes read into a scenario, and back through the parser: `None` when a scenario file
 /// would refuse it.
-fn read(genes: &Genes, waves: bool, probe: bool) -> Option<Scenario> {
-    let drawn = schedule(genes, waves, probe);
+fn read(genes: &Genes, waves: bool, probe: bool, services: &[String]) -> Option<Scenario> {
+    let drawn = schedule(genes, waves, probe, services);
     Scenario::parse(&drawn.path, &drawn.to_toml()).ok()
 }
 
 /// Faults of every kind in a scenario's schedule.
 pub fn fault_count(s: &Scenario) -> usize {
-    s.faults.len() + s.consumer_faults.len() + s.lookup_faults.len() + s.policy_faults.len()
+    s.faults.len() + s.consumer_faults.len() + s.lookup_faults.len() + s.policy_faults.len() + s.service_faults.len()
 }
 
 /// The id of the `i`-th drawn operation (from 0).
@@ -52,7 +61,13 @@ fn operation_id(i: usize) -> String {
 /// the consumer faults all at once. Genes that drew nothing are dropped first, so that a budget
 /// freed by the drop draws no new fault. Each case's expectations are derived again, as a drawn
 /// case's are.
-pub(super) fn one_fault_fewer(genes: &Genes, drawn: &Scenario, waves: bool, probe: bool) -> Vec<(Genes, Scenario)> {
+pub(super) fn one_fault_fewer(
+    genes: &Genes,
+    drawn: &Scenario,
+    waves: bool,
+    probe: bool,
+    services: &[String],
+) -> Vec<(Genes, Scenario)> {
     let faults_of = |i: usize| -> Vec<Fault> {
         let id = operation_id(i);
         drawn.faults.iter().filter(|f| f.operation == id).cloned().collect()
@@ -63,6 +78,8 @@ pub(super) fn one_fault_fewer(genes: &Genes, drawn: &Scenario, waves: bool, prob
         op.faults.truncate(faults_of(i).len());
     }
     used.consumer_faults.truncate(drawn.consumer_faults.len());
+    // At most one service gene: it landed (a fault) or it did not (nothing to keep).
+    used.services.truncate(drawn.service_faults.len());
     let mut fewer = Vec::new();
     for (i, op) in used.operations.iter().enumerate() {
         let faults = faults_of(i);
@@ -79,9 +96,12 @@ pub(super) fn one_fault_fewer(genes: &Genes, drawn: &Scenario, waves: bool, prob
     if !used.consumer_faults.is_empty() {
         fewer.push(Genes { consumer_faults: Vec::new(), ..used.clone() });
     }
+    if !used.services.is_empty() {
+        fewer.push(Genes { services: Vec::new(), ..used.clone() });
+    }
     fewer
         .into_iter()
-        .filter_map(|g| read(&g, waves, probe).map(|s| (g, s)))
+        .filter_map(|g| read(&g, waves, probe, services).map(|s| (g, s)))
         .filter(|(_, s)| fault_count(s) < fault_count(drawn))
         .collect()
 }
@@ -160,8 +180,8 @@ impl Waves {
     }
 }
 
-/// Reads genes into a scenario, expectations included.
-pub(super) fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scenario {
+/// Reads genes into a scenario, expectations included; its service faults on `services`.
+pub(super) fn schedule(genes: &Genes, waves_allowed: bool, probe: bool, services: &[String]) -> Scenario {
     let mut operations = Vec::new();
     let mut faults = Vec::new();
     let mut waves = Waves::default();
@@ -195,7 +215,8 @@ pub(super) fn schedule(genes: &Genes, waves_allowed: bool, probe: bool) -> Scena
         }
     }
     let consumer_faults = consumer_faults(genes, &operations, faults.len());
-    drawn(operations, faults, consumer_faults)
+    let service_faults = super::services::place(&genes.services, &operations, &faults, probe, services);
+    drawn(operations, faults, consumer_faults, service_faults)
 }
 
 /// The consumer faults of the genes, given the operations and the number of faults already drawn.
@@ -227,7 +248,12 @@ fn consumer_faults(genes: &Genes, operations: &[Operation], faults: usize) -> Ve
 }
 
 /// The drawn scenario around its operations and faults.
-fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<ConsumerFault>) -> Scenario {
+fn drawn(
+    operations: Vec<Operation>,
+    faults: Vec<Fault>,
+    consumer_faults: Vec<ConsumerFault>,
+    service_faults: Vec<ServiceFault>,
+) -> Scenario {
     Scenario {
         name: "random".to_owned(),
         path: PathBuf::from("random.toml"),
@@ -239,7 +265,7 @@ fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<Co
         lookup_faults: Vec::new(),
         model_faults: Vec::new(),
         policy_faults: Vec::new(),
-        service_faults: Vec::new(),
+        service_faults,
         // Fast retries: a drawn case settles in a fraction of a second.
         runtime: RuntimeSettings { delivery_max_attempts: 5, retry_base_ms: 5 },
         // A hang bound, not a wait.
@@ -266,7 +292,7 @@ mod tests {
         let mut shapes = BTreeSet::new();
         for _ in 0..500 {
             let g = strategy.new_tree(&mut runner).unwrap().current();
-            let drawn = schedule(&g, true, true);
+            let drawn = schedule(&g, true, true, &[]);
             if let Err(e) = Scenario::parse(&drawn.path, &drawn.to_toml()) {
                 panic!("{e}\n{}", drawn.to_toml());
             }
@@ -281,6 +307,48 @@ mod tests {
         }
     }
 
+    /// The files of the first 60 cases drawn from seed 7, with the probe and waves: what
+    /// `killpoint random` drew before services could be declared. Without services it must draw
+    /// them still, byte for byte (a seed is a record: an old failure's seed draws it again).
+    const SEED_7_DIGEST: &str = "ad0bb5e9ab9f4fb0db4b79af3231309dec39dee87a22fe45ff64fb7a9ee986ea";
+
+    #[test]
+    fn without_services_a_seed_draws_what_it_drew_before() {
+        use sha2::{Digest, Sha256};
+        let mut runner =
+            TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(7)));
+        let strategy = draws(true, true, &[]);
+        let mut digest = Sha256::new();
+        for _ in 0..60 {
+            let (_, drawn) = strategy.new_tree(&mut runner).unwrap().current();
+            digest.update(drawn.to_toml().as_bytes());
+        }
+        let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, SEED_7_DIGEST, "the draws of seed 7 without services changed");
+    }
+
+    #[test]
+    fn with_services_a_case_may_act_on_them_and_is_still_a_valid_file() {
+        let mut runner =
+            TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(7)));
+        let services = ["kv".to_owned(), "pg".to_owned()];
+        let strategy = draws(true, true, &services);
+        let mut actions = BTreeSet::new();
+        let mut with_one = 0;
+        for _ in 0..300 {
+            let (_, drawn) = strategy.new_tree(&mut runner).unwrap().current();
+            // `draws` read it back through the parser: a file `killpoint run` takes.
+            assert!(drawn.service_faults.len() <= 1, "{}", drawn.to_toml());
+            for fault in &drawn.service_faults {
+                actions.insert(fault.action.name());
+                assert!(fault.service == "*" || services.contains(&fault.service), "{}", drawn.to_toml());
+            }
+            with_one += usize::from(!drawn.service_faults.is_empty());
+        }
+        assert_eq!(actions.len(), 4, "every action is drawn: {actions:?}");
+        assert!((90..=260).contains(&with_one), "{with_one} of 300 cases act on a service");
+    }
+
     #[test]
     fn a_fault_dropped_leaves_the_others_where_they_were() {
         let mut runner =
@@ -289,8 +357,8 @@ mod tests {
         let mut dropped = 0;
         for _ in 0..300 {
             let g = strategy.new_tree(&mut runner).unwrap().current();
-            let drawn = schedule(&g, false, true);
-            for (_, fewer) in one_fault_fewer(&g, &drawn, false, true) {
+            let drawn = schedule(&g, false, true, &[]);
+            for (_, fewer) in one_fault_fewer(&g, &drawn, false, true, &[]) {
                 assert!(fault_count(&fewer) < fault_count(&drawn));
                 // Every fault left is one the drawn case had, at the same boundary occurrence.
                 for fault in &fewer.faults {
