@@ -6,7 +6,7 @@
 //! killpoint bench [SCENARIO.toml] [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [--json FILE] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint merge SHARD.json… [--json FILE] [--junit FILE]
-//! killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint random [--cases N] [--seed S] [--shard K/N] [--out DIR] [--json FILE] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint check FILES…
 //! killpoint list boundaries|tools|invariants|variants
 //! killpoint completions bash|zsh|fish
@@ -85,13 +85,14 @@ enum Command {
     #[command(after_help = concat!(
         "examples:\n",
         "  killpoint random --cases 500\n",
-        "  killpoint random --seed 1234 --out found/     # the same seed draws and shrinks the same cases\n\n",
+        "  killpoint random --seed 1234 --out found/     # the same seed draws and shrinks the same cases\n",
+        "  killpoint random --seed 1234 --shard 2/4 --json shard-2.json   # then: killpoint merge shard-*.json\n\n",
         "exit status: 0 when every case passed, 1 when one failed, 2 for a usage error"
     ))]
     Random(RandomArgs),
-    /// Merge `explore --shard K/N --json` records of one campaign into one record and one JUnit report
+    /// Merge `explore`'s or `random`'s `--shard K/N --json` records of one campaign into one record and one JUnit report
     #[command(after_help = concat!(
-        "Shards of another workload, runtime, contract or mode are refused; a missing shard is named.\n\n",
+        "Shards of another search, workload, seed, runtime, contract or mode are refused; a missing shard is named.\n\n",
         "examples:\n",
         "  killpoint merge shard-*.json --json campaign.json --junit campaign.xml\n\n",
         "exit status: 0 when no case failed, 1 when one did, 2 when the records cannot be merged"
@@ -334,10 +335,10 @@ struct ExploreArgs {
     records: RecordArgs,
 }
 
-/// Where a campaign's records go (`explore`, `merge`).
+/// Where a campaign's records go (`explore`, `random`, `merge`).
 #[derive(Args, Debug, Clone)]
 struct RecordArgs {
-    /// Write every case (name, verdict, invariants violated, time) and what was explored as JSON: one shard's record for `killpoint merge`
+    /// Write every case (name, verdict, invariants violated, time) and what was searched as JSON: one shard's record for `killpoint merge`
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Write every case as a JUnit test case (a case not reached is skipped)
@@ -347,7 +348,7 @@ struct RecordArgs {
 
 #[derive(Args, Debug, Clone)]
 struct MergeArgs {
-    /// The shards' records (`explore --shard K/N --json FILE`), every shard of one campaign
+    /// The shards' records (`explore` or `random --shard K/N --json FILE`), every shard of one campaign
     #[arg(value_name = "SHARD.json", required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -364,9 +365,14 @@ struct RandomArgs {
     /// The search's seed (default: a new one): the same seed draws and shrinks the same cases
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
+    /// Shard K of a campaign of N given one --seed: draws --cases schedules from a seed of its own made from it
+    #[arg(long, value_name = "K/N", value_parser = shard, requires = "seed")]
+    shard: Option<(u64, u64)>,
     /// Where the shrunk failing case is written as a scenario file (from its first failing run on, rewritten at each smaller case that still fails)
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
     out: PathBuf,
+    #[command(flatten)]
+    records: RecordArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -457,11 +463,11 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run::RunCommand::from(args).run(),
         Command::Bench(args) => cli::bench::BenchCommand::from(args).run(),
         Command::Explore(args) => cli::explore::ExploreCommand::from(args).run(),
-        Command::Random(args) => cli::random::random(&args.runtime.into(), args.cases, args.seed, &args.out),
-        Command::Merge(args) => cli::campaign::merge(
-            &args.files,
-            &cli::campaign::Records { json: args.records.json, junit: args.records.junit },
-        ),
+        Command::Random(a) => {
+            let (cases, seed, shard, out, records) = (a.cases, a.seed, a.shard, a.out, a.records.into());
+            cli::random::RandomCommand { runtime: a.runtime.into(), cases, seed, shard, out, records }.run()
+        }
+        Command::Merge(args) => cli::campaign::merge(&args.files, &args.records.into()),
         Command::Check(args) => cli::check::check(&args.files, args.runtime.as_deref()),
         Command::List(args) => cli::list::list(args.table.into(), args.runtime.as_deref()),
         Command::Completions(args) => {
@@ -569,8 +575,14 @@ impl From<ExploreArgs> for cli::explore::ExploreCommand {
             first_failure: a.first_failure,
             quiet: a.quiet,
             operations: a.operations,
-            records: cli::campaign::Records { json: a.records.json, junit: a.records.junit },
+            records: a.records.into(),
         }
+    }
+}
+
+impl From<RecordArgs> for cli::campaign::Records {
+    fn from(a: RecordArgs) -> Self {
+        cli::campaign::Records { json: a.json, junit: a.junit }
     }
 }
 

@@ -26,7 +26,7 @@ mod runner;
 mod schedule;
 
 pub use genes::{DESTINATIONS, MAX_FAULTS, TENANTS};
-pub use options::{RandomOptions, new_seed};
+pub use options::{RandomOptions, new_seed, shard_seed};
 pub use rerun::rerun_command;
 pub use runner::{Failure, RandomOutcome, RunDone, search, search_telling};
 pub use schedule::{cases, fault_count};
