@@ -314,7 +314,7 @@ struct ExploreArgs {
     #[command(flatten)]
     knobs: ExploreKnobs,
     /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`), each depth-2 case with its depth-1 case; unpruned, so the N shards together run every case exactly once
-    #[arg(long, value_name = "K/N", value_parser = shard)]
+    #[arg(long, value_name = "K/N", value_parser = cli::shard)]
     shard: Option<(u64, u64)>,
     /// Where failing cases are written as scenario files, each as soon as it is found
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
@@ -366,7 +366,7 @@ struct RandomArgs {
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
     /// Shard K of a campaign of N given one --seed: draws --cases schedules from a seed of its own made from it
-    #[arg(long, value_name = "K/N", value_parser = shard, requires = "seed")]
+    #[arg(long, value_name = "K/N", value_parser = cli::shard, requires = "seed")]
     shard: Option<(u64, u64)>,
     /// Where the shrunk failing case is written as a scenario file (from its first failing run on, rewritten at each smaller case that still fails)
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
@@ -405,20 +405,14 @@ enum Table {
     Invariants,
     /// The reference runtime's broken variants ([[catches]] `broken`)
     Variants,
+    /// The standard scenarios
+    Scenarios,
 }
 
 #[derive(Args, Debug, Clone)]
 struct CompletionsArgs {
     #[arg(value_enum)]
     shell: clap_complete::Shell,
-}
-
-/// `K/N` with 1 <= K <= N.
-fn shard(value: &str) -> Result<(u64, u64), String> {
-    let parsed = value.split_once('/').and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    parsed
-        .filter(|&(k, n)| k >= 1 && k <= n)
-        .ok_or(format!("expected K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
 }
 
 /// Ctrl-C (or SIGTERM) mid-run: remove the scratch directories, say where the failing runs'
@@ -593,6 +587,7 @@ impl From<Table> for cli::list::Table {
             Table::Tools => cli::list::Table::Tools,
             Table::Invariants => cli::list::Table::Invariants,
             Table::Variants => cli::list::Table::Variants,
+            Table::Scenarios => cli::list::Table::Scenarios,
         }
     }
 }
