@@ -22,6 +22,12 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         )
         .into());
     };
+    // `--runtime runtime.py` means the file here: started as given, a bare name would be looked
+    // up on PATH, and a relative path would not survive the runtime's own working directory.
+    let program = match std::path::absolute(&program) {
+        Ok(absolute) if program.is_relative() && absolute.is_file() => absolute,
+        _ => program,
+    };
     crate::run::artifacts::sockets_fit()?;
     crate::run::artifacts::set_keep_limit(args.keep_limit);
     if args.crash == Crash::Machine
