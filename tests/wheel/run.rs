@@ -20,6 +20,7 @@ pub fn output_within(mut command: Command, deadline: Duration, what: &str) -> Ou
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
         });
     }
+    let started = std::time::Instant::now();
     let child = command.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -27,6 +28,8 @@ pub fn output_within(mut command: Command, deadline: Duration, what: &str) -> Ou
     match rx.recv_timeout(deadline) {
         Ok(output) => {
             waiter.join().unwrap().ok();
+            // What each step costs, for whoever weighs this test against the suite's time.
+            eprintln!("{what}: {:.1} s", started.elapsed().as_secs_f64());
             output.unwrap_or_else(|e| panic!("{what}: {e}"))
         }
         Err(_) => {

@@ -81,8 +81,11 @@ def _read(certificate: dict, name: str, output: str, rerun: str) -> Outcome:
         why = [line for line in output.splitlines() if line.startswith("not run") and name in line]
         return Outcome("not run", why[0] if why else f"killpoint certify did not run `{name}`", None, rerun, [])
     scenario = mine[0]
+    violations = scenario.get("violations", [])
+    # A fault's `violations` are indices into the scenario's (docs/report.md): its cell's failures.
     cells = [
-        f"{f['boundary']} on {f['operation']} ({f['tool_kind']}): {', '.join(f['violations'])}"
+        f"{f['boundary']} of {f['operation']} ({f['tool_kind']}): "
+        + ", ".join(sorted({violations[i]["invariant"] for i in f["violations"]}))
         for f in scenario.get("faults", [])
         if f.get("violations")
     ]

@@ -2,11 +2,11 @@
 collector per scenario file of the repository (`path/killpoint_x.toml::killpoint_x`), and the item
 that certifies one scenario and fails with its story."""
 
-from typing import Iterable, List, Optional
+from typing import List, Optional, Set
 
 import pytest
 
-from .certify import Outcome, Settings, certify
+from .certify import Outcome, Settings, certify, standard_names
 
 
 class ScenarioFailed(Exception):
@@ -14,14 +14,16 @@ class ScenarioFailed(Exception):
 
 
 class StandardScenarios(pytest.Collector):
-    def __init__(self, *, settings: Settings, **kwargs):
+    """The standard scenarios (`killpoint list scenarios`) but those the repository's own files
+    named `own` replace, as a file named like a standard scenario replaces it in certify."""
+
+    def __init__(self, *, settings: Settings, own: Set[str], **kwargs):
         super().__init__(**kwargs)
         self.settings = settings
+        self.own = own
 
-    def collect(self):
-        return []
-
-    def items(self, names: Iterable[str]) -> List["ScenarioItem"]:
+    def collect(self) -> List["ScenarioItem"]:
+        names = [n for n in standard_names(self.settings.killpoint) if n not in self.own]
         return [ScenarioItem.from_parent(self, name=name, settings=self.settings, own_file=None) for name in names]
 
 

@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import pytest
 
-from .certify import Settings, standard_names
+from .certify import Settings
 from .items import ScenarioFile, StandardScenarios
 
 MODES = ("process", "machine", "black-box")
@@ -72,7 +72,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if settings is None or config.getoption("killpoint_no_standard"):
         return
     own = {item.name for item in items if isinstance(item.parent, ScenarioFile)}
-    standard = StandardScenarios.from_parent(session, name="killpoint", settings=settings)
-    # A file of the repository named like a standard scenario takes its place, as in certify.
-    names = [n for n in standard_names(settings.killpoint) if n not in own]
-    items[:0] = standard.items(names)
+    standard = StandardScenarios.from_parent(session, name="killpoint", settings=settings, own=own)
+    # Collected through pytest's own hooks, so that its count and reports include them.
+    session.ihook.pytest_collectstart(collector=standard)
+    report = session.ihook.pytest_make_collect_report(collector=standard)
+    session.ihook.pytest_collectreport(report=report)
+    items[:0] = [item for item in report.result if isinstance(item, pytest.Item)]
