@@ -89,7 +89,9 @@ fn the_installed_wheel_certifies_and_its_pytest_plugin_passes_the_example_and_fa
     let failed = pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund"]);
     let text = said(&failed);
     assert_eq!(failed.status.code(), Some(1), "{text}");
-    for expected in ["2 failed", "deselected", "✗ no_blind_retry", "artifacts kept at", "rerun.sh", "rerun this scenario:"] {
+    for expected in
+        ["2 failed", "deselected", "✗ no_blind_retry", "artifacts kept at", "rerun.sh", "rerun this scenario:"]
+    {
         assert!(text.contains(expected), "expected `{expected}` in pytest's report:\n{text}");
     }
 }

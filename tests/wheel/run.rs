@@ -35,7 +35,10 @@ pub fn output_within(mut command: Command, deadline: Duration, what: &str) -> Ou
         Err(_) => {
             let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
             let output = rx.recv().unwrap().unwrap();
-            panic!("{what}: expected it to finish within {deadline:?}, found it still running (its group killed):\n{}", said(&output));
+            panic!(
+                "{what}: expected it to finish within {deadline:?}, found it still running (its group killed):\n{}",
+                said(&output)
+            );
         }
     }
 }
