@@ -212,6 +212,9 @@ struct OutputArgs {
     /// Write the HTML report (the matrix, each scenario's timeline) to PATH; a failing run's artifacts always have one
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
+    /// Write each scenario's timeline as an OpenTelemetry trace (OTLP/JSON: Jaeger, any OTLP viewer) to PATH
+    #[arg(long, value_name = "PATH")]
+    otlp: Option<PathBuf>,
     /// Where run directories are made (default: the temp dir; made if missing); failures keep theirs, with rerun.sh
     #[arg(long, value_name = "DIR")]
     artifacts_dir: Option<PathBuf>,
@@ -508,6 +511,7 @@ impl From<OutputArgs> for cli::Output {
             json: a.json,
             junit: a.junit,
             html: a.html,
+            otlp: a.otlp,
             artifacts_dir: a.artifacts_dir,
         }
     }

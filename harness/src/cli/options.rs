@@ -46,6 +46,8 @@ pub struct Output {
     pub junit: Option<PathBuf>,
     /// `--html`: where the HTML report goes.
     pub html: Option<PathBuf>,
+    /// `--otlp`: where the timelines go as OpenTelemetry traces (OTLP/JSON).
+    pub otlp: Option<PathBuf>,
     /// `--artifacts-dir`: where run directories are made (default: the temp dir; made if missing).
     pub artifacts_dir: Option<PathBuf>,
 }

@@ -110,7 +110,8 @@ pub(super) fn artifacts_root(output: &Output) -> Result<Option<PathBuf>, Usage> 
 /// checked before anything runs, without making or changing a file, so a mistyped directory is
 /// one message now rather than a lost report after the whole run.
 pub(super) fn reports_writable(output: &Output) -> Result<(), Usage> {
-    let asked = [("--json", &output.json), ("--junit", &output.junit), ("--html", &output.html)];
+    let asked =
+        [("--json", &output.json), ("--junit", &output.junit), ("--html", &output.html), ("--otlp", &output.otlp)];
     let problems: Vec<String> = asked
         .into_iter()
         .filter_map(|(flag, path)| Some((flag, path.as_ref()?)))
