@@ -72,7 +72,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if settings is None or config.getoption("killpoint_no_standard"):
         return
     own = {item.name for item in items if isinstance(item.parent, ScenarioFile)}
-    standard = StandardScenarios.from_parent(session, name="killpoint", settings=settings, own=own)
+    # Named `killpoint` in node ids (`killpoint::after_dispatch`), placed at the root directory.
+    standard = StandardScenarios.from_parent(
+        session, name="killpoint", nodeid="killpoint", path=config.rootpath, settings=settings, own=own
+    )
     # Collected through pytest's own hooks, so that its count and reports include them.
     session.ihook.pytest_collectstart(collector=standard)
     report = session.ihook.pytest_make_collect_report(collector=standard)
