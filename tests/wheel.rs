@@ -91,13 +91,25 @@ fn the_installed_wheel_certifies_and_its_pytest_plugin_passes_the_example_and_fa
     assert!(junit.contains("name=\"killpoint_my_refund\"") && junit.contains("name=\"after_dispatch\""), "{junit}");
     assert!(junit.contains("failures=\"0\"") && junit.contains("errors=\"0\""), "{junit}");
 
-    let failed = pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund"]);
+    let failed =
+        pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
     let text = said(&failed);
     assert_eq!(failed.status.code(), Some(1), "{text}");
     for expected in
         ["2 failed", "deselected", "✗ no_blind_retry", "artifacts kept at", "rerun.sh", "rerun this scenario:"]
     {
         assert!(text.contains(expected), "expected `{expected}` in pytest's report:\n{text}");
+    }
+    // Each cell of a scenario is a property of its test case in pytest's JUnit.
+    let junit = std::fs::read_to_string(project.join("broken.xml")).unwrap();
+    for cell in [
+        "after_dispatch of charge (non_idempotent_with_lookup, exact): at_most_once, no_blind_retry",
+        "after_dispatch of status (safely_repeatable, exact): held",
+    ] {
+        assert!(
+            junit.contains(&format!("name=\"killpoint.cell\" value=\"{cell}\"")),
+            "expected the cell `{cell}` in:\n{junit}"
+        );
     }
 }
 

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,12 @@ class Outcome:
     story: str
     artifacts: Optional[str]
     rerun: str
-    failed_cells: List[str]
+    # Each cell of the scenario (a fault: boundary of operation) with its invariants violated,
+    # none for a cell that held.
+    cells: List[Tuple[str, List[str]]]
+
+    def failed_cells(self) -> List[str]:
+        return [f"{cell}: {', '.join(violated)}" for cell, violated in self.cells if violated]
 
 
 def standard_names(killpoint: str) -> List[str]:
@@ -84,10 +89,11 @@ def _read(certificate: dict, name: str, output: str, rerun: str) -> Outcome:
     violations = scenario.get("violations", [])
     # A fault's `violations` are indices into the scenario's (docs/report.md): its cell's failures.
     cells = [
-        f"{f['boundary']} of {f['operation']} ({f['tool_kind']}): "
-        + ", ".join(sorted({violations[i]["invariant"] for i in f["violations"]}))
+        (
+            f"{f['boundary']} of {f['operation']} ({f['tool_kind']}, {f['hit']})",
+            sorted({violations[i]["invariant"] for i in f.get("violations", [])}),
+        )
         for f in scenario.get("faults", [])
-        if f.get("violations")
     ]
     story = scenario.get("story") or scenario.get("error") or ""
     return Outcome(scenario["status"], story, scenario.get("artifacts"), rerun, cells)

@@ -47,6 +47,9 @@ class ScenarioItem(pytest.Item):
         self.user_properties.append(("killpoint.status", outcome.status))
         if outcome.artifacts:
             self.user_properties.append(("killpoint.artifacts", outcome.artifacts))
+        # Each cell in pytest's JUnit too (--junitxml: one property per cell).
+        for cell, violated in outcome.cells:
+            self.user_properties.append(("killpoint.cell", f"{cell}: {', '.join(violated) or 'held'}"))
         if outcome.status == "not run":
             pytest.skip(outcome.story)
         if outcome.status not in ("pass", "partial"):
@@ -64,7 +67,7 @@ class ScenarioItem(pytest.Item):
 def report(name: str, outcome: Outcome) -> str:
     """What a failing scenario says: the cells that failed, the story, the artifacts, the rerun."""
     lines = [f"killpoint: scenario `{name}` {outcome.status}"]
-    lines += [f"  failed cell: {cell}" for cell in outcome.failed_cells]
+    lines += [f"  failed cell: {cell}" for cell in outcome.failed_cells()]
     lines += ["", outcome.story.rstrip(), ""]
     if outcome.artifacts:
         lines.append(f"artifacts kept at {outcome.artifacts}")
