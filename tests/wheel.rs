@@ -19,6 +19,11 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Where scripts/build-wheel keeps its tools (cargo's target directory).
+fn target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
 /// The wheel, built into `dir/wheels`.
 fn wheel(dir: &Path) -> PathBuf {
     let mut build = Command::new(root().join("scripts/build-wheel"));
@@ -32,11 +37,14 @@ fn wheel(dir: &Path) -> PathBuf {
 fn installed(dir: &Path) -> PathBuf {
     let wheel = wheel(dir);
     let venv = dir.join("venv");
+    // Without pip of its own (ensurepip is most of a virtualenv's making): the pip of the build's
+    // tools virtualenv installs into it (`pip --python`).
     let mut make = Command::new("python3");
-    make.args(["-m", "venv"]).arg(&venv);
+    make.args(["-m", "venv", "--without-pip"]).arg(&venv);
     assert!(output_within(make, Duration::from_secs(120), "python3 -m venv").status.success());
-    let mut pip = Command::new(venv.join("bin/python"));
-    pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).arg(&wheel);
+    let mut pip = Command::new(target().join("wheel-tools-venv/bin/python"));
+    pip.args(["-m", "pip", "--python"]).arg(venv.join("bin/python"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check"]).arg(&wheel);
     pip.arg("-r").arg(root().join("python/requirements-test.txt"));
     let pip = output_within(pip, Duration::from_secs(900), "pip install the wheel and pytest");
     assert!(pip.status.success(), "pip install: {}", said(&pip));
