@@ -97,11 +97,15 @@ fn shards_merged_give_what_one_exploration_gives_and_a_missing_one_is_named() {
     assert!(stderr.contains("runtime arguments: `--broken fresh-delivery-key`"), "{stderr}");
 }
 
-/// `random --seed 11 --shard K/2` of a broken `variant`, `cases` draws, its record in `json`.
-fn random(dir: &Path, shard: &str, json: &str, variant: &str) -> (Option<i32>, String) {
+/// `random --seed 11 --shard K/2 --cases 6` of the reference runtime (a broken `variant` of it),
+/// its record in `json`.
+fn random(dir: &Path, shard: &str, json: &str, variant: Option<&str>) -> (Option<i32>, String) {
     let mut command = killpoint(dir);
     command.args(["random", "--seed", "11", "--cases", "6", "--shard", shard, "--out", "found", "--json", json]);
-    command.arg("--runtime").arg(reference_runtime()).args(["--", "--broken", variant]);
+    command.arg("--runtime").arg(reference_runtime());
+    if let Some(variant) = variant {
+        command.args(["--", "--broken", variant]);
+    }
     let output = output_within(command, DEADLINE, "random --shard");
     let (stdout, stderr) = text(&output);
     (output.status.code(), format!("{stdout}\n{stderr}"))
@@ -113,7 +117,7 @@ fn random_shards_merge_into_one_record_and_never_with_an_exploration() {
     let dir = dir.path();
     let mut names = Vec::new();
     for k in 1..=2 {
-        let (code, said) = random(dir, &format!("{k}/2"), &format!("random{k}.json"), "blind-retry");
+        let (code, said) = random(dir, &format!("{k}/2"), &format!("random{k}.json"), Some("blind-retry"));
         // blind-retry fails the first draw that kills after a dispatch: 6 draws find one.
         assert_eq!(code, Some(1), "{said}");
         let cases = cases(dir, &format!("random{k}.json"));
@@ -134,6 +138,18 @@ fn random_shards_merge_into_one_record_and_never_with_an_exploration() {
     assert_eq!(cases(dir, "merged.json"), names, "every draw of both shards, once");
     let junit = std::fs::read_to_string(dir.join("merged.xml")).unwrap();
     assert!(junit.contains(&format!("tests=\"{}\" ", names.len())) && junit.contains("failures=\"2\""), "{junit}");
+
+    // The correct runtime passes every draw of the same shard; its record is of another campaign.
+    let (code, said) = random(dir, "2/2", "correct2.json", None);
+    assert_eq!(code, Some(0), "{said}");
+    let correct = cases(dir, "correct2.json");
+    assert!(correct.len() == 6 && correct.iter().all(|(_, status, _)| status == "pass"), "{correct:?}");
+    let mut other = killpoint(dir);
+    other.args(["merge", "random1.json", "correct2.json"]);
+    let other = output_within(other, DEADLINE, "merge of another runtime's random shard");
+    let (stdout, stderr) = text(&other);
+    assert_eq!(other.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("runtime arguments: ``, where record 1 has `--broken blind-retry`"), "{stderr}");
 
     // An exploration's shard 2/2 is of another search.
     assert!(matches!(explore(dir, Some("2/2"), "explore2.json", "blind-retry"), Some(0 | 1)));
