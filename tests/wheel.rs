@@ -137,6 +137,13 @@ fn the_actions_script_certifies_the_reference_runtime_and_fails_with_a_broken_on
         assert!(ran.status.success(), "the script never fails its step: {}", said(&ran));
         (std::fs::read_to_string(out).unwrap_or_default(), dir.path().join(format!("{name}-report")), said(&ran))
     };
+    // What is tested here is what the action runs, and the job ends with the script's exit code.
+    let action_yml = std::fs::read_to_string(root().join("action.yml")).unwrap();
+    for step in
+        ["run: '\"$GITHUB_ACTION_PATH/scripts/ci-action\"'", "run: exit ${{ steps.certify.outputs.exit-code || 2 }}"]
+    {
+        assert!(action_yml.contains(step), "expected `{step}` in action.yml");
+    }
     let (outputs, report, text) = action("reference", "", "");
     assert!(outputs.contains("exit-code=0\n"), "{outputs}\n{text}");
     for file in ["report.html", "certificate.json", "junit.xml"] {
