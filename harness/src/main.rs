@@ -6,7 +6,7 @@
 //! killpoint bench [SCENARIO.toml] [--runs N] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint explore SCENARIO.toml [--depth 1|2] [--jobs N] [--shard K/N] [--out DIR] [--json FILE] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint merge SHARD.json… [--json FILE] [--junit FILE]
-//! killpoint random [--cases N] [--seed S] [--out DIR] [OPTIONS] [-- RUNTIME_ARGS…]
+//! killpoint random [--cases N] [--seed S] [--shard K/N] [--out DIR] [--json FILE] [OPTIONS] [-- RUNTIME_ARGS…]
 //! killpoint check FILES…
 //! killpoint list boundaries|tools|invariants|variants
 //! killpoint completions bash|zsh|fish
@@ -85,13 +85,14 @@ enum Command {
     #[command(after_help = concat!(
         "examples:\n",
         "  killpoint random --cases 500\n",
-        "  killpoint random --seed 1234 --out found/     # the same seed draws and shrinks the same cases\n\n",
+        "  killpoint random --seed 1234 --out found/     # the same seed draws and shrinks the same cases\n",
+        "  killpoint random --seed 1234 --shard 2/4 --json shard-2.json   # then: killpoint merge shard-*.json\n\n",
         "exit status: 0 when every case passed, 1 when one failed, 2 for a usage error"
     ))]
     Random(RandomArgs),
-    /// Merge `explore --shard K/N --json` records of one campaign into one record and one JUnit report
+    /// Merge `explore`'s or `random`'s `--shard K/N --json` records of one campaign into one record and one JUnit report
     #[command(after_help = concat!(
-        "Shards of another workload, runtime, contract or mode are refused; a missing shard is named.\n\n",
+        "Shards of another search, workload, seed, runtime, contract or mode are refused; a missing shard is named.\n\n",
         "examples:\n",
         "  killpoint merge shard-*.json --json campaign.json --junit campaign.xml\n\n",
         "exit status: 0 when no case failed, 1 when one did, 2 when the records cannot be merged"
@@ -211,6 +212,9 @@ struct OutputArgs {
     /// Write the HTML report (the matrix, each scenario's timeline) to PATH; a failing run's artifacts always have one
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
+    /// Write each scenario's timeline as an OpenTelemetry trace (OTLP/JSON: Jaeger, any OTLP viewer) to PATH
+    #[arg(long, value_name = "PATH")]
+    otlp: Option<PathBuf>,
     /// Where run directories are made (default: the temp dir; made if missing); failures keep theirs, with rerun.sh
     #[arg(long, value_name = "DIR")]
     artifacts_dir: Option<PathBuf>,
@@ -313,7 +317,7 @@ struct ExploreArgs {
     #[command(flatten)]
     knobs: ExploreKnobs,
     /// Only the cases whose names hash into shard K of N (a stable hash, like `cargo nextest run --partition hash:K/N`), each depth-2 case with its depth-1 case; unpruned, so the N shards together run every case exactly once
-    #[arg(long, value_name = "K/N", value_parser = shard)]
+    #[arg(long, value_name = "K/N", value_parser = cli::shard)]
     shard: Option<(u64, u64)>,
     /// Where failing cases are written as scenario files, each as soon as it is found
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
@@ -334,10 +338,10 @@ struct ExploreArgs {
     records: RecordArgs,
 }
 
-/// Where a campaign's records go (`explore`, `merge`).
+/// Where a campaign's records go (`explore`, `random`, `merge`).
 #[derive(Args, Debug, Clone)]
 struct RecordArgs {
-    /// Write every case (name, verdict, invariants violated, time) and what was explored as JSON: one shard's record for `killpoint merge`
+    /// Write every case (name, verdict, invariants violated, time) and what was searched as JSON: one shard's record for `killpoint merge`
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Write every case as a JUnit test case (a case not reached is skipped)
@@ -347,7 +351,7 @@ struct RecordArgs {
 
 #[derive(Args, Debug, Clone)]
 struct MergeArgs {
-    /// The shards' records (`explore --shard K/N --json FILE`), every shard of one campaign
+    /// The shards' records (`explore` or `random --shard K/N --json FILE`), every shard of one campaign
     #[arg(value_name = "SHARD.json", required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -364,9 +368,14 @@ struct RandomArgs {
     /// The search's seed (default: a new one): the same seed draws and shrinks the same cases
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
+    /// Shard K of a campaign of N given one --seed: draws --cases schedules from a seed of its own made from it
+    #[arg(long, value_name = "K/N", value_parser = cli::shard, requires = "seed")]
+    shard: Option<(u64, u64)>,
     /// Where the shrunk failing case is written as a scenario file (from its first failing run on, rewritten at each smaller case that still fails)
     #[arg(long, value_name = "DIR", default_value = "killpoint-found")]
     out: PathBuf,
+    #[command(flatten)]
+    records: RecordArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -399,20 +408,14 @@ enum Table {
     Invariants,
     /// The reference runtime's broken variants ([[catches]] `broken`)
     Variants,
+    /// The standard scenarios
+    Scenarios,
 }
 
 #[derive(Args, Debug, Clone)]
 struct CompletionsArgs {
     #[arg(value_enum)]
     shell: clap_complete::Shell,
-}
-
-/// `K/N` with 1 <= K <= N.
-fn shard(value: &str) -> Result<(u64, u64), String> {
-    let parsed = value.split_once('/').and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    parsed
-        .filter(|&(k, n)| k >= 1 && k <= n)
-        .ok_or(format!("expected K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
 }
 
 /// Ctrl-C (or SIGTERM) mid-run: remove the scratch directories, say where the failing runs'
@@ -457,11 +460,11 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run::RunCommand::from(args).run(),
         Command::Bench(args) => cli::bench::BenchCommand::from(args).run(),
         Command::Explore(args) => cli::explore::ExploreCommand::from(args).run(),
-        Command::Random(args) => cli::random::random(&args.runtime.into(), args.cases, args.seed, &args.out),
-        Command::Merge(args) => cli::campaign::merge(
-            &args.files,
-            &cli::campaign::Records { json: args.records.json, junit: args.records.junit },
-        ),
+        Command::Random(a) => {
+            let (cases, seed, shard, out, records) = (a.cases, a.seed, a.shard, a.out, a.records.into());
+            cli::random::RandomCommand { runtime: a.runtime.into(), cases, seed, shard, out, records }.run()
+        }
+        Command::Merge(args) => cli::campaign::merge(&args.files, &args.records.into()),
         Command::Check(args) => cli::check::check(&args.files, args.runtime.as_deref()),
         Command::List(args) => cli::list::list(args.table.into(), args.runtime.as_deref()),
         Command::Completions(args) => {
@@ -508,6 +511,7 @@ impl From<OutputArgs> for cli::Output {
             json: a.json,
             junit: a.junit,
             html: a.html,
+            otlp: a.otlp,
             artifacts_dir: a.artifacts_dir,
         }
     }
@@ -569,8 +573,14 @@ impl From<ExploreArgs> for cli::explore::ExploreCommand {
             first_failure: a.first_failure,
             quiet: a.quiet,
             operations: a.operations,
-            records: cli::campaign::Records { json: a.records.json, junit: a.records.junit },
+            records: a.records.into(),
         }
+    }
+}
+
+impl From<RecordArgs> for cli::campaign::Records {
+    fn from(a: RecordArgs) -> Self {
+        cli::campaign::Records { json: a.json, junit: a.junit }
     }
 }
 
@@ -581,6 +591,7 @@ impl From<Table> for cli::list::Table {
             Table::Tools => cli::list::Table::Tools,
             Table::Invariants => cli::list::Table::Invariants,
             Table::Variants => cli::list::Table::Variants,
+            Table::Scenarios => cli::list::Table::Scenarios,
         }
     }
 }

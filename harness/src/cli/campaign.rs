@@ -1,11 +1,14 @@
-//! The records `explore --json`/`--junit` write (one shard's or the whole exploration's cases,
-//! `search::campaign`), and `killpoint merge` of several shards' records into one.
+//! The records `explore --json`/`--junit` and `random --json`/`--junit` write (one shard's or the
+//! whole search's cases, `search::campaign`), and `killpoint merge` of several shards' records
+//! into one.
 
 use super::Usage;
+use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
-use crate::search::campaign::{self, Campaign, CaseOutcome, CaseRecord, Identity, Shard};
+use crate::search::campaign::{self, Campaign, CaseOutcome, CaseRecord, Identity, Search, Shard};
 use crate::search::explore::{CaseStatus, ExploreOptions, Finding, Points};
+use crate::search::random::{Failure, RunDone};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -79,22 +82,78 @@ impl Collected {
 
 /// What `scenario` explored against `target` with `options` is, for telling shards apart.
 pub fn identity(scenario: &Scenario, target: &Target, options: &ExploreOptions) -> Identity {
-    Identity {
-        killpoint_version: env!("CARGO_PKG_VERSION").to_owned(),
-        contract: options.run.contract.name().to_owned(),
+    let search = Search::Explore {
         workload: scenario.name.clone(),
         workload_sha256: crate::report::certificate::sha256_file(&scenario.path),
-        runtime: target.program.display().to_string(),
-        runtime_args: target.args.clone(),
-        runtime_sha256: crate::report::certificate::sha256_file(&target.program),
         points: match options.points {
             Points::Boundaries => "boundaries",
             Points::Syscalls => "syscalls",
         }
         .to_owned(),
-        crash: options.run.crash.name().to_owned(),
         depth: options.depth,
-        probe: options.run.probe,
+    };
+    runtime_identity(target, &options.run, search)
+}
+
+/// What a random search of `cases` draws a shard from the campaign's `seed` is.
+pub fn random_identity(target: &Target, run: &RunOptions, seed: u64, cases: u32) -> Identity {
+    runtime_identity(target, run, Search::Random { seed, cases })
+}
+
+fn runtime_identity(target: &Target, run: &RunOptions, search: Search) -> Identity {
+    Identity {
+        killpoint_version: env!("CARGO_PKG_VERSION").to_owned(),
+        contract: run.contract.name().to_owned(),
+        runtime: target.program.display().to_string(),
+        runtime_args: target.args.clone(),
+        runtime_sha256: crate::report::certificate::sha256_file(&target.program),
+        crash: run.crash.name().to_owned(),
+        probe: run.probe,
+        search,
+    }
+}
+
+/// The drawn schedules of a random search as they end: every run up to the first that fails (the
+/// runs after it are the shrink's, not draws).
+#[derive(Debug)]
+pub struct Draws {
+    seed: u64,
+    width: usize,
+    cases: Mutex<(Vec<CaseRecord>, bool)>,
+}
+
+impl Draws {
+    /// The draws of a search from `seed` of at most `cases`.
+    pub fn new(seed: u64, cases: u32) -> Draws {
+        Draws { seed, width: cases.to_string().len(), cases: Mutex::new((Vec::new(), false)) }
+    }
+
+    pub fn add(&self, done: &RunDone) {
+        let mut cases = self.cases.lock().unwrap_or_else(|p| p.into_inner());
+        if cases.1 {
+            return;
+        }
+        cases.1 = done.failed;
+        // Padded, so that the draws sort by name in the order they were drawn.
+        let name = format!("random-{}.draw-{:0width$}", self.seed, done.run, width = self.width);
+        cases.0.push(CaseRecord {
+            name,
+            status: if done.failed { CaseOutcome::Fail } else { CaseOutcome::Pass },
+            violated: done.violated.iter().map(|i| i.as_str().to_owned()).collect(),
+            duration_ms: u64::try_from(done.took.as_millis()).unwrap_or(u64::MAX),
+            file: None,
+            artifacts: None,
+        });
+    }
+
+    /// The record; the failing draw, if any, with the shrunk case's file and kept evidence.
+    pub fn campaign(self, identity: Identity, shard: Option<(u64, u64)>, failure: Option<&Failure>) -> Campaign {
+        let (mut cases, _) = self.cases.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let (Some(failure), Some(last)) = (failure, cases.last_mut()) {
+            last.file = Some(failure.file.display().to_string());
+            last.artifacts = failure.artifacts.as_ref().map(|p| p.display().to_string());
+        }
+        Campaign::new(identity, shard.map(|(k, n)| Shard { k, n }), cases)
     }
 }
 
@@ -114,9 +173,10 @@ pub fn merge(files: &[PathBuf], records: &Records) -> Result<ExitCode, Usage> {
     let merged = campaign::merge(shards).map_err(|e| format!("the records cannot be merged: {e}"))?;
     let t = merged.totals;
     outln!(
-        "merged {} shard(s) of `{}`: {} case(s) ({} passed, {} partial, {} not reached, {} failed)",
+        "merged {} shard(s) of `{}` ({}): {} case(s) ({} passed, {} partial, {} not reached, {} failed)",
         merged.merged.len(),
-        merged.identity.workload,
+        merged.identity.search.subject(),
+        merged.identity.search.kind(),
         t.cases,
         t.passed,
         t.partial,

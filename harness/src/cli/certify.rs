@@ -190,11 +190,14 @@ fn print_tables(
 /// failure said); a report that cannot be written is exit 2.
 fn write_reports(output: &Output, certificate: &Certificate, outcomes: &[ScenarioOutcome]) -> Result<(), ExitCode> {
     let html = output.html.as_ref().map(|_| crate::report::html::render(certificate, outcomes)).unwrap_or_default();
+    let now = std::time::SystemTime::now();
+    let otlp = output.otlp.as_ref().map(|_| crate::report::otlp::render(outcomes, &certificate.runtime.path, now));
     let mut written = Ok(());
     for (path, text, what) in [
         (&output.json, certificate.to_json(), "JSON certificate"),
         (&output.junit, certificate.to_junit(), "JUnit report"),
         (&output.html, html, "HTML report"),
+        (&output.otlp, otlp.unwrap_or_default(), "OTLP traces"),
     ] {
         let Some(path) = path else { continue };
         match std::fs::write(path, text) {

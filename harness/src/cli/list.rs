@@ -18,6 +18,8 @@ pub enum Table {
     Invariants,
     /// The reference runtime's broken variants (`[[catches]]` `broken`).
     Variants,
+    /// The standard scenarios `certify` runs (a pytest plugin's items, one per name).
+    Scenarios,
 }
 
 /// `killpoint list`: the tables of scenarios/README.md, from the code. `runtime` is, for
@@ -40,12 +42,18 @@ pub fn list(table: Table, runtime: Option<&Path>) -> Result<ExitCode, Usage> {
             };
             variants.into_iter().map(|v| (v.name, v.description)).collect()
         }
+        Table::Scenarios => crate::scenario::standard::load()
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|s| (s.name, s.description.lines().next().unwrap_or_default().to_owned()))
+            .collect(),
     };
     let header = match table {
         Table::Boundaries => format!("{:<88}  seen by", "where (CONTRACT.md section 7)"),
         Table::Tools => format!("{:<28}  what the runtime owes after an unknown outcome", "kind"),
         Table::Invariants => "what it proves".to_owned(),
         Table::Variants => "what it gets wrong".to_owned(),
+        Table::Scenarios => "what it does".to_owned(),
     };
     let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0).max(4);
     outln!("{:<width$}  {header}", "name");

@@ -22,5 +22,5 @@ mod setup;
 mod stats;
 mod usage;
 
-pub use options::{Output, Runtime, Selection};
+pub use options::{Output, Runtime, Selection, shard};
 pub use usage::Usage;

@@ -46,6 +46,16 @@ pub struct Output {
     pub junit: Option<PathBuf>,
     /// `--html`: where the HTML report goes.
     pub html: Option<PathBuf>,
+    /// `--otlp`: where the timelines go as OpenTelemetry traces (OTLP/JSON).
+    pub otlp: Option<PathBuf>,
     /// `--artifacts-dir`: where run directories are made (default: the temp dir; made if missing).
     pub artifacts_dir: Option<PathBuf>,
+}
+
+/// `--shard K/N` (explore, random) with 1 <= K <= N.
+pub fn shard(value: &str) -> Result<(u64, u64), String> {
+    let parsed = value.split_once('/').and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    parsed
+        .filter(|&(k, n)| k >= 1 && k <= n)
+        .ok_or(format!("expected K/N with 1 <= K <= N (e.g. 1/2), found `{value}`"))
 }

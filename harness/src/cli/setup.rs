@@ -22,6 +22,12 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         )
         .into());
     };
+    // `--runtime runtime.py` means the file here: started as given, a bare name would be looked
+    // up on PATH, and a relative path would not survive the runtime's own working directory.
+    let program = match std::path::absolute(&program) {
+        Ok(absolute) if program.is_relative() && absolute.is_file() => absolute,
+        _ => program,
+    };
     crate::run::artifacts::sockets_fit()?;
     crate::run::artifacts::set_keep_limit(args.keep_limit);
     if args.crash == Crash::Machine
@@ -104,7 +110,8 @@ pub(super) fn artifacts_root(output: &Output) -> Result<Option<PathBuf>, Usage> 
 /// checked before anything runs, without making or changing a file, so a mistyped directory is
 /// one message now rather than a lost report after the whole run.
 pub(super) fn reports_writable(output: &Output) -> Result<(), Usage> {
-    let asked = [("--json", &output.json), ("--junit", &output.junit), ("--html", &output.html)];
+    let asked =
+        [("--json", &output.json), ("--junit", &output.junit), ("--html", &output.html), ("--otlp", &output.otlp)];
     let problems: Vec<String> = asked
         .into_iter()
         .filter_map(|(flag, path)| Some((flag, path.as_ref()?)))

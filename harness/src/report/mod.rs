@@ -14,6 +14,7 @@ pub mod checklist;
 pub mod evidence;
 pub mod html;
 mod markup;
+pub mod otlp;
 pub mod outcome;
 pub mod story;
 mod svg;

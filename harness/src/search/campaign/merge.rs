@@ -1,8 +1,8 @@
 //! Shards of one campaign merged into one record (`killpoint merge`): refused when they are not
-//! of one campaign (another workload, runtime, contract or mode, another shard count, a shard
-//! twice), and said when one is missing.
+//! of one campaign (an explore's and a random search's, another workload or seed, runtime,
+//! contract or mode, another shard count, a shard twice), and said when one is missing.
 
-use super::{Campaign, Identity, Shard};
+use super::{Campaign, Identity, Search, Shard};
 
 /// The shards' cases in one record. `Err` says why they cannot be one campaign, or which shards
 /// are missing (a partial merge would read as a campaign that ran fewer cases).
@@ -13,7 +13,7 @@ pub fn merge(shards: Vec<Campaign>) -> Result<Campaign, String> {
     for (i, campaign) in shards.iter().enumerate() {
         let Some(shard) = campaign.shard else {
             return Err(format!(
-                "record {} is not a shard (explored without --shard, or merged already): expected `explore --shard K/N --json` records",
+                "record {} is not a shard (searched without --shard, or merged already): expected `explore --shard K/N --json` or `random --shard K/N --json` records",
                 i + 1
             ));
         };
@@ -54,20 +54,44 @@ pub fn merge(shards: Vec<Campaign>) -> Result<Campaign, String> {
 
 /// The first field in which `other` is not `first`'s campaign, said with both values.
 fn differs(first: &Identity, other: &Identity) -> Option<String> {
-    let fields: [(&str, String, String); 11] = [
+    let (a, b) = (&first.search, &other.search);
+    if a.kind() != b.kind() {
+        return Some(format!(
+            "it is a `killpoint {}` record, where record 1 is a `killpoint {}` one: a campaign is one search",
+            b.kind(),
+            a.kind()
+        ));
+    }
+    let common: [(&str, String, String); 7] = [
         ("killpoint version", first.killpoint_version.clone(), other.killpoint_version.clone()),
         ("contract", first.contract.clone(), other.contract.clone()),
-        ("workload", first.workload.clone(), other.workload.clone()),
-        ("workload file (SHA-256)", format!("{:?}", first.workload_sha256), format!("{:?}", other.workload_sha256)),
         ("runtime", first.runtime.clone(), other.runtime.clone()),
         ("runtime arguments", first.runtime_args.join(" "), other.runtime_args.join(" ")),
         ("runtime binary (SHA-256)", format!("{:?}", first.runtime_sha256), format!("{:?}", other.runtime_sha256)),
-        ("points", first.points.clone(), other.points.clone()),
         ("crash", first.crash.clone(), other.crash.clone()),
-        ("depth", first.depth.to_string(), other.depth.to_string()),
         ("probe", first.probe.to_string(), other.probe.to_string()),
     ];
-    fields.into_iter().find(|(_, a, b)| a != b).map(|(what, a, b)| format!("{what}: `{b}`, where record 1 has `{a}`"))
+    let searched = search_fields(a).into_iter().zip(search_fields(b)).map(|((what, x), (_, y))| (what, x, y));
+    common
+        .into_iter()
+        .chain(searched)
+        .find(|(_, a, b)| a != b)
+        .map(|(what, a, b)| format!("{what}: `{b}`, where record 1 has `{a}`"))
+}
+
+/// A search's own fields, named, as text (two searches of one kind give the same names).
+fn search_fields(search: &Search) -> Vec<(&'static str, String)> {
+    match search {
+        Search::Explore { workload, workload_sha256, points, depth } => vec![
+            ("workload", workload.clone()),
+            ("workload file (SHA-256)", format!("{workload_sha256:?}")),
+            ("points", points.clone()),
+            ("depth", depth.to_string()),
+        ],
+        Search::Random { seed, cases } => {
+            vec![("campaign seed", seed.to_string()), ("cases a shard", cases.to_string())]
+        }
+    }
 }
 
 #[cfg(test)]
@@ -79,15 +103,17 @@ mod tests {
         Identity {
             killpoint_version: "0.1.0".into(),
             contract: "killpoint-contract/8".into(),
-            workload: "after_dispatch".into(),
-            workload_sha256: Some("ab".into()),
             runtime: "/bin/runtime".into(),
             runtime_args: Vec::new(),
             runtime_sha256: Some("cd".into()),
-            points: "boundaries".into(),
             crash: "process".into(),
-            depth: 1,
             probe: true,
+            search: Search::Explore {
+                workload: "after_dispatch".into(),
+                workload_sha256: Some("ab".into()),
+                points: "boundaries".into(),
+                depth: 1,
+            },
         }
     }
 
@@ -125,6 +151,18 @@ mod tests {
         assert!(counts.contains("expected shards of 2"), "{counts}");
         let twice = merge(vec![shard(1, 2, &["a"]), shard(1, 2, &["a"])]).unwrap_err();
         assert!(twice.contains("shard 1/2 is given twice"), "{twice}");
+        let mut seeded = shard(2, 2, &["b"]);
+        seeded.identity.search = Search::Random { seed: 7, cases: 10 };
+        let mixed = merge(vec![shard(1, 2, &["a"]), seeded.clone()]).unwrap_err();
+        assert!(
+            mixed.contains("it is a `killpoint random` record, where record 1 is a `killpoint explore` one"),
+            "{mixed}"
+        );
+        let mut other_seed = seeded.clone();
+        (other_seed.shard, other_seed.identity.search) =
+            (Some(Shard { k: 1, n: 2 }), Search::Random { seed: 8, cases: 10 });
+        let seeds = merge(vec![other_seed, seeded]).unwrap_err();
+        assert!(seeds.contains("campaign seed: `7`, where record 1 has `8`"), "{seeds}");
         let unsharded = Campaign::new(identity(), None, Vec::new());
         assert!(merge(vec![unsharded]).unwrap_err().contains("is not a shard"));
     }

@@ -27,7 +27,7 @@ mod schedule;
 mod services;
 
 pub use genes::{DESTINATIONS, MAX_FAULTS, TENANTS};
-pub use options::{RandomOptions, new_seed};
+pub use options::{RandomOptions, new_seed, shard_seed};
 pub use rerun::rerun_command;
 pub use runner::{Failure, RandomOutcome, RunDone, search, search_telling};
 pub use schedule::{cases, fault_count};

@@ -63,12 +63,14 @@ pub fn search(target: &Target, options: &RandomOptions) -> std::io::Result<Rando
     search_telling(target, options, &|_| {})
 }
 
-/// One run of a random search done: which (from 1), and whether it failed. Runs after the first
-/// failure are the shrink's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One run of a random search done: which (from 1), whether it failed, the invariants it
+/// violated and how long it took. Runs after the first failure are the shrink's.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunDone {
     pub run: u32,
     pub failed: bool,
+    pub violated: BTreeSet<Invariant>,
+    pub took: Duration,
 }
 
 /// [`search`], telling `tell` of every run as it ends (a command line's progress).
@@ -84,15 +86,18 @@ pub fn search_telling(
     let last = Mutex::new((String::new(), BTreeSet::new()));
     let minimal = shrunk(options, &|scenario| {
         let run = runs.fetch_add(1, Ordering::Relaxed) + 1;
+        let began = Instant::now();
         let checked = check(scenario, target, options, &last);
-        tell(RunDone { run, failed: checked.is_err() });
-        if checked.is_err() {
+        let took = began.elapsed();
+        let failed = checked.is_err();
+        let violated = if failed { last.lock().unwrap_or_else(|e| e.into_inner()).1.clone() } else { BTreeSet::new() };
+        if failed {
             // Written as found, and again at each smaller case that still fails: a search
             // interrupted while it shrinks keeps its failure. A write that fails here fails again
             // at the end, where it is told.
-            let violated = last.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
             let _ = write_case(scenario.clone(), target, options, &violated, false);
         }
+        tell(RunDone { run, failed, violated, took });
         checked
     })
     .map_err(std::io::Error::other)?;

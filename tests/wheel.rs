@@ -1,0 +1,156 @@
+//! Issue 35: `pip install killpoint`. The wheel scripts/build-wheel makes (maturin's binary
+//! bindings: `killpoint`, `killpoint-tracer`, the reference runtime, the Python kit and the pytest
+//! plugin) installed in a fresh virtualenv certifies the Python example with no cargo on PATH; its
+//! pytest plugin passes the example (own scenario files, `-n`, `--junitxml`) and fails a broken
+//! runtime with the story; and the GitHub Action's script certifies the reference runtime.
+//!
+//! The wheel is built from the debug build `cargo test` already made (`build-wheel DIR dev`: cargo
+//! finds it current), so the cost is maturin packing it and pip installing it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+#[path = "wheel/run.rs"]
+mod run;
+use run::{output_within, said};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where scripts/build-wheel keeps its tools (cargo's target directory).
+fn target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+/// The wheel, built into `dir/wheels`.
+fn wheel(dir: &Path) -> PathBuf {
+    let mut build = Command::new(root().join("scripts/build-wheel"));
+    build.arg(dir.join("wheels")).arg("dev");
+    let built = output_within(build, Duration::from_secs(900), "scripts/build-wheel");
+    assert!(built.status.success(), "scripts/build-wheel: {}", said(&built));
+    std::fs::read_dir(dir.join("wheels")).unwrap().flatten().map(|e| e.path()).next().expect("a wheel")
+}
+
+/// A fresh virtualenv `dir/venv` with the wheel and pytest installed.
+fn installed(dir: &Path) -> PathBuf {
+    let wheel = wheel(dir);
+    let venv = dir.join("venv");
+    // Without pip of its own (ensurepip is most of a virtualenv's making): the pip of the build's
+    // tools virtualenv installs into it (`pip --python`).
+    let mut make = Command::new("python3");
+    make.args(["-m", "venv", "--without-pip"]).arg(&venv);
+    assert!(output_within(make, Duration::from_secs(120), "python3 -m venv").status.success());
+    let mut pip = Command::new(target().join("wheel-tools-venv/bin/python"));
+    pip.args(["-m", "pip", "--python"]).arg(venv.join("bin/python"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check"]).arg(&wheel);
+    pip.arg("-r").arg(root().join("python/requirements-test.txt"));
+    let pip = output_within(pip, Duration::from_secs(900), "pip install the wheel and pytest");
+    assert!(pip.status.success(), "pip install: {}", said(&pip));
+    venv
+}
+
+/// `program` from the virtualenv, run in `dir`, with the virtualenv's bin/ and the system's on PATH,
+/// and neither cargo nor rustc there.
+fn in_venv(venv: &Path, dir: &Path, program: &str) -> Command {
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", venv.join("bin").display());
+    for tool in ["cargo", "rustc"] {
+        let found = path.split(':').map(|d| Path::new(d).join(tool)).find(|p| p.exists());
+        assert!(found.is_none(), "expected no {tool} on the test's PATH, found {found:?}");
+    }
+    let mut command = Command::new(venv.join("bin").join(program));
+    command.current_dir(dir).env("PATH", path).env("TMPDIR", dir).env_remove("CARGO_TARGET_DIR");
+    command
+}
+
+/// A project of a Python user: the example runtime and one scenario of its own, nothing of this
+/// repository's beside them (the runtime finds the kit where pip installed it).
+fn project(dir: &Path) -> PathBuf {
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::copy(root().join("examples/python-runtime/runtime.py"), project.join("runtime.py")).unwrap();
+    std::fs::copy(root().join("tests/wheel/blind_retry_runtime.py"), project.join("broken.py")).unwrap();
+    let own = root().join("tests/fixtures/own-scenarios/my_refund.toml");
+    std::fs::copy(own, project.join("tests/killpoint_my_refund.toml")).unwrap();
+    project
+}
+
+fn pytest(venv: &Path, project: &Path, runtime: &str, more: &[&str]) -> Output {
+    let mut command = in_venv(venv, project, "pytest");
+    command.args(["-p", "no:cacheprovider", "-rfs", "--killpoint-runtime", runtime]).args(more);
+    output_within(command, Duration::from_secs(600), "pytest --killpoint-runtime")
+}
+
+#[test]
+fn the_installed_wheel_certifies_and_its_pytest_plugin_passes_the_example_and_fails_a_broken_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = installed(dir.path());
+    let project = project(dir.path());
+
+    let mut certify = in_venv(&venv, &project, "killpoint");
+    certify.args(["certify", "--runtime", "runtime.py"]);
+    let certified = output_within(certify, Duration::from_secs(600), "killpoint certify --runtime runtime.py");
+    assert_eq!(certified.status.code(), Some(0), "{}", said(&certified));
+
+    let passed = pytest(&venv, &project, "runtime.py", &["-n", "2", "--junitxml", "junit.xml"]);
+    assert_eq!(passed.status.code(), Some(0), "{}", said(&passed));
+    let junit = std::fs::read_to_string(project.join("junit.xml")).unwrap();
+    assert!(junit.contains("name=\"killpoint_my_refund\"") && junit.contains("name=\"after_dispatch\""), "{junit}");
+    assert!(junit.contains("failures=\"0\"") && junit.contains("errors=\"0\""), "{junit}");
+
+    let failed =
+        pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
+    let text = said(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{text}");
+    for expected in
+        ["2 failed", "deselected", "✗ no_blind_retry", "artifacts kept at", "rerun.sh", "rerun this scenario:"]
+    {
+        assert!(text.contains(expected), "expected `{expected}` in pytest's report:\n{text}");
+    }
+    // Each cell of a scenario is a property of its test case in pytest's JUnit.
+    let junit = std::fs::read_to_string(project.join("broken.xml")).unwrap();
+    for cell in [
+        "after_dispatch of charge (non_idempotent_with_lookup, exact): at_most_once, no_blind_retry",
+        "after_dispatch of status (safely_repeatable, exact): held",
+    ] {
+        assert!(
+            junit.contains(&format!("name=\"killpoint.cell\" value=\"{cell}\"")),
+            "expected the cell `{cell}` in:\n{junit}"
+        );
+    }
+}
+
+#[test]
+fn the_actions_script_certifies_the_reference_runtime_and_fails_with_a_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // The script makes its own virtualenv, as the action does on a runner.
+    let wheel = wheel(dir.path());
+    let action = |name: &str, runtime_args: &str, args: &str| {
+        let out = dir.path().join(format!("{name}.out"));
+        let mut command = Command::new(root().join("scripts/ci-action"));
+        command.current_dir(dir.path()).env("RUNNER_TEMP", dir.path().join(name)).env("TMPDIR", dir.path());
+        command.env("INPUT_INSTALL", &wheel).env("INPUT_REPORT_DIR", format!("{name}-report"));
+        command.env("INPUT_RUNTIME_ARGS", runtime_args).env("INPUT_ARGS", args).env("GITHUB_OUTPUT", &out);
+        std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        let ran = output_within(command, Duration::from_secs(900), "scripts/ci-action");
+        assert!(ran.status.success(), "the script never fails its step: {}", said(&ran));
+        (std::fs::read_to_string(out).unwrap_or_default(), dir.path().join(format!("{name}-report")), said(&ran))
+    };
+    // What is tested here is what the action runs, and the job ends with the script's exit code.
+    let action_yml = std::fs::read_to_string(root().join("action.yml")).unwrap();
+    for step in
+        ["run: '\"$GITHUB_ACTION_PATH/scripts/ci-action\"'", "run: exit ${{ steps.certify.outputs.exit-code || 2 }}"]
+    {
+        assert!(action_yml.contains(step), "expected `{step}` in action.yml");
+    }
+    let (outputs, report, text) = action("reference", "", "");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}\n{text}");
+    for file in ["report.html", "certificate.json", "junit.xml"] {
+        assert!(report.join(file).is_file(), "{file} in {}: {text}", report.display());
+    }
+    let (outputs, report, text) = action("broken", "--broken blind-retry", "--filter after_dispatch");
+    assert!(outputs.contains("exit-code=1\n"), "{outputs}\n{text}");
+    let kept = std::fs::read_dir(report.join("artifacts")).unwrap().count();
+    assert!(kept > 0, "the failing scenario's artifacts kept for the upload: {text}");
+}
