@@ -34,6 +34,8 @@ impl Tracer {
             ret,
             synced: pending.synced,
             tid,
+            thread: self.schedule.as_ref().map(|s| s.threads.label(tid)),
+            step: self.schedule.as_ref().and_then(|s| s.step_of(tid)),
             // A request is told on its `before` point, an answer on the receive that completes it.
             request: if when == When::Before || answer.is_some() { pending.request.clone() } else { None },
             answer,

@@ -107,6 +107,11 @@ impl Call {
         }
     }
 
+    /// A read or a receive: where a thread takes bytes in.
+    pub fn is_receive(self) -> bool {
+        matches!(self, Call::Read | Call::Recvfrom | Call::Recvmsg)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Call::Write => "write",

@@ -12,6 +12,7 @@ use super::config::Config;
 use super::exchange::Exchange;
 use super::memory::ReceiveBuffer;
 use super::point::{HttpRequest, Peer, PointKind};
+use super::schedule::Scheduler;
 use super::seccomp::Call;
 use super::tally::Tally;
 
@@ -75,6 +76,8 @@ pub(super) struct Tracer {
     pub(super) exec_seen: bool,
     /// The places of the escapes reported so far (see `escape`): each is reported once.
     pub(super) escapes: HashSet<String>,
+    /// Under a controlled schedule (`$KILLPOINT_SCHEDULE`): what the schedule holds.
+    pub(super) schedule: Option<Scheduler>,
 }
 
 impl Tracer {
@@ -91,6 +94,7 @@ impl Tracer {
             n: 0,
             exec_seen: false,
             escapes: HashSet::new(),
+            schedule: None,
         }
     }
 }
