@@ -16,6 +16,8 @@ struct File<'a> {
     description: String,
     deadline_seconds: u64,
     runtime: Runtime,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<crate::tracer::Schedule>,
     #[serde(rename = "operation", skip_serializing_if = "Vec::is_empty")]
     operations: Vec<OperationFile<'a>>,
     #[serde(rename = "fault", skip_serializing_if = "Vec::is_empty")]
@@ -156,6 +158,7 @@ impl Scenario {
             description: format!("{}\n", self.description),
             deadline_seconds: self.deadline.as_secs(),
             runtime: runtime(&self.runtime),
+            schedule: self.schedule,
             operations: self.operations.iter().map(operation).collect(),
             faults: self.faults.iter().map(fault).collect(),
             lookup_faults: self

@@ -132,6 +132,7 @@ impl Tracer {
         if let Some(sent) = &sent {
             exchange.sent(sent);
         }
+        exchange.holder = Some((tid, args[0] as i32));
         let request = exchange.request.clone();
         Pending { request, ..Pending::new(call, PointKind::Request, None, Some(peer), bytes) }
     }

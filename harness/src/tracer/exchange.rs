@@ -14,6 +14,10 @@ pub(super) struct Exchange {
     answer: Vec<u8>,
     /// The request's answer arrived whole.
     answered: bool,
+    /// Requests started on this socket so far: tells one exchange from the next.
+    pub(super) serial: u64,
+    /// The thread that last sent on the socket, and its file descriptor there.
+    pub(super) holder: Option<(i32, i32)>,
 }
 
 /// The most of one message the tracer copies out of the runtime: the world's messages are small,
@@ -38,7 +42,7 @@ impl Exchange {
     /// continues the current request's body.
     pub(super) fn sent(&mut self, bytes: &[u8]) {
         if request_path(bytes).is_some() {
-            *self = Exchange::default();
+            *self = Exchange { serial: self.serial + 1, holder: self.holder, ..Exchange::default() };
             let Some((head, body)) = split_head(bytes) else {
                 // The head itself spans sends: only its request line is known.
                 let line =

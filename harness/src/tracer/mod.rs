@@ -47,7 +47,7 @@ pub use config::{Config, ESCAPES_VARIABLE, WorldUrl};
 pub use error::{NOT_PERMITTED_EXIT, TracerError};
 pub use escape::{Escape, EscapeKind, read_escapes};
 pub use launch::run;
-pub use schedule::{PEER_WAIT, SETTLE_LIMIT, Schedule};
 pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
+pub use schedule::{PEER_WAIT, SETTLE_LIMIT, Schedule};
 pub use seccomp::Call;
 pub use sockets::{TcpRow, find_tcp_row};

@@ -65,7 +65,7 @@ impl Tracer {
         if libc::WIFSTOPPED(status) {
             if let Some(scheduler) = &mut self.schedule {
                 scheduler.threads.seen(tid);
-                scheduler.moved(tid);
+                scheduler.moved();
             }
             self.on_stop(tid, status)?;
         }
@@ -133,7 +133,8 @@ impl Tracer {
 
     /// Restarts a stopped thread: to its call's exit if a point waits there, else freely.
     pub(super) fn resume(&self, tid: i32, signal: i32) {
-        let request = if self.pending.contains_key(&tid) { libc::PTRACE_SYSCALL } else { libc::PTRACE_CONT };
+        let watched = self.schedule.as_ref().is_some_and(|s| s.watched.contains_key(&tid));
+        let request = if self.pending.contains_key(&tid) || watched { libc::PTRACE_SYSCALL } else { libc::PTRACE_CONT };
         // An error means the thread is gone (killed meanwhile): nothing to resume.
         unsafe { libc::ptrace(request, tid, 0, signal as libc::c_long) };
     }
@@ -156,7 +157,9 @@ impl Tracer {
                     scheduler.hold(tid, pending);
                     return Ok(());
                 }
-                None if call.is_some_and(Call::is_receive) => self.heard(tid, regs.rdi as i64),
+                None if call.is_some_and(|c| c.is_receive() || c.is_send()) => {
+                    self.unpointed(tid, call.expect("matched"), regs.rdi as i64);
+                }
                 _ => {}
             }
         }
@@ -171,6 +174,10 @@ impl Tracer {
     }
 
     fn on_exit(&mut self, tid: i32) -> Result<(), TracerError> {
+        if self.schedule.as_ref().is_some_and(|s| s.watched.contains_key(&tid)) {
+            let ret = Self::registers(tid).map(|regs| regs.rax as i64);
+            self.unpointed_exit(tid, ret);
+        }
         if let Some(pending) = self.pending.remove(&tid) {
             let ret = Self::registers(tid).map(|regs| regs.rax as i64);
             if pending.kind != PointKind::Answer || ret.is_some_and(|r| r > 0) {

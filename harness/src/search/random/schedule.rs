@@ -246,6 +246,7 @@ fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<Co
         deadline: Duration::from_secs(5),
         catches: Vec::new(),
         missing_data_dir: false,
+        schedule: None,
         needs_services: false,
     }
 }

@@ -103,7 +103,8 @@ impl Priorities {
 
     /// The index in `held` of the call that goes at `step` (1-based); `held` is not empty.
     pub(super) fn choose(&mut self, step: u64, held: &[Candidate]) -> usize {
-        let rank = |c: &Candidate| (self.priority(&c.key), std::cmp::Reverse(c.label.clone()), std::cmp::Reverse(c.tid));
+        let rank =
+            |c: &Candidate| (self.priority(&c.key), std::cmp::Reverse(c.label.clone()), std::cmp::Reverse(c.tid));
         let chosen = (0..held.len()).max_by_key(|&i| rank(&held[i])).expect("a choice among no held call");
         for (i, _) in self.changes.iter().enumerate().filter(|(_, at)| **at == step) {
             // The i-th change point lowers below every drawn priority and every earlier change.
@@ -132,7 +133,10 @@ mod tests {
     use super::*;
 
     fn held(keys: &[&str]) -> Vec<Candidate> {
-        keys.iter().enumerate().map(|(i, k)| Candidate { key: (*k).into(), label: format!("main.{i}"), tid: i as i32 }).collect()
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| Candidate { key: (*k).into(), label: format!("main.{i}"), tid: i as i32 })
+            .collect()
     }
 
     #[test]

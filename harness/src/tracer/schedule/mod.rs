@@ -12,17 +12,19 @@
 //! schedule's priorities (`choice`), announces it as a point as before, and lets that one thread
 //! run its call to the end (its `after` point) before it settles again: one traced call at a time.
 //!
-//! How a blocked thread is recognised (`threads`): `/proc/<tid>/stat`'s state, and for a sleeping
-//! thread (`S`) `/proc/<tid>/syscall`, the call it sleeps in and its first argument.
+//! How a blocked thread is recognised (`threads`): `/proc/<tid>/stat`'s state.
 //! - Running (`R`, or `D`, a disk write it finishes by itself): not settled; waited for.
-//! - Asleep in a futex, a poll/epoll/select, a timer or an accept: blocked on another thread or on
-//!   time: settled. Such a thread is woken only by a thread that runs (and that thread's next call
-//!   is held) or by its timer.
-//! - Asleep in a receive on a socket whose peer is the world or the harness's side (a Unix socket:
-//!   the probe's), or any thread whose world exchange has its request sent and its answer not
-//!   yet read: an answer is on its way, and where it lands in the order would be the world's
-//!   timing, so it is waited for — up to [`PEER_WAIT`], after which the exchange is taken as held
-//!   (a world fault that holds an answer, a frozen probe answer) and not waited for again.
+//! - Asleep (`S`): in a futex, a poll/epoll/select, a timer, an accept or a receive: blocked on
+//!   another thread, on time or on a peer: settled, unless an answer is on its way to it. Such a
+//!   thread is woken only by a thread that runs (and that thread's next traced call is held), by
+//!   its timer, or by a peer.
+//! - An answer is on its way when a world exchange has its request sent whole and no byte of its
+//!   answer in the socket yet (`FIONREAD` on a copy of the runtime's descriptor), or when the runtime
+//!   sent on a Unix socket (the probe's: a boundary announced) and no receive on it returned
+//!   bytes since. Where it lands in the order would be the peer's timing, so it is waited for — up
+//!   to [`PEER_WAIT`], after which it is taken as held (a world fault that holds an answer, a
+//!   frozen probe answer) and not waited for again. Bytes that landed while every thread that
+//!   could read them is held (tokio's workers read sockets between tasks) are read when one goes.
 //! - A thread that will not settle (it spins) does not stall the run: past [`SETTLE_LIMIT`] the
 //!   tracer decides among the held calls anyway and counts the decision as unsettled.
 //!
@@ -59,7 +61,7 @@ pub const PEER_WAIT: Duration = Duration::from_millis(200);
 pub const SETTLE_LIMIT: Duration = Duration::from_millis(500);
 
 /// How often `/proc` is read again while something runs (the wait ends early on any stop).
-const TICK: Duration = Duration::from_micros(200);
+const TICK: Duration = Duration::from_micros(500);
 
 /// What the tracer holds under a controlled schedule.
 pub(super) struct Scheduler {
@@ -77,20 +79,28 @@ pub(super) struct Scheduler {
     settling_since: Option<Instant>,
     /// The harness was told the runtime is settled with nothing held, and nothing happened since.
     idle_told: bool,
-    /// Receives on sockets that are neither the world's nor Unix ones: the harness's requests
-    /// read (see `run::traced::turn` in the harness).
+    /// Receives that returned bytes on sockets that are neither the world's nor Unix ones: the
+    /// harness's requests read (see `run::traced::turn` in the harness).
     heard: u64,
+    /// Sends on such sockets: the runtime's answers to the harness.
+    said: u64,
     /// Socket inode → whether it is a Unix one.
     unix: HashMap<u64, bool>,
+    /// Unix sockets sent on and not answered since: inode → the send's serial.
+    asked: HashMap<u64, u64>,
+    asks: u64,
+    /// Threads in a receive on a socket that is not the world's, resumed to its exit: tid →
+    /// (inode, whether it is a Unix one).
+    pub(super) watched: HashMap<i32, (u64, bool)>,
     /// Decisions taken without a settled runtime.
     pub(super) unsettled: u64,
 }
 
-/// An answer on its way: to a thread asleep in a receive, or on a world exchange.
+/// An answer on its way: on a world exchange, or on a Unix socket (the probe's) asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Awaited {
-    Receive { tid: i32, inode: u64 },
-    Exchange { inode: u64 },
+    Exchange { inode: u64, serial: u64 },
+    Peer { inode: u64, serial: u64 },
 }
 
 impl Scheduler {
@@ -105,7 +115,11 @@ impl Scheduler {
             settling_since: None,
             idle_told: false,
             heard: 0,
+            said: 0,
             unix: HashMap::new(),
+            asked: HashMap::new(),
+            asks: 0,
+            watched: HashMap::new(),
             unsettled: 0,
         }
     }
@@ -117,9 +131,8 @@ impl Scheduler {
     }
 
     /// Something happened to `tid` (a stop): the runtime moved.
-    pub(super) fn moved(&mut self, tid: i32) {
+    pub(super) fn moved(&mut self) {
         self.idle_told = false;
-        self.awaited.retain(|a, _| !matches!(a, Awaited::Receive { tid: t, .. } if *t == tid));
     }
 
     /// `tid`'s call ended (its exit stop) or `tid` is gone.
@@ -133,7 +146,8 @@ impl Scheduler {
         self.finished(tid);
         self.held.remove(&tid);
         self.threads.gone(tid);
-        self.moved(tid);
+        self.watched.remove(&tid);
+        self.moved();
     }
 
     /// The step of the decision that let `tid` go, while its call runs.

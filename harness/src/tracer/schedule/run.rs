@@ -4,10 +4,11 @@
 
 use super::choice::Candidate;
 use super::events::Events;
-use super::threads::{Activity, activity, is_unix, receiving, socket_inode};
-use super::{Awaited, Scheduler, PEER_WAIT, SETTLE_LIMIT, TICK};
+use super::threads::{Activity, activity, is_unix, socket_inode, unread};
+use super::{Awaited, PEER_WAIT, SETTLE_LIMIT, Scheduler, TICK};
 use crate::tracer::error::TracerError;
 use crate::tracer::point::When;
+use crate::tracer::seccomp::Call;
 use crate::tracer::state::{Pending, Tracer};
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -29,7 +30,12 @@ impl Tracer {
     }
 
     /// `trace` under a controlled schedule; returns the status to exit with.
-    pub(in crate::tracer) fn trace_scheduled(&mut self, child: i32, report: i32, shown: &str) -> Result<i32, TracerError> {
+    pub(in crate::tracer) fn trace_scheduled(
+        &mut self,
+        child: i32,
+        report: i32,
+        shown: &str,
+    ) -> Result<i32, TracerError> {
         let events = Events::new()?;
         self.scheduler().threads.root(child);
         loop {
@@ -38,31 +44,61 @@ impl Tracer {
                     return Ok(code);
                 }
             }
-            match self.settled(child) {
+            match self.settled() {
                 Next::Wait(within) => events.wait(within)?,
                 Next::Settled => self.turn()?,
             }
         }
     }
 
-    /// A receive that is no crash point: on a socket that is neither the world's nor a Unix one,
-    /// it reads a request of the harness's (counted for the harness's turn).
-    pub(in crate::tracer) fn heard(&mut self, tid: i32, fd: i64) {
+    /// A send or receive that is no crash point, on a socket that is not the world's: on a Unix
+    /// one (the probe's), a send asks and the next receive that returns bytes answers; on any
+    /// other, a receive that returns bytes reads a request of the harness's and a send answers
+    /// one (both counted for the harness's turn). Receives are watched to their exit.
+    pub(in crate::tracer) fn unpointed(&mut self, tid: i32, call: Call, fd: i64) {
         let Some(inode) = socket_inode(tid, fd) else { return };
         if self.sockets.get(&inode).is_some_and(Option::is_some) {
             return;
         }
-        let pid = tid;
         let s = self.scheduler();
-        if !*s.unix.entry(inode).or_insert_with(|| is_unix(pid, inode)) {
-            s.heard += 1;
+        let unix = *s.unix.entry(inode).or_insert_with(|| is_unix(tid, inode));
+        match (unix, call.is_receive()) {
+            (_, true) => {
+                s.watched.insert(tid, (inode, unix));
+            }
+            (true, false) => {
+                s.asks += 1;
+                let serial = s.asks;
+                s.asked.entry(inode).or_insert(serial);
+            }
+            (false, false) => s.said += 1,
+        }
+    }
+
+    /// A watched receive returned `ret`: bytes on a Unix socket answer what was asked on it, on
+    /// another a request of the harness's was read (a read that finds nothing is not one).
+    pub(in crate::tracer) fn unpointed_exit(&mut self, tid: i32, ret: Option<i64>) {
+        let s = self.scheduler();
+        match s.watched.remove(&tid) {
+            Some((inode, true)) if ret.is_some_and(|r| r > 0) => {
+                s.asked.remove(&inode);
+            }
+            Some((_, false)) if ret.is_some_and(|r| r > 0) => s.heard += 1,
+            _ => {}
         }
     }
 
     /// Whether every thread not held is asleep with no answer on its way (or the limit passed).
-    fn settled(&mut self, child: i32) -> Next {
-        let world: Vec<u64> = self.sockets.iter().filter(|(_, a)| a.is_some()).map(|(i, _)| *i).collect();
-        let exchanges: Vec<u64> = self.exchanges.iter().filter(|(_, e)| e.awaiting_answer()).map(|(i, _)| *i).collect();
+    fn settled(&mut self) -> Next {
+        // An answer already in the socket has landed: when a thread reads it is the runtime's
+        // (tokio reads it once a worker is free, and every worker may be held).
+        let landed = |holder: Option<(i32, i32)>| holder.and_then(|(tid, fd)| unread(tid, fd)).is_none_or(|n| n > 0);
+        let exchanges: Vec<(u64, u64)> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.awaiting_answer() && !landed(e.holder))
+            .map(|(i, e)| (*i, e.serial))
+            .collect();
         let s = self.scheduler();
         if s.held.is_empty() && s.idle_told {
             return Next::Wait(IDLE_LOOK);
@@ -71,30 +107,18 @@ impl Tracer {
             match activity(tid) {
                 // Blocked inside its call (a receive the world has not answered): its `after`
                 // comes when it comes; the others may go meanwhile.
-                Activity::Asleep { .. } | Activity::Gone => s.running = None,
+                Activity::Asleep | Activity::Gone => s.running = None,
                 Activity::Running | Activity::Stopped => return Next::Wait(TICK),
             }
         }
-        let mut busy = false;
-        let mut waiting: Vec<Awaited> = exchanges.into_iter().map(|inode| Awaited::Exchange { inode }).collect();
-        let live: Vec<i32> = s.threads.live().filter(|t| !s.held.contains_key(t)).collect();
-        for tid in live {
-            match activity(tid) {
-                Activity::Running => busy = true,
-                Activity::Asleep { call, fd } if receiving(call) => {
-                    let Some(inode) = socket_inode(tid, fd) else { continue };
-                    let unix = *s.unix.entry(inode).or_insert_with(|| is_unix(child, inode));
-                    if unix || world.contains(&inode) {
-                        waiting.push(Awaited::Receive { tid, inode });
-                    }
-                }
-                _ => {}
-            }
-        }
+        let busy = s.threads.live().any(|t| !s.held.contains_key(&t) && activity(t) == Activity::Running);
+        let mut waiting: Vec<Awaited> =
+            exchanges.into_iter().map(|(inode, serial)| Awaited::Exchange { inode, serial }).collect();
+        waiting.extend(s.asked.iter().map(|(inode, serial)| Awaited::Peer { inode: *inode, serial: *serial }));
         let now = Instant::now();
         s.awaited.retain(|a, _| waiting.contains(a));
-        let answer_due = waiting.iter().any(|a| now.duration_since(*s.awaited.entry(*a).or_insert(now)) < PEER_WAIT);
-        if !busy && !answer_due {
+        let due = waiting.iter().any(|a| now.duration_since(*s.awaited.entry(*a).or_insert(now)) < PEER_WAIT);
+        if !busy && !due {
             s.settling_since = None;
             return Next::Settled;
         }
@@ -112,11 +136,11 @@ impl Tracer {
 
     /// The harness's turn, then one held call goes (when one is held and the harness says so).
     fn turn(&mut self) -> Result<(), TracerError> {
-        let (step, held, heard) = {
+        let (step, held, heard, said) = {
             let s = self.scheduler();
-            (s.step, s.held.len(), s.heard)
+            (s.step, s.held.len(), s.heard, s.said)
         };
-        if !self.harness_says_decide(step, held, heard)? {
+        if !self.harness_says_decide(step, held, (heard, said))? {
             return Ok(());
         }
         let s = self.scheduler();
@@ -142,11 +166,11 @@ impl Tracer {
 
     /// Tells the harness the runtime settled; `true` on `decide`, `false` on `settle` (look again).
     /// Without a harness (the tracer run alone) it is always `decide`.
-    fn harness_says_decide(&mut self, step: u64, held: usize, heard: u64) -> Result<bool, TracerError> {
+    fn harness_says_decide(&mut self, step: u64, held: usize, (heard, said): (u64, u64)) -> Result<bool, TracerError> {
         let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(true) };
         let socket = |source| TracerError::Socket { path: path.clone(), source };
-        let line = format!("{{\"settled\":{{\"step\":{step},\"held\":{held},\"heard\":{heard}}}}}\n");
+        let line = format!("{{\"settled\":{{\"step\":{step},\"held\":{held},\"heard\":{heard},\"said\":{said}}}}}\n");
         channel.writer.write_all(line.as_bytes()).map_err(socket)?;
         let mut answer = String::new();
         if channel.reader.read_line(&mut answer).map_err(socket)? == 0 {

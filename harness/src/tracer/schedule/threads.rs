@@ -47,7 +47,7 @@ impl Threads {
     }
 }
 
-/// What a thread is doing, from `/proc/<tid>/stat` and `/proc/<tid>/syscall`.
+/// What a thread is doing, from `/proc/<tid>/stat`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Activity {
     /// On a CPU or waiting for one (`R`), or in uninterruptible sleep (`D`: a disk write it will
@@ -55,8 +55,8 @@ pub(super) enum Activity {
     Running,
     /// Stopped: by the tracer (`t`: held, or at a stop not yet taken) or its group (`T`).
     Stopped,
-    /// Asleep (`S`) in system call `call` on file descriptor `fd` (the call's first argument).
-    Asleep { call: i64, fd: i64 },
+    /// Asleep (`S`, `I`) in the kernel: a futex, a poll, a timer, a receive.
+    Asleep,
     /// Gone, or a zombie.
     Gone,
 }
@@ -68,24 +68,9 @@ pub(super) fn activity(tid: i32) -> Activity {
     match state {
         Some('R' | 'D' | 'W') => Activity::Running,
         Some('t' | 'T') => Activity::Stopped,
-        Some('S' | 'I') => asleep_in(tid),
+        Some('S' | 'I') => Activity::Asleep,
         _ => Activity::Gone,
     }
-}
-
-/// `/proc/<tid>/syscall`: `NR arg1 …` for a thread in a call, `running` or `-1 …` otherwise.
-fn asleep_in(tid: i32) -> Activity {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/syscall")).unwrap_or_default();
-    let mut words = text.split_whitespace();
-    let call = words.next().and_then(|w| w.parse::<i64>().ok()).unwrap_or(-1);
-    let fd = words.next().and_then(|w| i64::from_str_radix(w.trim_start_matches("0x"), 16).ok()).unwrap_or(-1);
-    Activity::Asleep { call, fd }
-}
-
-/// Whether a thread asleep in `call` waits for bytes on its file descriptor (a receive), as
-/// opposed to a futex, a poll, a timer or an accept.
-pub(super) fn receiving(call: i64) -> bool {
-    matches!(call, libc::SYS_read | libc::SYS_recvfrom | libc::SYS_recvmsg | libc::SYS_readv)
 }
 
 /// The socket inode behind `fd` of `tid`, if it is a socket.
@@ -93,6 +78,28 @@ pub(super) fn socket_inode(tid: i32, fd: i64) -> Option<u64> {
     let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
     let text = link.to_str()?;
     text.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Bytes received and not yet read on file descriptor `fd` of thread `tid` (a socket): the
+/// descriptor is copied into the tracer (`pidfd_getfd`, which a tracer may do) and asked
+/// (`FIONREAD`). `None` when it cannot be (the thread is gone, an old kernel).
+pub(super) fn unread(tid: i32, fd: i32) -> Option<u64> {
+    // SAFETY: raw system calls on ids we own; every fd opened here is closed here.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
+        if pidfd < 0 {
+            return None;
+        }
+        let copy = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32;
+        libc::close(pidfd);
+        if copy < 0 {
+            return None;
+        }
+        let mut n: libc::c_int = 0;
+        let ok = libc::ioctl(copy, libc::FIONREAD, &mut n) == 0;
+        libc::close(copy);
+        ok.then_some(n as u64)
+    }
 }
 
 /// Whether socket `inode` (of process `pid`) is a Unix-domain one: the probe's, or another
@@ -106,6 +113,15 @@ pub(super) fn is_unix(pid: i32, inode: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The socket a thread asleep in `read` (per `/proc/<tid>/syscall`) reads.
+    fn socket_of_read(tid: i32) -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{tid}/syscall")).ok()?;
+        let mut words = text.split_whitespace();
+        (words.next()?.parse::<i64>().ok()? == libc::SYS_read).then_some(())?;
+        let fd = i64::from_str_radix(words.next()?.trim_start_matches("0x"), 16).ok()?;
+        socket_inode(tid, fd)
+    }
 
     #[test]
     fn labels_follow_who_started_whom_not_thread_ids() {
@@ -123,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_asleep_in_a_read_is_told_from_one_running() {
+    fn a_thread_asleep_in_a_read_is_told_from_one_running_and_its_socket_is_unix() {
         // This test's own thread is running while it reads its stat.
         let me = unsafe { libc::gettid() };
         assert_eq!(activity(me), Activity::Running);
@@ -138,17 +154,16 @@ mod tests {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let found = loop {
             let tasks = std::fs::read_dir("/proc/self/task").expect("our threads");
-            let asleep = tasks.filter_map(|t| t.ok()?.file_name().to_str()?.parse::<i32>().ok()).find(|&tid| {
-                matches!(activity(tid), Activity::Asleep { call, .. } if receiving(call))
-            });
+            let asleep = tasks
+                .filter_map(|t| t.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .find(|&tid| tid != me && activity(tid) == Activity::Asleep && socket_of_read(tid).is_some());
             if let Some(tid) = asleep {
                 break tid;
             }
             assert!(std::time::Instant::now() < deadline, "waited 5 s for the thread to sleep in read");
             std::thread::yield_now();
         };
-        let Activity::Asleep { fd, .. } = activity(found) else { panic!("it woke") };
-        let inode = socket_inode(found, fd).expect("it reads a socket");
+        let inode = socket_of_read(found).expect("it reads a socket");
         assert!(is_unix(std::process::id() as i32, inode), "a socket pair is Unix-domain");
         drop(_writer);
         assert_eq!(sleeper.join().expect("the reader ends").0, found);
