@@ -65,6 +65,7 @@ impl Tracer {
         if libc::WIFSTOPPED(status) {
             if let Some(scheduler) = &mut self.schedule {
                 scheduler.threads.seen(tid);
+                scheduler.frozen.remove(&tid);
                 scheduler.moved();
             }
             self.on_stop(tid, status)?;
@@ -86,6 +87,9 @@ impl Tracer {
                     // A group-stop (the harness froze the runtime): stay stopped, but wake on
                     // SIGCONT.
                     unsafe { libc::ptrace(libc::PTRACE_LISTEN, tid, 0, 0) };
+                    if let Some(scheduler) = &mut self.schedule {
+                        scheduler.frozen.insert(tid);
+                    }
                 } else {
                     // A new thread's first stop, or an interrupt.
                     self.resume(tid, 0);

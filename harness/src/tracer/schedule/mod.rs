@@ -14,6 +14,8 @@
 //!
 //! How a blocked thread is recognised (`threads`): `/proc/<tid>/stat`'s state.
 //! - Running (`R`, or `D`, a disk write it finishes by itself): not settled; waited for.
+//! - Stopped (`t`) and neither held nor frozen by the harness: a stop of it is on its way to the
+//!   tracer (a new thread, a clone, a call's exit): not settled; taken first.
 //! - Asleep (`S`): in a futex, a poll/epoll/select, a timer, an accept or a receive: blocked on
 //!   another thread, on time or on a peer: settled, unless an answer is on its way to it. Such a
 //!   thread is woken only by a thread that runs (and that thread's next traced call is held), by
@@ -92,6 +94,9 @@ pub(super) struct Scheduler {
     /// Threads in a receive on a socket that is not the world's, resumed to its exit: tid →
     /// (inode, whether it is a Unix one).
     pub(super) watched: HashMap<i32, (u64, bool)>,
+    /// Threads in a group-stop the harness made (a freeze), listened to: stopped, and no stop of
+    /// theirs is coming. Any other stopped thread that is not held has a stop on its way.
+    pub(super) frozen: std::collections::HashSet<i32>,
     /// Decisions taken without a settled runtime.
     pub(super) unsettled: u64,
 }
@@ -120,6 +125,7 @@ impl Scheduler {
             asked: HashMap::new(),
             asks: 0,
             watched: HashMap::new(),
+            frozen: Default::default(),
             unsettled: 0,
         }
     }
@@ -147,6 +153,7 @@ impl Scheduler {
         self.held.remove(&tid);
         self.threads.gone(tid);
         self.watched.remove(&tid);
+        self.frozen.remove(&tid);
         self.moved();
     }
 

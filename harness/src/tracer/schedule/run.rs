@@ -111,7 +111,11 @@ impl Tracer {
                 Activity::Running | Activity::Stopped => return Next::Wait(TICK),
             }
         }
-        let busy = s.threads.live().any(|t| !s.held.contains_key(&t) && activity(t) == Activity::Running);
+        let busy = s.threads.live().filter(|t| !s.held.contains_key(t)).any(|t| match activity(t) {
+            Activity::Running => true,
+            Activity::Stopped => !s.frozen.contains(&t),
+            Activity::Asleep | Activity::Gone => false,
+        });
         let mut waiting: Vec<Awaited> =
             exchanges.into_iter().map(|(inode, serial)| Awaited::Exchange { inode, serial }).collect();
         waiting.extend(s.asked.iter().map(|(inode, serial)| Awaited::Peer { inode: *inode, serial: *serial }));
