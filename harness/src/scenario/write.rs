@@ -267,6 +267,22 @@ mod tests {
     use std::path::Path;
 
     #[test]
+    fn a_pinned_schedule_reads_back_and_a_bad_one_is_pointed_at() {
+        use crate::scenario::fixtures::{OK, parse};
+        let pinned = OK.replacen("[[operation]]", "schedule = { seed = 7, depth = 2 }\n\n[[operation]]", 1);
+        let scenario = parse(&pinned).unwrap();
+        let schedule = crate::tracer::Schedule { seed: 7, depth: 2, horizon: 64 };
+        assert_eq!(scenario.schedule, Some(schedule));
+        assert_eq!(parse(&scenario.to_toml()).unwrap().schedule, Some(schedule), "written back and read again");
+        let line = pinned.lines().position(|l| l.starts_with("schedule")).unwrap() + 1;
+        let error = parse(&pinned.replace("depth = 2", "depth = 0")).unwrap_err();
+        assert_eq!(error.line_col.map(|(l, _)| l), Some(line), "{error}");
+        assert!(error.message.contains("expected a depth and a horizon of at least 1, found depth = 0"), "{error}");
+        let error = parse(&pinned.replace("seed = 7, ", "")).unwrap_err();
+        assert!(error.to_string().contains("seed"), "a schedule without its seed is refused: {error}");
+    }
+
+    #[test]
     fn every_shipped_scenario_reads_back_from_what_is_written() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
         let all = Scenario::load_dir(&dir).unwrap();

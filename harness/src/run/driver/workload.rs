@@ -51,7 +51,7 @@ pub(super) async fn drive(
 /// the answer until the driver next waits on the runtime.
 async fn submit_in_turn(driver: &Driver<'_>, op: &Operation) -> Result<u16, String> {
     if let Some(turn) = driver.turn() {
-        turn.submitting();
+        turn.submitting().await;
     }
     let submitted = driver.client.submit(op).await;
     if let Some(turn) = driver.turn() {

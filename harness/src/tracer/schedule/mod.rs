@@ -79,13 +79,16 @@ pub(super) struct Scheduler {
     awaited: HashMap<Awaited, Instant>,
     /// Since when the tracer waits for the runtime to settle with a call held.
     settling_since: Option<Instant>,
-    /// The harness was told the runtime is settled with nothing held, and nothing happened since.
-    idle_told: bool,
+    /// When the harness was told the runtime is settled with nothing held, if nothing happened
+    /// since.
+    idle_told: Option<Instant>,
     /// Receives that returned bytes on sockets that are neither the world's nor Unix ones: the
     /// harness's requests read (see `run::traced::turn` in the harness).
     heard: u64,
     /// Sends on such sockets: the runtime's answers to the harness.
     said: u64,
+    /// Such sockets (inode → a thread and its descriptor there), asked for unread bytes.
+    api: HashMap<u64, (i32, i32)>,
     /// Socket inode → whether it is a Unix one.
     unix: HashMap<u64, bool>,
     /// Unix sockets sent on and not answered since: inode → the send's serial.
@@ -118,9 +121,10 @@ impl Scheduler {
             step: 0,
             awaited: HashMap::new(),
             settling_since: None,
-            idle_told: false,
+            idle_told: None,
             heard: 0,
             said: 0,
+            api: HashMap::new(),
             unix: HashMap::new(),
             asked: HashMap::new(),
             asks: 0,
@@ -133,12 +137,12 @@ impl Scheduler {
     /// Holds `tid` at its call's entry.
     pub(super) fn hold(&mut self, tid: i32, pending: Pending) {
         self.held.insert(tid, pending);
-        self.idle_told = false;
+        self.idle_told = None;
     }
 
     /// Something happened to `tid` (a stop): the runtime moved.
     pub(super) fn moved(&mut self) {
-        self.idle_told = false;
+        self.idle_told = None;
     }
 
     /// `tid`'s call ended (its exit stop) or `tid` is gone.

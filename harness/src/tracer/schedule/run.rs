@@ -21,8 +21,9 @@ enum Next {
     Settled,
 }
 
-/// How long the loop sleeps between looks when the runtime is idle and the harness was told.
-const IDLE_LOOK: Duration = Duration::from_millis(50);
+/// How often an idle runtime (nothing held) is reported again: the harness waits for a report
+/// to send a request at a settled point (`run::traced::turn` in the harness).
+const IDLE_LOOK: Duration = Duration::from_millis(10);
 
 impl Tracer {
     pub(in crate::tracer) fn scheduler(&mut self) -> &mut Scheduler {
@@ -62,6 +63,9 @@ impl Tracer {
         }
         let s = self.scheduler();
         let unix = *s.unix.entry(inode).or_insert_with(|| is_unix(tid, inode));
+        if !unix && call.is_receive() {
+            s.api.insert(inode, (tid, fd as i32));
+        }
         match (unix, call.is_receive()) {
             (_, true) => {
                 s.watched.insert(tid, (inode, unix));
@@ -100,7 +104,7 @@ impl Tracer {
             .map(|(i, e)| (*i, e.serial))
             .collect();
         let s = self.scheduler();
-        if s.held.is_empty() && s.idle_told {
+        if s.held.is_empty() && s.idle_told.is_some_and(|at| at.elapsed() < IDLE_LOOK) {
             return Next::Wait(IDLE_LOOK);
         }
         if let Some(tid) = s.running {
@@ -138,18 +142,34 @@ impl Tracer {
         Next::Wait(TICK)
     }
 
+    /// Bytes waiting unread on the sockets the harness's requests were read from (a request in
+    /// the runtime's socket that no free thread has read yet); sockets gone are forgotten.
+    fn waiting_requests(&mut self) -> u64 {
+        let s = self.scheduler();
+        let mut waiting = 0;
+        s.api.retain(|_, (tid, fd)| match unread(*tid, *fd) {
+            Some(n) => {
+                waiting += n;
+                true
+            }
+            None => false,
+        });
+        waiting
+    }
+
     /// The harness's turn, then one held call goes (when one is held and the harness says so).
     fn turn(&mut self) -> Result<(), TracerError> {
         let (step, held, heard, said) = {
             let s = self.scheduler();
             (s.step, s.held.len(), s.heard, s.said)
         };
-        if !self.harness_says_decide(step, held, (heard, said))? {
+        let waiting = self.waiting_requests();
+        if !self.harness_says_decide(step, held, (heard, said, waiting))? {
             return Ok(());
         }
         let s = self.scheduler();
         if s.held.is_empty() {
-            s.idle_told = true;
+            s.idle_told = Some(Instant::now());
             return Ok(());
         }
         let candidates: Vec<Candidate> = s
@@ -170,11 +190,18 @@ impl Tracer {
 
     /// Tells the harness the runtime settled; `true` on `decide`, `false` on `settle` (look again).
     /// Without a harness (the tracer run alone) it is always `decide`.
-    fn harness_says_decide(&mut self, step: u64, held: usize, (heard, said): (u64, u64)) -> Result<bool, TracerError> {
+    fn harness_says_decide(
+        &mut self,
+        step: u64,
+        held: usize,
+        (heard, said, waiting): (u64, u64, u64),
+    ) -> Result<bool, TracerError> {
         let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(true) };
         let socket = |source| TracerError::Socket { path: path.clone(), source };
-        let line = format!("{{\"settled\":{{\"step\":{step},\"held\":{held},\"heard\":{heard},\"said\":{said}}}}}\n");
+        let line = format!(
+            "{{\"settled\":{{\"step\":{step},\"held\":{held},\"heard\":{heard},\"said\":{said},\"waiting\":{waiting}}}}}\n"
+        );
         channel.writer.write_all(line.as_bytes()).map_err(socket)?;
         let mut answer = String::new();
         if channel.reader.read_line(&mut answer).map_err(socket)? == 0 {

@@ -114,11 +114,12 @@ pub(super) fn is_unix(pid: i32, inode: u64) -> bool {
 mod tests {
     use super::*;
 
-    /// The socket a thread asleep in `read` (per `/proc/<tid>/syscall`) reads.
+    /// The socket a thread asleep in a receive (per `/proc/<tid>/syscall`) reads.
     fn socket_of_read(tid: i32) -> Option<u64> {
         let text = std::fs::read_to_string(format!("/proc/{tid}/syscall")).ok()?;
         let mut words = text.split_whitespace();
-        (words.next()?.parse::<i64>().ok()? == libc::SYS_read).then_some(())?;
+        let call = words.next()?.parse::<i64>().ok()?;
+        [libc::SYS_read, libc::SYS_recvfrom].contains(&call).then_some(())?;
         let fd = i64::from_str_radix(words.next()?.trim_start_matches("0x"), 16).ok()?;
         socket_inode(tid, fd)
     }
