@@ -4,8 +4,9 @@
 use std::io::{BufRead, Write};
 
 use super::error::TracerError;
+use super::pending::Pending;
 use super::point::{HttpAnswer, Point, When};
-use super::state::{Pending, Tracer};
+use super::state::Tracer;
 
 impl Tracer {
     /// Sends one point and waits for the harness's answer; the thread stays stopped meanwhile.

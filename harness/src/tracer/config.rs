@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::point::Peer;
-use super::schedule::Schedule;
+use super::schedule::choice::Schedule;
 
 /// One of the fake world's URLs: where it listens and the path prefix that names the part.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,6 +25,10 @@
 //! through `memory` and `sockets`), the HTTP bytes on a world socket (`exchange`), the socket
 //! protocol (`announce`), the errors (`error`) and the count printed at exit (`tally`).
 //!
+//! Under `$KILLPOINT_SCHEDULE` (`schedule`) the tracer holds every crash-point call at its entry
+//! and lets them go one at a time, in an order drawn from a seed, once the runtime has settled;
+//! see that folder's comment for how, and for what is and is not controlled.
+//!
 //! Imports nothing else of the crate: the tracer is the bottom layer, beside `model`.
 
 mod announce;
@@ -35,6 +39,7 @@ mod escape;
 mod exchange;
 mod launch;
 mod memory;
+mod pending;
 mod point;
 mod ptrace;
 mod schedule;

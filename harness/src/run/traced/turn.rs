@@ -64,10 +64,8 @@ pub(super) struct SettledLine {
 #[derive(Debug, Clone, Copy)]
 enum Expect {
     Nothing,
-    /// The driver has a submission to send (since `since`) and waits for the runtime to settle.
-    Ready {
-        since: Instant,
-    },
+    /// The driver has a submission to send and waits for the runtime to settle.
+    Ready,
     /// A submission sent at `since`, when the runtime had `heard` receives.
     Delivery {
         heard: u64,
@@ -125,7 +123,7 @@ impl Turn {
     pub async fn submitting(&self) {
         let since = Instant::now();
         let before = self.reports.load(Ordering::SeqCst);
-        self.set(Expect::Ready { since });
+        self.set(Expect::Ready);
         loop {
             let settled = self.settled.notified();
             if self.reports.load(Ordering::SeqCst) > before {
@@ -176,7 +174,7 @@ impl Turn {
         }
         match *expect {
             Expect::Nothing => true,
-            Expect::Ready { .. } | Expect::Delivery { .. } => false,
+            Expect::Ready | Expect::Delivery { .. } => false,
             // The runtime has not answered: it must go on to.
             Expect::Answer { said: before, .. } if said <= before => true,
             // It answered: the driver reads the answer and acts on it first.

@@ -42,14 +42,14 @@
 //! Timers (a backoff, a poll interval) fire on the clock; a runtime whose steps are driven by
 //! time rather than by its own calls is controlled only as far as its calls are.
 
-mod choice;
+pub(super) mod choice;
 mod events;
 mod run;
 mod threads;
 
 pub use choice::Schedule;
 
-use super::state::Pending;
+use super::pending::Pending;
 use choice::Priorities;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
