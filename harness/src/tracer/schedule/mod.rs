@@ -33,6 +33,9 @@
 //! So it never deadlocks: a held call is held only while some other thread runs or an answer is
 //! awaited within its deadline; when everything else sleeps, one held call always goes.
 //!
+//! Calls that commute go together: held `connect`s to the world that look the same (their order
+//! would be the thread pool's, since only their threads tell them apart) go at one decision.
+//!
 //! What is controlled: the order in which the runtime's traced calls run, across all its threads
 //! and processes, and (through the harness's turn) where the harness's own requests arrive in it.
 //! What is not: what threads do between traced calls. Threads that talk through memory (a lock,
@@ -40,7 +43,11 @@
 //! gives the same handovers; but when one call's thread wakes two others, those two run side by
 //! side until their next traced calls, and which of them takes a lock first is the kernel's.
 //! Timers (a backoff, a poll interval) fire on the clock; a runtime whose steps are driven by
-//! time rather than by its own calls is controlled only as far as its calls are.
+//! time rather than by its own calls is controlled only as far as its calls are. Measured
+//! (issue 33): two Python threads racing, one blocked on an event, come out the same for the
+//! same seed every time (`harness/tests/schedule.rs`); the reference runtime (tokio) under one
+//! seed agreed between runs for its first 76 to 132 decisions of about 550, then parted where
+//! two held calls looked the same or a woken task ran on another worker: not yet a replay.
 
 pub(super) mod choice;
 mod events;

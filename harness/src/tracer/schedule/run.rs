@@ -180,12 +180,22 @@ impl Tracer {
             .collect();
         s.step += 1;
         let step = s.step;
-        let tid = candidates[s.priorities.choose(step, &candidates)].tid;
-        let pending = s.held.remove(&tid).expect("the chosen call is held");
-        s.running = Some(tid);
-        self.announce(tid, When::Before, &pending, None, None)?;
-        self.pending.insert(tid, pending);
-        self.resume(tid, 0);
+        let chosen = &candidates[s.priorities.choose(step, &candidates)];
+        // Connects to the world commute: one that does the same as the chosen one goes with it
+        // (told apart only by their threads, which a thread pool does not keep stable, their
+        // order would be the pool's, and so would what each thread reaches next).
+        let together: Vec<i32> = candidates
+            .iter()
+            .filter(|c| c.tid == chosen.tid || (c.key == chosen.key && c.key.starts_with(CONNECT)))
+            .map(|c| c.tid)
+            .collect();
+        s.running = Some(chosen.tid);
+        for tid in together {
+            let pending = self.scheduler().held.remove(&tid).expect("a chosen call is held");
+            self.announce(tid, When::Before, &pending, None, None)?;
+            self.pending.insert(tid, pending);
+            self.resume(tid, 0);
+        }
         Ok(())
     }
 
@@ -215,6 +225,9 @@ impl Tracer {
         }
     }
 }
+
+/// How the key of a `connect` starts.
+const CONNECT: &str = "connect ";
 
 /// What a held call does, as the choice's priorities know it: not its thread, not its size (a
 /// row's bytes vary with the clock), but its kind, call, file, peer and the request it carries.
