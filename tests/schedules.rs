@@ -58,3 +58,90 @@ fn the_thread_per_piece_runtime_passes_the_concurrent_wave_under_schedules() {
         passes_under(seed, &target);
     }
 }
+
+/// The langgraph#8039-shaped fixture: one charge, killed right after the step's completion record
+/// (its in-flight marker unlinked), which races the step's effect record on another thread.
+fn racing_step() -> Scenario {
+    let text = r#"
+description = """
+One charge; the runtime is killed right after the step's completion record (its in-flight marker
+removed), which races the step's effect record on another thread (langgraph#8039's shape).
+"""
+deadline_seconds = 20
+
+[[operation]]
+id = "charge"
+tool = "charge_card"
+expect = "succeeded"
+
+[[syscall_fault]]
+kind = "unlink"
+when = "after"
+occurrence = 1
+incarnation = 1
+"#;
+    Scenario::parse(std::path::Path::new("race_step.toml"), text).expect("the racing step's scenario parses")
+}
+
+/// The depth-1 budget: six seeds. Two parties race, so each seed puts the bad order first with
+/// probability 1/2 and six miss it with probability 1/64; the seeds are the same in every
+/// exploration, so one that finds it finds it every time the schedule replays.
+const BUDGET: u64 = 6;
+
+fn race_fixture(twin: bool) -> Target {
+    let args = if twin { vec!["--twin".to_owned()] } else { Vec::new() };
+    Target { program: root().join("tests/fixtures/race_step_runtime.py"), args }
+}
+
+#[test]
+fn the_racing_step_s_bad_order_is_found_by_explore_over_schedules_every_time_and_replays() {
+    let scenario = racing_step();
+    let mut found = Vec::new();
+    for exploration in 1..=3 {
+        let explored = killpoint::search::schedules::explore_schedules(
+            &scenario,
+            &race_fixture(false),
+            &RunOptions::default(),
+            BUDGET,
+            1,
+        )
+        .expect("the runs run");
+        let Some((schedule, written)) = explored.first_failure(&scenario) else {
+            panic!("exploration {exploration}: no seed of {BUDGET} found the bad order: {:#?}", explored.runs);
+        };
+        let failed = &explored.runs.iter().find(|r| r.schedule == schedule).unwrap().violated;
+        assert!(
+            failed.iter().any(|i| i.as_str() == "at_most_once"),
+            "exploration {exploration}: the duplicate charge: {failed:?}"
+        );
+        assert!(explored.runs.iter().any(|r| r.violated.is_empty()), "the good order passes for some seed");
+        assert!(explored.distinct_orders >= 2, "both orders covered: {}", explored.distinct_orders);
+        found.push((schedule, written));
+    }
+    assert!(found.windows(2).all(|w| w[0].0 == w[1].0), "every exploration found it at the same seed");
+    // The written case, read back from its file, replays the duplicate every time.
+    let (_, written) = &found[0];
+    let reread =
+        Scenario::parse(std::path::Path::new("race_step.toml"), &written.to_toml()).expect("the written case parses");
+    let replays = (0..10)
+        .filter(|_| {
+            let (verdict, _) = run_scenario(&reread, &race_fixture(false), &RunOptions::default()).expect("it runs");
+            verdict.failed_invariants().iter().any(|i| i.as_str() == "at_most_once")
+        })
+        .count();
+    assert_eq!(replays, 10, "the written schedule replayed the duplicate {replays} of 10 times");
+}
+
+#[test]
+fn the_racing_step_s_twin_passes_every_schedule_of_the_budget() {
+    let explored = killpoint::search::schedules::explore_schedules(
+        &racing_step(),
+        &race_fixture(true),
+        &RunOptions::default(),
+        BUDGET,
+        1,
+    )
+    .expect("the runs run");
+    let failures: Vec<_> = explored.runs.iter().filter(|r| !r.violated.is_empty()).collect();
+    assert!(failures.is_empty(), "the twin (ordered by design) failed: {failures:#?}");
+}
