@@ -191,8 +191,14 @@ pub fn describe_mark(mark: &Mark) -> String {
             let from =
                 point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default() + &delivery.unwrap_or_default();
             let boundaries: Vec<String> = point.boundaries.iter().map(|b| format!(" = {b}")).collect();
+            // Under a controlled schedule: which thread made the call, at which decision.
+            let scheduled = match (&point.thread, point.step) {
+                (Some(thread), Some(step)) => format!(", thread {thread} at decision {step}"),
+                (Some(thread), None) => format!(", thread {thread}"),
+                _ => String::new(),
+            };
             format!(
-                "runtime   incarnation {incarnation} {} {} #{}{from} ({}){}: KILL",
+                "runtime   incarnation {incarnation} {} {} #{}{from} ({}{scheduled}){}: KILL",
                 point.when.name(),
                 point.kind.name(),
                 point.occurrence,

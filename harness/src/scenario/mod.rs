@@ -58,6 +58,9 @@ pub struct Scenario {
     /// Before the first restart, the harness hides the data dir: that incarnation must exit with
     /// an error naming the path (CONTRACT.md §2-4); then the dir is put back and the run goes on.
     pub missing_data_dir: bool,
+    /// Run under a controlled schedule (`killpoint-tracer`'s, from this seed): the order of the
+    /// runtime's traced calls is the same in every run, so a failure found under it replays.
+    pub schedule: Option<crate::tracer::Schedule>,
 }
 
 /// One logical operation of the workload.

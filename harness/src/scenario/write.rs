@@ -16,6 +16,8 @@ struct File<'a> {
     description: String,
     deadline_seconds: u64,
     runtime: Runtime,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<crate::tracer::Schedule>,
     #[serde(rename = "operation", skip_serializing_if = "Vec::is_empty")]
     operations: Vec<OperationFile<'a>>,
     #[serde(rename = "fault", skip_serializing_if = "Vec::is_empty")]
@@ -156,6 +158,7 @@ impl Scenario {
             description: format!("{}\n", self.description),
             deadline_seconds: self.deadline.as_secs(),
             runtime: runtime(&self.runtime),
+            schedule: self.schedule,
             operations: self.operations.iter().map(operation).collect(),
             faults: self.faults.iter().map(fault).collect(),
             lookup_faults: self
@@ -262,6 +265,22 @@ fn consumer_fault(c: &ConsumerFault) -> ConsumerFaultFile<'_> {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn a_pinned_schedule_reads_back_and_a_bad_one_is_pointed_at() {
+        use crate::scenario::fixtures::{OK, parse};
+        let pinned = OK.replacen("[[operation]]", "schedule = { seed = 7, depth = 2 }\n\n[[operation]]", 1);
+        let scenario = parse(&pinned).unwrap();
+        let schedule = crate::tracer::Schedule { seed: 7, depth: 2, horizon: 64 };
+        assert_eq!(scenario.schedule, Some(schedule));
+        assert_eq!(parse(&scenario.to_toml()).unwrap().schedule, Some(schedule), "written back and read again");
+        let line = pinned.lines().position(|l| l.starts_with("schedule")).unwrap() + 1;
+        let error = parse(&pinned.replace("depth = 2", "depth = 0")).unwrap_err();
+        assert_eq!(error.line_col.map(|(l, _)| l), Some(line), "{error}");
+        assert!(error.message.contains("expected a depth and a horizon of at least 1, found depth = 0"), "{error}");
+        let error = parse(&pinned.replace("seed = 7, ", "")).unwrap_err();
+        assert!(error.to_string().contains("seed"), "a schedule without its seed is refused: {error}");
+    }
 
     #[test]
     fn every_shipped_scenario_reads_back_from_what_is_written() {

@@ -10,3 +10,4 @@ pub mod campaign;
 pub mod explore;
 pub mod random;
 pub mod replay;
+pub mod schedules;

@@ -4,8 +4,9 @@
 use std::io::{BufRead, Write};
 
 use super::error::TracerError;
+use super::pending::Pending;
 use super::point::{HttpAnswer, Point, When};
-use super::state::{Pending, Tracer};
+use super::state::Tracer;
 
 impl Tracer {
     /// Sends one point and waits for the harness's answer; the thread stays stopped meanwhile.
@@ -34,6 +35,8 @@ impl Tracer {
             ret,
             synced: pending.synced,
             tid,
+            thread: self.schedule.as_ref().map(|s| s.threads.label(tid)),
+            step: self.schedule.as_ref().and_then(|s| s.step_of(tid)),
             // A request is told on its `before` point, an answer on the receive that completes it.
             request: if when == When::Before || answer.is_some() { pending.request.clone() } else { None },
             answer,

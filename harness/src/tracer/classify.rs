@@ -8,10 +8,11 @@ use super::exchange::{MESSAGE_LIMIT, request_path};
 use super::memory::{
     ReceiveBuffer, iovec_bytes, iovec_contents, msghdr_bytes, msghdr_contents, read_memory, resolve_path,
 };
+use super::pending::{Pending, Receive};
 use super::point::{Peer, PointKind};
 use super::seccomp::Call;
 use super::sockets::{sockaddr, socket_peer};
-use super::state::{Pending, Receive, Tracer};
+use super::state::Tracer;
 
 /// What an fd stands for, as far as crash points go.
 enum FdTarget {
@@ -132,6 +133,7 @@ impl Tracer {
         if let Some(sent) = &sent {
             exchange.sent(sent);
         }
+        exchange.holder = Some((tid, args[0] as i32));
         let request = exchange.request.clone();
         Pending { request, ..Pending::new(call, PointKind::Request, None, Some(peer), bytes) }
     }

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::point::Peer;
+use super::schedule::choice::Schedule;
 
 /// One of the fake world's URLs: where it listens and the path prefix that names the part.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct Config {
     /// `$KILLPOINT_TRACE_ESCAPES`: where writes outside the data dir and contact outside the world
     /// are reported (see `escape`); without it they are not looked for.
     pub escapes: Option<PathBuf>,
+    /// `$KILLPOINT_SCHEDULE`: a controlled schedule (see `schedule`), or why its value is not one.
+    pub schedule: Option<Result<Schedule, String>>,
 }
 
 impl Config {
@@ -57,6 +60,7 @@ impl Config {
             log: std::env::var_os("KILLPOINT_TRACE_LOG").map(PathBuf::from),
             services: service_addresses(std::env::vars()),
             escapes: std::env::var_os(ESCAPES_VARIABLE).map(PathBuf::from),
+            schedule: std::env::var(Schedule::VARIABLE).ok().map(|v| Schedule::from_variable(&v)),
         }
     }
 

@@ -19,6 +19,12 @@ pub enum TracerError {
     Log { path: String, source: std::io::Error },
     #[error("killpoint-tracer: expected {{\"action\":\"resume\"}} from the harness, found {found}")]
     Answer { found: String },
+    #[error(
+        "killpoint-tracer: expected {{\"action\":\"decide\"}} or {{\"action\":\"settle\"}} from the harness at a settled runtime, found {found}"
+    )]
+    Turn { found: String },
+    #[error("killpoint-tracer: {0}")]
+    Setting(String),
     #[error("killpoint-tracer: {what}: {source}")]
     System { what: &'static str, source: std::io::Error },
 }

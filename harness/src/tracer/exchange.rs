@@ -12,6 +12,12 @@ pub(super) struct Exchange {
     request_body: Vec<u8>,
     request_length: Option<usize>,
     answer: Vec<u8>,
+    /// The request's answer arrived whole.
+    answered: bool,
+    /// Requests started on this socket so far: tells one exchange from the next.
+    pub(super) serial: u64,
+    /// The thread that last sent on the socket, and its file descriptor there.
+    pub(super) holder: Option<(i32, i32)>,
 }
 
 /// The most of one message the tracer copies out of the runtime: the world's messages are small,
@@ -36,7 +42,7 @@ impl Exchange {
     /// continues the current request's body.
     pub(super) fn sent(&mut self, bytes: &[u8]) {
         if request_path(bytes).is_some() {
-            *self = Exchange::default();
+            *self = Exchange { serial: self.serial + 1, holder: self.holder, ..Exchange::default() };
             let Some((head, body)) = split_head(bytes) else {
                 // The head itself spans sends: only its request line is known.
                 let line =
@@ -70,6 +76,13 @@ impl Exchange {
         }
     }
 
+    /// Whether the request was sent whole and its answer has not arrived whole: an answer is on
+    /// its way (a controlled schedule waits for it, `schedule`).
+    pub(super) fn awaiting_answer(&self) -> bool {
+        let sent = self.request_length.is_none_or(|n| self.request_body.len() >= n);
+        self.request.is_some() && sent && !self.answered
+    }
+
     /// Bytes received on this socket: the answer once its last byte arrived (by `Content-Length`,
     /// or the last chunk of a chunked one).
     pub(super) fn received(&mut self, bytes: &[u8]) -> Option<(Option<HttpRequest>, HttpAnswer)> {
@@ -87,6 +100,7 @@ impl Exchange {
             body.get(..length)?.to_vec()
         };
         self.answer.clear();
+        self.answered = true;
         let answer = HttpAnswer { status, body: serde_json::from_slice(&body).ok() };
         Some((self.request.clone(), answer))
     }

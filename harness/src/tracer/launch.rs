@@ -38,6 +38,7 @@ fn resolve(program: &OsStr) -> Option<PathBuf> {
 /// or 128 + the signal that killed it.
 pub fn run(program: &OsStr, args: &[OsString], config: Config) -> Result<i32, TracerError> {
     let shown = program.to_string_lossy().into_owned();
+    let schedule = config.schedule.clone().transpose().map_err(TracerError::Setting)?;
     let (exe, argv) = command(program, args, &shown)?;
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
@@ -69,9 +70,14 @@ pub fn run(program: &OsStr, args: &[OsString], config: Config) -> Result<i32, Tr
         libc::close(go[1]);
     }
     let mut tracer = Tracer::new(config, channel, log);
+    tracer.schedule = schedule.map(super::schedule::Scheduler::new);
     let status = tracer.trace(pid, report[0], &shown)?;
     if tracer.channel.is_none() {
+        let unsettled = tracer.schedule.as_ref().map(|s| s.unsettled);
         eprintln!("{}", tracer.tally.summary());
+        if let Some(unsettled) = unsettled {
+            eprintln!("killpoint-tracer: controlled schedule: {} decisions, {unsettled} unsettled", tracer.n);
+        }
     }
     Ok(status)
 }

@@ -25,6 +25,10 @@
 //! through `memory` and `sockets`), the HTTP bytes on a world socket (`exchange`), the socket
 //! protocol (`announce`), the errors (`error`) and the count printed at exit (`tally`).
 //!
+//! Under `$KILLPOINT_SCHEDULE` (`schedule`) the tracer holds every crash-point call at its entry
+//! and lets them go one at a time, in an order drawn from a seed, once the runtime has settled;
+//! see that folder's comment for how, and for what is and is not controlled.
+//!
 //! Imports nothing else of the crate: the tracer is the bottom layer, beside `model`.
 
 mod announce;
@@ -35,8 +39,10 @@ mod escape;
 mod exchange;
 mod launch;
 mod memory;
+mod pending;
 mod point;
 mod ptrace;
+mod schedule;
 mod seccomp;
 mod sockets;
 mod state;
@@ -47,5 +53,6 @@ pub use error::{NOT_PERMITTED_EXIT, TracerError};
 pub use escape::{Escape, EscapeKind, read_escapes};
 pub use launch::run;
 pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
+pub use schedule::{PEER_WAIT, SETTLE_LIMIT, Schedule};
 pub use seccomp::Call;
 pub use sockets::{TcpRow, find_tcp_row};

@@ -122,6 +122,14 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub synced: bool,
     pub tid: i32,
+    /// Under a controlled schedule: the thread's label (`main.2`: the second thread `main`
+    /// started; stable across runs where thread ids are not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    /// Under a controlled schedule: the decision that let this call go (1, 2, …), on its
+    /// `before` point and on its `after` point when the call ran alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
     /// On a request to the world: the request as far as its bytes so far tell (a body written
     /// in a later call completes it there). On the answer that completes an exchange: the
     /// request it answers.
@@ -189,6 +197,8 @@ mod tests {
             ret: Some(310),
             synced: false,
             tid: 1234,
+            thread: None,
+            step: None,
             request: None,
             answer: None,
         };

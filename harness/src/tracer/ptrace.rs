@@ -14,6 +14,9 @@ impl Tracer {
     /// Waits for every stop of every traced thread until the program ends; returns the status to
     /// exit with (see `run`).
     pub(super) fn trace(&mut self, child: i32, report: i32, shown: &str) -> Result<i32, TracerError> {
+        if self.schedule.is_some() {
+            return self.trace_scheduled(child, report, shown);
+        }
         loop {
             let mut status = 0;
             // SAFETY: waits for any traced thread or process (__WALL: threads too).
@@ -25,25 +28,49 @@ impl Tracer {
                 }
                 return Err(TracerError::System { what: "waitpid", source });
             }
-            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                self.pending.remove(&tid);
-                if tid != child {
-                    continue;
-                }
-                if !self.exec_seen {
-                    return Err(self.early_exit(status, report, shown));
-                }
-                // Other traced processes (forks of the program) die with us: PTRACE_O_EXITKILL.
-                return Ok(if libc::WIFEXITED(status) {
-                    libc::WEXITSTATUS(status)
-                } else {
-                    128 + libc::WTERMSIG(status)
-                });
-            }
-            if libc::WIFSTOPPED(status) {
-                self.on_stop(tid, status)?;
+            if let Some(code) = self.on_event(child, tid, status, report, shown)? {
+                return Ok(code);
             }
         }
+    }
+
+    /// One event of `waitpid`: a stop, or a thread's end; `Some` status to exit with once the
+    /// program itself ended.
+    pub(super) fn on_event(
+        &mut self,
+        child: i32,
+        tid: i32,
+        status: i32,
+        report: i32,
+        shown: &str,
+    ) -> Result<Option<i32>, TracerError> {
+        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            self.pending.remove(&tid);
+            if let Some(scheduler) = &mut self.schedule {
+                scheduler.gone(tid);
+            }
+            if tid != child {
+                return Ok(None);
+            }
+            if !self.exec_seen {
+                return Err(self.early_exit(status, report, shown));
+            }
+            // Other traced processes (forks of the program) die with us: PTRACE_O_EXITKILL.
+            return Ok(Some(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            }));
+        }
+        if libc::WIFSTOPPED(status) {
+            if let Some(scheduler) = &mut self.schedule {
+                scheduler.threads.seen(tid);
+                scheduler.frozen.remove(&tid);
+                scheduler.moved();
+            }
+            self.on_stop(tid, status)?;
+        }
+        Ok(None)
     }
 
     /// One stop of a traced thread, by its kind.
@@ -60,6 +87,9 @@ impl Tracer {
                     // A group-stop (the harness froze the runtime): stay stopped, but wake on
                     // SIGCONT.
                     unsafe { libc::ptrace(libc::PTRACE_LISTEN, tid, 0, 0) };
+                    if let Some(scheduler) = &mut self.schedule {
+                        scheduler.frozen.insert(tid);
+                    }
                 } else {
                     // A new thread's first stop, or an interrupt.
                     self.resume(tid, 0);
@@ -69,6 +99,16 @@ impl Tracer {
             0 => self.resume(tid, signal),
             libc::PTRACE_EVENT_EXEC => {
                 self.exec_seen = true;
+                self.resume(tid, 0);
+            }
+            libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
+                if let Some(scheduler) = &mut self.schedule {
+                    let mut born: libc::c_ulong = 0;
+                    // SAFETY: GETEVENTMSG writes the new thread's id into a local.
+                    if unsafe { libc::ptrace(libc::PTRACE_GETEVENTMSG, tid, 0, &mut born as *mut _) } == 0 {
+                        scheduler.threads.started(tid, born as i32);
+                    }
+                }
                 self.resume(tid, 0);
             }
             _ => self.resume(tid, 0),
@@ -96,8 +136,9 @@ impl Tracer {
     }
 
     /// Restarts a stopped thread: to its call's exit if a point waits there, else freely.
-    fn resume(&self, tid: i32, signal: i32) {
-        let request = if self.pending.contains_key(&tid) { libc::PTRACE_SYSCALL } else { libc::PTRACE_CONT };
+    pub(super) fn resume(&self, tid: i32, signal: i32) {
+        let watched = self.schedule.as_ref().is_some_and(|s| s.watched.contains_key(&tid));
+        let request = if self.pending.contains_key(&tid) || watched { libc::PTRACE_SYSCALL } else { libc::PTRACE_CONT };
         // An error means the thread is gone (killed meanwhile): nothing to resume.
         unsafe { libc::ptrace(request, tid, 0, signal as libc::c_long) };
     }
@@ -111,7 +152,21 @@ impl Tracer {
 
     fn on_entry(&mut self, tid: i32) -> Result<(), TracerError> {
         let Some(regs) = Self::registers(tid) else { return Ok(()) };
-        let pending = Call::from_number(regs.orig_rax as i64).and_then(|call| self.classify(tid, call, &regs));
+        let call = Call::from_number(regs.orig_rax as i64);
+        let pending = call.and_then(|call| self.classify(tid, call, &regs));
+        if let Some(scheduler) = &mut self.schedule {
+            match pending {
+                // Held, not announced: the schedule says when it goes (`schedule::run`).
+                Some(pending) if pending.kind != PointKind::Answer => {
+                    scheduler.hold(tid, pending);
+                    return Ok(());
+                }
+                None if call.is_some_and(|c| c.is_receive() || c.is_send()) => {
+                    self.unpointed(tid, call.expect("matched"), regs.rdi as i64);
+                }
+                _ => {}
+            }
+        }
         if let Some(pending) = pending {
             if pending.kind != PointKind::Answer {
                 self.announce(tid, When::Before, &pending, None, None)?;
@@ -123,6 +178,10 @@ impl Tracer {
     }
 
     fn on_exit(&mut self, tid: i32) -> Result<(), TracerError> {
+        if self.schedule.as_ref().is_some_and(|s| s.watched.contains_key(&tid)) {
+            let ret = Self::registers(tid).map(|regs| regs.rax as i64);
+            self.unpointed_exit(tid, ret);
+        }
         if let Some(pending) = self.pending.remove(&tid) {
             let ret = Self::registers(tid).map(|regs| regs.rax as i64);
             if pending.kind != PointKind::Answer || ret.is_some_and(|r| r > 0) {
@@ -138,6 +197,9 @@ impl Tracer {
                 }
                 self.announce(tid, When::After, &pending, ret, answer)?;
             }
+        }
+        if let Some(scheduler) = &mut self.schedule {
+            scheduler.finished(tid);
         }
         self.resume(tid, 0);
         Ok(())

@@ -107,6 +107,16 @@ impl Call {
         }
     }
 
+    /// A write or a send: where a thread puts bytes out.
+    pub fn is_send(self) -> bool {
+        matches!(self, Call::Write | Call::Writev | Call::Sendto | Call::Sendmsg)
+    }
+
+    /// A read or a receive: where a thread takes bytes in.
+    pub fn is_receive(self) -> bool {
+        matches!(self, Call::Read | Call::Recvfrom | Call::Recvmsg)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Call::Write => "write",

@@ -10,50 +10,14 @@ use std::os::unix::net::UnixStream;
 
 use super::config::Config;
 use super::exchange::Exchange;
-use super::memory::ReceiveBuffer;
-use super::point::{HttpRequest, Peer, PointKind};
-use super::seccomp::Call;
+use super::pending::Pending;
+use super::point::Peer;
+use super::schedule::Scheduler;
 use super::tally::Tally;
 
 pub(super) struct Channel {
     pub(super) reader: BufReader<UnixStream>,
     pub(super) writer: UnixStream,
-}
-
-/// A call stopped at its `before` point, waiting for its `after`.
-#[derive(Clone, Debug)]
-pub(super) struct Pending {
-    pub(super) call: Call,
-    pub(super) kind: PointKind,
-    pub(super) path: Option<String>,
-    pub(super) to: Option<String>,
-    pub(super) peer: Option<Peer>,
-    pub(super) bytes: Option<u64>,
-    /// A write to a data-dir file through an fd opened `O_SYNC`/`O_DSYNC`.
-    pub(super) synced: bool,
-    /// A request's bytes told this about it (see [`Exchange::sent`]).
-    pub(super) request: Option<HttpRequest>,
-    /// A receive from the world: its socket and where the bytes land, to read them at its exit.
-    pub(super) receive: Option<Receive>,
-}
-
-impl Pending {
-    /// A point with no rename target, request or receive.
-    pub(super) fn new(
-        call: Call,
-        kind: PointKind,
-        path: Option<String>,
-        peer: Option<Peer>,
-        bytes: Option<u64>,
-    ) -> Pending {
-        Pending { call, kind, path, to: None, peer, bytes, synced: false, request: None, receive: None }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Receive {
-    pub(super) inode: u64,
-    pub(super) buffer: ReceiveBuffer,
 }
 
 pub(super) struct Tracer {
@@ -75,6 +39,8 @@ pub(super) struct Tracer {
     pub(super) exec_seen: bool,
     /// The places of the escapes reported so far (see `escape`): each is reported once.
     pub(super) escapes: HashSet<String>,
+    /// Under a controlled schedule (`$KILLPOINT_SCHEDULE`): what the schedule holds.
+    pub(super) schedule: Option<Scheduler>,
 }
 
 impl Tracer {
@@ -91,6 +57,7 @@ impl Tracer {
             n: 0,
             exec_seen: false,
             escapes: HashSet::new(),
+            schedule: None,
         }
     }
 }

@@ -141,9 +141,14 @@ async fn play(
     // A machine crash needs the tracer too: only it sees what the runtime synced.
     let permitted = crate::run::traced::permitted();
     let machine = options.crash == Crash::Machine;
-    if let (Err(why), true) = (&permitted, !scenario.syscall_faults.is_empty() || machine) {
+    let needs_tracer = !scenario.syscall_faults.is_empty() || scenario.schedule.is_some() || machine;
+    if let (Err(why), true) = (&permitted, needs_tracer) {
         ground.world.shutdown().await;
-        let what = if machine { "machine crashes (--crash machine)" } else { "this scenario's [[syscall_fault]]s" };
+        let what = match (machine, scenario.schedule.is_some()) {
+            (true, _) => "machine crashes (--crash machine)",
+            (false, true) => "this scenario's controlled schedule",
+            (false, false) => "this scenario's [[syscall_fault]]s",
+        };
         return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
     }
     // A power loss takes the services too: each runs under the tracer (checked just above).
@@ -167,7 +172,7 @@ async fn play(
     // (a traced Python recovery took 1.4 times as long).
     let wanted = match start.from {
         Some(_) => start.recording.is_some(),
-        None => options.syscalls || machine || !scenario.syscall_faults.is_empty(),
+        None => options.syscalls || machine || !scenario.syscall_faults.is_empty() || scenario.schedule.is_some(),
     };
     let tracing = wanted && permitted.is_ok();
     // From a built state the data dir is already what the crash left (a power loss's, in machine

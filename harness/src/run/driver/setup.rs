@@ -168,12 +168,18 @@ impl Tracer {
         let tracer = crate::run::traced::tracer_binary().expect("permitted() found it");
         let socket = artifacts.socket("trace.sock");
         let faults = scenario.syscall_faults.clone();
+        // A controlled schedule: the tracer reads it from its environment, the harness takes
+        // its turns (`run::traced::turn`).
+        let turn = scenario.schedule.map(|schedule| {
+            env.push((crate::tracer::Schedule::VARIABLE.to_owned(), schedule.to_variable()));
+            std::sync::Arc::new(crate::run::traced::Turn::default())
+        });
         let (traced, reached) = match resumed {
             Some(state) => {
                 let hit = hit_up_to(&faults, state);
-                Tracing::resumed(&socket, faults, hit, state.trace.clone(), power_loss)
+                Tracing::resumed(&socket, faults, hit, state.trace.clone(), power_loss, turn)
             }
-            None => Tracing::new(&socket, faults, power_loss),
+            None => Tracing::scheduled(&socket, faults, power_loss, turn),
         }
         .map_err(|e| named(&socket, e))?;
         env.push((crate::run::traced::SOCKET_VARIABLE.to_owned(), socket.display().to_string()));

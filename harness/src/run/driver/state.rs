@@ -170,6 +170,12 @@ impl Driver<'_> {
         }
     }
 
+    /// Under a controlled schedule: the harness's turn (`run::traced::turn`), which the driver
+    /// tells what it does so its requests land at the same place in the order every run.
+    pub(super) fn turn(&self) -> Option<&std::sync::Arc<crate::run::traced::Turn>> {
+        self.traced.as_ref().and_then(Tracing::turn)
+    }
+
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
     pub(super) fn forgot(&mut self, operation: &str, answer: String) {
         let incarnation = self.incarnation.number;

@@ -37,11 +37,27 @@ pub(super) async fn drive(
                 submit(driver, launch, op).await?;
             }
         }
+        if let Some(turn) = driver.turn() {
+            turn.waiting();
+        }
         settle(driver, launch, points, &wave, unsettled).await?;
         // The wave settled under the newer incarnation: now the outlived one wakes up.
         driver.resume_zombies().await;
     }
     tail::finish(driver, launch, points, unsettled).await
+}
+
+/// One submission, the harness's turn told (a controlled schedule's): sending, then acting on
+/// the answer until the driver next waits on the runtime.
+async fn submit_in_turn(driver: &Driver<'_>, op: &Operation) -> Result<u16, String> {
+    if let Some(turn) = driver.turn() {
+        turn.submitting().await;
+    }
+    let submitted = driver.client.submit(op).await;
+    if let Some(turn) = driver.turn() {
+        turn.answered();
+    }
+    submitted
 }
 
 /// Submits one operation; an `after_submit` fault fires on its `202`.
@@ -56,13 +72,13 @@ async fn submit(driver: &mut Driver<'_>, launch: &Launch<'_>, op: &Operation) ->
     if !again {
         driver.mark(Happening::Submitted { operation: op.id.clone() });
     }
-    let mut submitted = driver.client.submit(op).await;
+    let mut submitted = submit_in_turn(driver, op).await;
     // Killed at a syscall point while it handled the submission: no answer came, and a client with
     // no answer submits again (the same body), to the next incarnation.
     while driver.syscall_killed() {
         let reached = driver.reached_early.take().expect("syscall_killed said so");
         driver.syscall_restart(reached, launch).await?;
-        submitted = driver.client.submit(op).await;
+        submitted = submit_in_turn(driver, op).await;
     }
     match submitted {
         Ok(status) => {

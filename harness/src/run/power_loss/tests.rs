@@ -20,6 +20,8 @@ fn point(call: &str, kind: PointKind, when: When, path: &Path, to: Option<&Path>
         tid: 7,
         request: None,
         answer: None,
+        thread: None,
+        step: None,
     }
 }
 

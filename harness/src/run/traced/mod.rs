@@ -12,6 +12,7 @@
 //! never got ready.
 
 mod boundaries;
+mod turn;
 
 use super::held::{self, Held};
 use crate::run::power_loss::PowerLoss;
@@ -26,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+pub use turn::{DELIVERY_GRACE, Settled, TURN_LIMIT, Turn};
 
 /// The variable that tells the tracer where to announce its points.
 pub const SOCKET_VARIABLE: &str = "KILLPOINT_TRACE_SOCKET";
@@ -111,6 +113,12 @@ pub struct SyscallPoint {
     pub state: CrashState,
     /// The call and what it touched, for people: `fsync runtime.sqlite3-wal`, `sendto provider`.
     pub what: String,
+    /// Under a controlled schedule: the thread that made the call (`main.2`, see
+    /// `crate::tracer::Point::thread`) and the decision that let it go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
 }
 
 /// The crash state a kill at a point leaves, counted in calls: the durable changes under the data
@@ -206,6 +214,8 @@ struct Shared {
     reached: UnboundedSender<Reached>,
     /// Called at every point passed after the ready line while the runtime is held there.
     hook: std::sync::OnceLock<Arc<dyn PointHook>>,
+    /// Under a controlled schedule: the harness's turn (`turn`).
+    turn: Option<Arc<Turn>>,
 }
 
 /// Something the harness does at a crash point while the tracer holds the runtime stopped there
@@ -266,6 +276,16 @@ impl Tracing {
         faults: Vec<SyscallFault>,
         power_loss: Option<PowerLoss>,
     ) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
+        Tracing::scheduled(socket, faults, power_loss, None)
+    }
+
+    /// [`Tracing::new`], with the harness's turn when the tracer runs a controlled schedule.
+    pub fn scheduled(
+        socket: &Path,
+        faults: Vec<SyscallFault>,
+        power_loss: Option<PowerLoss>,
+        turn: Option<Arc<Turn>>,
+    ) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
         let listener = Arc::new(UnixListener::bind(socket)?);
         let (reached, receiver) = unbounded_channel();
         let state = State {
@@ -275,7 +295,7 @@ impl Tracing {
             boundaries: Boundaries::default(),
         };
         let hook = Default::default();
-        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached, hook });
+        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached, hook, turn });
         Ok((Tracing { listener, shared, task: None }, receiver))
     }
 
@@ -288,8 +308,9 @@ impl Tracing {
         hit: Vec<bool>,
         progress: TraceProgress,
         power_loss: Option<PowerLoss>,
+        turn: Option<Arc<Turn>>,
     ) -> std::io::Result<(Tracing, UnboundedReceiver<Reached>)> {
-        let (tracing, receiver) = Tracing::new(socket, faults, power_loss)?;
+        let (tracing, receiver) = Tracing::scheduled(socket, faults, power_loss, turn)?;
         {
             let mut state = tracing.shared.lock();
             state.hits = hit;
@@ -311,6 +332,9 @@ impl Tracing {
             task.abort();
         }
         self.shared.lock().boundaries.restart();
+        if let Some(turn) = &self.shared.turn {
+            turn.waiting();
+        }
         let ready = Arc::new(AtomicBool::new(false));
         let task = tokio::spawn(answer(self.listener.clone(), number, ready.clone(), self.shared.clone()));
         self.task = Some((task, ready));
@@ -327,6 +351,11 @@ impl Tracing {
     /// Armed before any operation is submitted: nothing reaches a boundary before that.
     pub fn arm_boundaries(&self, faults: Vec<BoundaryFault>) {
         self.shared.lock().boundary_faults = faults.into_iter().map(|f| (f, false)).collect();
+    }
+
+    /// The harness's turn, under a controlled schedule.
+    pub fn turn(&self) -> Option<&Arc<Turn>> {
+        self.shared.turn.as_ref()
     }
 
     pub fn hits(&self) -> Vec<bool> {
@@ -376,6 +405,12 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
+        if let (Some(turn), Ok(line)) = (&shared.turn, serde_json::from_str::<turn::SettledLine>(&line)) {
+            if write.write_all(turn.reply(line.settled).await).await.is_err() {
+                return;
+            }
+            continue;
+        }
         let Ok(point) = serde_json::from_str::<Point>(&line) else { return };
         // Seen while the runtime is held here: a sync's copy is taken before its thread runs on.
         shared.power_loss.iter().for_each(|model| model.record(&point));
@@ -498,6 +533,8 @@ impl Shared {
             boundaries: boundaries.clone(),
             state: crash_state,
             what: describe(point),
+            thread: point.thread.clone(),
+            step: point.step,
         };
         state.seen.push(seen_point.clone());
         // A fault counted from the ready line, or from the boundary this incarnation

@@ -48,6 +48,8 @@ struct File {
     deadline_seconds: Option<Spanned<u64>>,
     #[serde(default)]
     runtime: RuntimeSettings,
+    /// A controlled schedule (`killpoint-tracer`): `schedule = { seed = 7 }`.
+    schedule: Option<Spanned<crate::tracer::Schedule>>,
     #[serde(default, rename = "operation")]
     operations: Vec<Spanned<Operation>>,
     #[serde(default, rename = "fault")]
@@ -195,6 +197,7 @@ impl Scenario {
         });
         let deadline = mistakes.keep(source.deadline(file.deadline_seconds));
         let catches = mistakes.keep(source.catches(file.catches));
+        let schedule = mistakes.keep(source.schedule(file.schedule));
         let missing_data_dir = match &named {
             Some((Some(faults), _, _, _, Some(syscall_faults), _)) => {
                 mistakes.keep(source.missing_data_dir(file.missing_data_dir, faults, syscall_faults))
@@ -214,7 +217,8 @@ impl Scenario {
             Some(deadline),
             Some(catches),
             Some(missing_data_dir),
-        ) = (operations, named, deadline, catches, missing_data_dir)
+            Some(schedule),
+        ) = (operations, named, deadline, catches, missing_data_dir, schedule)
         else {
             // Every step that gave no value kept its mistake.
             return Err(mistakes.into_result().expect_err("a step without a value has a mistake"));
@@ -237,6 +241,7 @@ impl Scenario {
             syscall_faults,
             missing_data_dir,
             needs_services: file.needs_services,
+            schedule,
         })
     }
 
@@ -381,6 +386,22 @@ impl Source<'_> {
             Some(d) => d.into_inner(),
         };
         Ok(deadline)
+    }
+
+    /// `schedule`: a seed, and a depth and horizon of at least 1 when given.
+    fn schedule(
+        &self,
+        schedule: Option<Spanned<crate::tracer::Schedule>>,
+    ) -> Result<Option<crate::tracer::Schedule>, ScenarioError> {
+        let Some(schedule) = schedule else { return Ok(None) };
+        let span = schedule.span();
+        let schedule = schedule.into_inner();
+        if schedule.depth == 0 || schedule.horizon == 0 {
+            let found = format!("depth = {}, horizon = {}", schedule.depth, schedule.horizon);
+            let message = format!("`schedule`: expected a depth and a horizon of at least 1, found {found}");
+            return Err(self.at(Some(span), message));
+        }
+        Ok(Some(schedule))
     }
 
     /// `missing_data_dir`: hidden before the first restart, so a scenario that never restarts

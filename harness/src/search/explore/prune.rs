@@ -133,6 +133,8 @@ mod tests {
             boundaries: boundary.map(|b| crate::scenario::Anchor::at(b, "charge".into(), 1)).into_iter().collect(),
             state: CrashState { durable, sent, synced: 0 },
             what: String::new(),
+            thread: None,
+            step: None,
         };
         let points = [
             at(PointKind::Sync, When::Before, 1, 3, 0, None),

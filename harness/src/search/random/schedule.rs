@@ -272,6 +272,7 @@ fn drawn(
         deadline: Duration::from_secs(5),
         catches: Vec::new(),
         missing_data_dir: false,
+        schedule: None,
         needs_services: false,
     }
 }

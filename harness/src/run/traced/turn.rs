@@ -1,0 +1,259 @@
+//! The harness's turn in a controlled schedule (`crate::tracer`'s `schedule`): before the tracer
+//! lets the next held call of the runtime go, the harness delivers what it is about to send and
+//! acts on what the runtime answered, so that its own requests land at the same place in the
+//! order in every run.
+//!
+//! The tracer says `{"settled":{"step":S,"held":N,"heard":H,"said":A,"waiting":W}}` when the runtime
+//! settled, and waits for `{"action":"decide"}` (let one call go) or `{"action":"settle"}` (look
+//! again: the harness is not done). `heard` counts the runtime's receives on sockets that are
+//! neither the world's nor Unix ones — its API's, reading the harness's requests —, `said` its
+//! sends on them (its answers) and `waiting` the bytes unread on them.
+//!
+//! The driver says what it is doing:
+//! - [`Turn::submitting`], just before a submission: it waits for the next settled report (the
+//!   tracer reports an idle runtime too, every `IDLE_LOOK`), answers it `settle`, and sends, so
+//!   that the request lands while every thread is held or asleep rather than while one runs;
+//!   then, until the runtime has read it (`heard`
+//!   grows) or it waits in the socket the runtime read the last one from (`waiting`: `FIONREAD`
+//!   there; a runtime whose every IO thread is held — tokio's workers read sockets between tasks
+//!   — reads it only once a call goes), no call goes: else the request would land after
+//!   whichever calls went meanwhile. On a new connection neither shows until it is read: past
+//!   [`DELIVERY_GRACE`] the request is taken as in its socket;
+//! - then, until the driver has the answer: if the runtime sent an answer (`said` grew), no call
+//!   goes until the driver has it; if not, the runtime must go on to answer;
+//! - [`Turn::answered`], once the answer is in: the driver acts on it (fires an `after_submit`
+//!   kill, submits the next one) before any call goes;
+//! - [`Turn::waiting`], when it waits on the runtime (a wave settling, a restart).
+//!
+//! Each wait has a deadline (a runtime that never reads, a driver that never acts), past which
+//! the call goes and the run is no longer sure to replay: counted in [`Turn::overdue`]. Left
+//! open: a request on a new connection the harness's client has not written within
+//! [`DELIVERY_GRACE`] while every thread of the runtime that could read it is held.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// How long a submission not yet read by the runtime is waited for before it is taken as in the
+/// runtime's socket (see the file's comment).
+pub const DELIVERY_GRACE: Duration = Duration::from_millis(300);
+
+/// How long the runtime has to read a submission, or the driver to act, before calls go anyway.
+pub const TURN_LIMIT: Duration = Duration::from_secs(2);
+
+/// One settled report of the tracer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+pub struct Settled {
+    pub step: u64,
+    pub held: usize,
+    pub heard: u64,
+    #[serde(default)]
+    pub said: u64,
+    /// Bytes unread in the sockets the runtime read the harness's requests from.
+    #[serde(default)]
+    pub waiting: u64,
+}
+
+/// A line of the tracer that is not a point.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct SettledLine {
+    pub(super) settled: Settled,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    Nothing,
+    /// The driver has a submission to send and waits for the runtime to settle.
+    Ready,
+    /// A submission sent at `since`, when the runtime had `heard` receives.
+    Delivery {
+        heard: u64,
+        since: Instant,
+    },
+    /// A submission read by the runtime (at `since`), its answer not yet in the driver's hands;
+    /// the runtime had `said` sends before it.
+    Answer {
+        said: u64,
+        since: Instant,
+    },
+    Acting {
+        since: Instant,
+    },
+}
+
+/// What the driver and the tracer's answering task share in a scheduled run.
+#[derive(Debug)]
+pub struct Turn {
+    expect: Mutex<Expect>,
+    changed: Notify,
+    heard: AtomicU64,
+    said: AtomicU64,
+    overdue: AtomicU64,
+    /// Settled reports answered so far.
+    reports: AtomicU64,
+    /// Told at every settled report answered.
+    settled: Notify,
+}
+
+impl Default for Turn {
+    fn default() -> Turn {
+        Turn {
+            expect: Mutex::new(Expect::Nothing),
+            changed: Notify::new(),
+            heard: AtomicU64::new(0),
+            said: AtomicU64::new(0),
+            overdue: AtomicU64::new(0),
+            reports: AtomicU64::new(0),
+            settled: Notify::new(),
+        }
+    }
+}
+
+impl Turn {
+    fn set(&self, expect: Expect) {
+        *self.expect.lock().unwrap_or_else(|p| p.into_inner()) = expect;
+        self.changed.notify_waiters();
+    }
+
+    /// Before a submission: waits for a settled report after this call (answered `settle`: no
+    /// call goes), so the request lands at a settled point of the order, not while a thread runs
+    /// (an idle runtime is reported every `IDLE_LOOK` of the tracer); then holds every call until
+    /// the runtime has the request. Past [`TURN_LIMIT`] it is sent anyway (counted).
+    pub async fn submitting(&self) {
+        let since = Instant::now();
+        let before = self.reports.load(Ordering::SeqCst);
+        self.set(Expect::Ready);
+        loop {
+            let settled = self.settled.notified();
+            if self.reports.load(Ordering::SeqCst) > before {
+                break;
+            }
+            let left = TURN_LIMIT.saturating_sub(since.elapsed());
+            if left.is_zero() || tokio::time::timeout(left, settled).await.is_err() {
+                self.overdue.fetch_add(1, Ordering::SeqCst);
+                break;
+            }
+        }
+        self.set(Expect::Delivery { heard: self.heard.load(Ordering::SeqCst), since: Instant::now() });
+    }
+
+    pub fn answered(&self) {
+        self.set(Expect::Acting { since: Instant::now() });
+    }
+
+    pub fn waiting(&self) {
+        self.set(Expect::Nothing);
+    }
+
+    /// Turns whose deadline passed (the run may not replay).
+    pub fn overdue(&self) -> u64 {
+        self.overdue.load(Ordering::SeqCst)
+    }
+
+    /// Whether a call may go now, at a settled runtime that has `heard` receives and `said`
+    /// sends on the API's sockets.
+    fn decide(&self, (heard, said, waiting): (u64, u64, u64)) -> bool {
+        self.heard.store(heard, Ordering::SeqCst);
+        self.said.store(said, Ordering::SeqCst);
+        let now = Instant::now();
+        let mut expect = self.expect.lock().unwrap_or_else(|p| p.into_inner());
+        let late = |since: Instant, limit: Duration| {
+            let late = now.duration_since(since) >= limit;
+            if late && limit == TURN_LIMIT {
+                self.overdue.fetch_add(1, Ordering::SeqCst);
+            }
+            late
+        };
+        // Counted from when the runtime has the request: its sends until then (the answer to
+        // the driver's previous request, read by the tracer after its last report) are not it.
+        if let Expect::Delivery { heard: before, since, .. } = *expect
+            && (heard > before || waiting > 0 || late(since, DELIVERY_GRACE))
+        {
+            *expect = Expect::Answer { said, since: now };
+        }
+        match *expect {
+            Expect::Nothing => true,
+            Expect::Ready | Expect::Delivery { .. } => false,
+            // The runtime has not answered: it must go on to.
+            Expect::Answer { said: before, .. } if said <= before => true,
+            // It answered: the driver reads the answer and acts on it first.
+            Expect::Answer { since, .. } | Expect::Acting { since } => late(since, TURN_LIMIT),
+        }
+    }
+
+    /// The answer to one settled report: `decide` when a call may go, else `settle` once the
+    /// driver moved on or a moment passed (the tracer looks again and reports again).
+    pub(super) async fn reply(&self, settled: Settled) -> &'static [u8] {
+        let decide = self.decide((settled.heard, settled.said, settled.waiting));
+        // Counted only once answered `settle` in `Ready` (a report answered before `Ready` may
+        // have let a call go).
+        if !decide {
+            self.reports.fetch_add(1, Ordering::SeqCst);
+            self.settled.notify_waiters();
+        }
+        if decide {
+            return b"{\"action\":\"decide\"}\n";
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(1), self.changed.notified()).await;
+        b"{\"action\":\"settle\"}\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submission_holds_the_calls_until_the_runtime_read_it_and_the_driver_acted_on_its_answer() {
+        let turn = Turn::default();
+        assert!(turn.decide((4, 1, 0)), "nothing expected: a call goes");
+        turn.set(Expect::Delivery { heard: 4, since: Instant::now() });
+        assert!(!turn.decide((4, 1, 0)), "the runtime has not read the submission yet");
+        assert!(turn.decide((4, 1, 310)), "in its socket, unread: delivered, and not answered: a call goes");
+        assert!(turn.decide((5, 1, 0)), "read, not answered: the runtime goes on to answer");
+        assert!(!turn.decide((5, 2, 0)), "answered: the driver acts on the answer first");
+        turn.answered();
+        assert!(!turn.decide((5, 2, 0)), "the driver acts on the answer first");
+        turn.waiting();
+        assert!(turn.decide((5, 2, 0)));
+        assert_eq!(turn.overdue(), 0);
+    }
+
+    #[test]
+    fn a_submission_the_runtime_cannot_read_yet_is_taken_as_delivered_after_the_grace() {
+        let turn = Turn::default();
+        turn.set(Expect::Delivery { heard: 0, since: Instant::now() });
+        assert!(!turn.decide((0, 0, 0)));
+        let deadline = Instant::now() + DELIVERY_GRACE;
+        // Waits out the grace on the clock: the grace is what is under test.
+        while Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(turn.decide((0, 0, 0)), "past the grace the request is in the runtime's socket: a call goes");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_submission_waits_for_a_settled_runtime_and_holds_it_meanwhile() {
+        let turn = std::sync::Arc::new(Turn::default());
+        let driver = tokio::spawn({
+            let turn = turn.clone();
+            async move { turn.submitting().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!driver.is_finished(), "no settled report yet: the driver waits");
+        let report = Settled { step: 7, held: 2, heard: 0, said: 0, waiting: 0 };
+        assert_eq!(turn.reply(report).await, b"{\"action\":\"settle\"}\n", "no call goes while the driver sends");
+        tokio::time::timeout(TURN_LIMIT, driver).await.expect("the driver went on once the runtime settled").unwrap();
+        assert!(matches!(*turn.expect.lock().unwrap(), Expect::Delivery { .. }));
+        assert_eq!(turn.overdue(), 0);
+    }
+
+    #[test]
+    fn a_settled_line_is_told_from_a_point() {
+        let line: SettledLine =
+            serde_json::from_str(r#"{"settled":{"step":3,"held":2,"heard":7,"said":1,"waiting":0}}"#).unwrap();
+        assert_eq!(line.settled, Settled { step: 3, held: 2, heard: 7, said: 1, waiting: 0 });
+        assert!(serde_json::from_str::<SettledLine>(r#"{"n":1,"when":"before"}"#).is_err());
+    }
+}

@@ -1,0 +1,71 @@
+//! Explore over schedules: one scenario run under a controlled schedule for every seed of a
+//! budget (PCT, Burckhardt et al. 2010: a bug that needs `d` ordering constraints among `n`
+//! parties over `k` steps shows in one run with probability at least `1 / (n · k^(d-1))`; at
+//! depth 1, two racing parties, a seed finds either order with probability 1/2 and `b` seeds
+//! miss one with probability `2^-b`). Each run's order — the crash-point calls in the order they
+//! went, with their threads — is kept, and the number of distinct orders covered is told.
+//!
+//! The seeds are 1, 2, …: the same budget tries the same schedules in every exploration, so a
+//! bad order found once is found every time, where the schedule replays (see
+//! `crate::tracer`'s `schedule` for where it does not yet).
+
+use crate::judge::run_scenario;
+use crate::model::invariant::Invariant;
+use crate::run::driver::RunOptions;
+use crate::run::incarnation::Target;
+use crate::scenario::Scenario;
+use crate::tracer::{Schedule, When};
+use std::collections::{BTreeSet, HashSet};
+
+/// One seed's run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleRun {
+    pub schedule: Schedule,
+    /// Empty: it passed.
+    pub violated: BTreeSet<Invariant>,
+    /// The calls in the order they went: `incarnation/thread what`, one per decision.
+    pub order: Vec<String>,
+}
+
+/// What an exploration over schedules found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleExploration {
+    pub runs: Vec<ScheduleRun>,
+    /// Distinct orders among the runs.
+    pub distinct_orders: usize,
+}
+
+impl ScheduleExploration {
+    /// The first failing run's schedule, and `scenario` pinned to it: the case to write.
+    pub fn first_failure(&self, scenario: &Scenario) -> Option<(Schedule, Scenario)> {
+        let run = self.runs.iter().find(|r| !r.violated.is_empty())?;
+        Some((run.schedule, Scenario { schedule: Some(run.schedule), ..scenario.clone() }))
+    }
+}
+
+/// Runs `scenario` under seeds `1..=budget` at `depth` (a run that cannot start is an error).
+pub fn explore_schedules(
+    scenario: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    budget: u64,
+    depth: u32,
+) -> std::io::Result<ScheduleExploration> {
+    let mut exploration = ScheduleExploration::default();
+    let mut orders = HashSet::new();
+    for seed in 1..=budget {
+        let schedule = Schedule { depth, ..Schedule::seeded(seed) };
+        let pinned = Scenario { schedule: Some(schedule), ..scenario.clone() };
+        let (verdict, run) = run_scenario(&pinned, target, options)?;
+        let order: Vec<String> = run
+            .syscall_points
+            .iter()
+            .filter(|p| p.when == When::Before && p.step.is_some())
+            .map(|p| format!("{}/{} {}", p.incarnation, p.thread.as_deref().unwrap_or("?"), p.what))
+            .collect();
+        orders.insert(order.clone());
+        exploration.runs.push(ScheduleRun { schedule, violated: verdict.failed_invariants(), order });
+    }
+    exploration.distinct_orders = orders.len();
+    Ok(exploration)
+}

@@ -1,0 +1,172 @@
+//! The runtime's threads as the schedule sees them: a label each that does not depend on thread
+//! ids (the n-th thread a thread started: `main.2.1`), and what each is doing now, read from
+//! `/proc` (its state, and for a sleeping one the call it sleeps in).
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Every traced thread alive, with its label.
+#[derive(Debug, Default)]
+pub(in crate::tracer) struct Threads {
+    labels: BTreeMap<i32, String>,
+    /// How many threads (or processes) each one started so far.
+    started: HashMap<i32, u32>,
+}
+
+impl Threads {
+    pub(in crate::tracer) fn root(&mut self, pid: i32) {
+        self.labels.insert(pid, "main".to_owned());
+    }
+
+    /// `parent` started `child` (a PTRACE_EVENT_CLONE, FORK or VFORK stop of the parent). The
+    /// child's own first stop may come first: it is live already, and labelled here.
+    pub(in crate::tracer) fn started(&mut self, parent: i32, child: i32) {
+        let n = {
+            let n = self.started.entry(parent).or_default();
+            *n += 1;
+            *n
+        };
+        let label = format!("{}.{n}", self.label(parent));
+        self.labels.insert(child, label);
+    }
+
+    /// A stop of a thread not seen yet (its parent's event still to come): live, label unknown.
+    pub(in crate::tracer) fn seen(&mut self, tid: i32) {
+        self.labels.entry(tid).or_insert_with(|| format!("tid{tid}"));
+    }
+
+    pub(in crate::tracer) fn gone(&mut self, tid: i32) {
+        self.labels.remove(&tid);
+    }
+
+    pub(in crate::tracer) fn label(&self, tid: i32) -> String {
+        self.labels.get(&tid).cloned().unwrap_or_else(|| format!("tid{tid}"))
+    }
+
+    pub(in crate::tracer) fn live(&self) -> impl Iterator<Item = i32> + '_ {
+        self.labels.keys().copied()
+    }
+}
+
+/// What a thread is doing, from `/proc/<tid>/stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Activity {
+    /// On a CPU or waiting for one (`R`), or in uninterruptible sleep (`D`: a disk write it will
+    /// finish by itself): it will reach a traced call or sleep soon.
+    Running,
+    /// Stopped: by the tracer (`t`: held, or at a stop not yet taken) or its group (`T`).
+    Stopped,
+    /// Asleep (`S`, `I`) in the kernel: a futex, a poll, a timer, a receive.
+    Asleep,
+    /// Gone, or a zombie.
+    Gone,
+}
+
+pub(super) fn activity(tid: i32) -> Activity {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{tid}/stat")) else { return Activity::Gone };
+    // The state is the first field after the command's closing parenthesis.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    match state {
+        Some('R' | 'D' | 'W') => Activity::Running,
+        Some('t' | 'T') => Activity::Stopped,
+        Some('S' | 'I') => Activity::Asleep,
+        _ => Activity::Gone,
+    }
+}
+
+/// The socket inode behind `fd` of `tid`, if it is a socket.
+pub(super) fn socket_inode(tid: i32, fd: i64) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
+    let text = link.to_str()?;
+    text.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Bytes received and not yet read on file descriptor `fd` of thread `tid` (a socket): the
+/// descriptor is copied into the tracer (`pidfd_getfd`, which a tracer may do) and asked
+/// (`FIONREAD`). `None` when it cannot be (the thread is gone, an old kernel).
+pub(super) fn unread(tid: i32, fd: i32) -> Option<u64> {
+    // SAFETY: raw system calls on ids we own; every fd opened here is closed here.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
+        if pidfd < 0 {
+            return None;
+        }
+        let copy = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32;
+        libc::close(pidfd);
+        if copy < 0 {
+            return None;
+        }
+        let mut n: libc::c_int = 0;
+        let ok = libc::ioctl(copy, libc::FIONREAD, &mut n) == 0;
+        libc::close(copy);
+        ok.then_some(n as u64)
+    }
+}
+
+/// Whether socket `inode` (of process `pid`) is a Unix-domain one: the probe's, or another
+/// process of the harness's side. Its peer is the harness: an answer is on its way.
+pub(super) fn is_unix(pid: i32, inode: u64) -> bool {
+    let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/net/unix")) else { return false };
+    // Columns: Num RefCount Protocol Flags Type St Inode Path.
+    table.lines().skip(1).any(|line| line.split_whitespace().nth(6).and_then(|w| w.parse::<u64>().ok()) == Some(inode))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The socket a thread asleep in a receive (per `/proc/<tid>/syscall`) reads.
+    fn socket_of_read(tid: i32) -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{tid}/syscall")).ok()?;
+        let mut words = text.split_whitespace();
+        let call = words.next()?.parse::<i64>().ok()?;
+        [libc::SYS_read, libc::SYS_recvfrom].contains(&call).then_some(())?;
+        let fd = i64::from_str_radix(words.next()?.trim_start_matches("0x"), 16).ok()?;
+        socket_inode(tid, fd)
+    }
+
+    #[test]
+    fn labels_follow_who_started_whom_not_thread_ids() {
+        let mut threads = Threads::default();
+        threads.root(900);
+        threads.started(900, 1234);
+        threads.started(900, 1200);
+        threads.started(1234, 5000);
+        assert_eq!(
+            [threads.label(1234), threads.label(1200), threads.label(5000)],
+            ["main.1", "main.2", "main.1.1"].map(String::from)
+        );
+        threads.gone(1200);
+        assert_eq!(threads.live().collect::<Vec<_>>(), vec![900, 1234, 5000]);
+    }
+
+    #[test]
+    fn a_thread_asleep_in_a_read_is_told_from_one_running_and_its_socket_is_unix() {
+        // This test's own thread is running while it reads its stat.
+        let me = unsafe { libc::gettid() };
+        assert_eq!(activity(me), Activity::Running);
+        let (mut reader, _writer) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+        let sleeper = std::thread::spawn(move || {
+            use std::io::Read;
+            let tid = unsafe { libc::gettid() };
+            let mut byte = [0u8; 1];
+            (tid, reader.read(&mut byte).ok())
+        });
+        // Its tid is not known until it ends: find it among this process's threads, asleep in read.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let found = loop {
+            let tasks = std::fs::read_dir("/proc/self/task").expect("our threads");
+            let asleep = tasks
+                .filter_map(|t| t.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .find(|&tid| tid != me && activity(tid) == Activity::Asleep && socket_of_read(tid).is_some());
+            if let Some(tid) = asleep {
+                break tid;
+            }
+            assert!(std::time::Instant::now() < deadline, "waited 5 s for the thread to sleep in read");
+            std::thread::yield_now();
+        };
+        let inode = socket_of_read(found).expect("it reads a socket");
+        assert!(is_unix(std::process::id() as i32, inode), "a socket pair is Unix-domain");
+        drop(_writer);
+        assert_eq!(sleeper.join().expect("the reader ends").0, found);
+    }
+}
