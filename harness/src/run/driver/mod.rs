@@ -29,6 +29,7 @@ mod fingerprint;
 mod finish;
 mod freeze;
 mod missing_dir;
+mod rebuild;
 pub mod record;
 mod restart;
 mod resume;
@@ -43,6 +44,7 @@ mod windows;
 mod workload;
 
 pub use abort::Abort;
+pub use rebuild::RESTORED_VARIABLE;
 pub use fingerprint::Fingerprint;
 pub use record::{Happening, Hit, Mark, Refusal, Release, Run, RunOptions};
 pub use setup::environment;
@@ -140,14 +142,23 @@ async fn play(
     // caller said so once); a scenario with syscall faults cannot run at all.
     // A machine crash needs the tracer too: only it sees what the runtime synced.
     let permitted = crate::run::traced::permitted();
-    let machine = options.crash == Crash::Machine;
+    let machine = options.crash.traced();
+    if options.crash == Crash::Restore && !options.services.is_empty() {
+        ground.world.shutdown().await;
+        let why = "restores (--crash restore) cannot be run with services yet: a server's backup is not modelled";
+        return Err(std::io::Error::other(why));
+    }
     if let (Err(why), true) = (&permitted, !scenario.syscall_faults.is_empty() || machine) {
         ground.world.shutdown().await;
-        let what = if machine { "machine crashes (--crash machine)" } else { "this scenario's [[syscall_fault]]s" };
+        let what = match options.crash {
+            Crash::Restore => "restores (--crash restore)",
+            Crash::Machine => "machine crashes (--crash machine)",
+            Crash::Process => "this scenario's [[syscall_fault]]s",
+        };
         return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
     }
     // A power loss takes the services too: each runs under the tracer (checked just above).
-    let powered = machine.then(|| setup::machine(&artifacts));
+    let powered = (options.crash == Crash::Machine).then(|| setup::machine(&artifacts));
     let (services, service_starts) = match services::start(&options.services, &artifacts, &ground, powered).await {
         Ok(started) => started,
         Err((timeline, why)) => {
@@ -172,7 +183,11 @@ async fn play(
     let tracing = wanted && permitted.is_ok();
     // From a built state the data dir is already what the crash left (a power loss's, in machine
     // mode): it is the new baseline, as after a re-run's restore.
-    let power_loss = if machine && tracing { Some(PowerLoss::new(&ground.data)?) } else { None };
+    let power_loss = match (machine && tracing, options.crash) {
+        (true, Crash::Restore) => Some(PowerLoss::new(&ground.data)?.keeping_backups()),
+        (true, _) => Some(PowerLoss::new(&ground.data)?),
+        (false, _) => None,
+    };
     let resumed = start.from;
     let (mut tracer, traced_target) = match tracing {
         true => Tracer::start(&artifacts, scenario, &mut env, target, power_loss, resumed)

@@ -247,6 +247,7 @@ fn drawn(operations: Vec<Operation>, faults: Vec<Fault>, consumer_faults: Vec<Co
         catches: Vec::new(),
         missing_data_dir: false,
         needs_services: false,
+        restore_lag: None,
     }
 }
 
