@@ -152,6 +152,18 @@ async fn run(broken: Option<Broken>) -> Result<()> {
         // BROKEN: commits stay in the page cache; a power loss takes what the 202 promised.
         store.unsynced()?;
     }
+    match broken {
+        Some(Broken::RandomKey) => store = store.drawing_keys(store::Keys::DrawnProvider),
+        Some(Broken::RekeyedOutbox) => store = store.drawing_keys(store::Keys::DrawnDelivery),
+        _ => {}
+    }
+    if let Some(signal) = &config.restored {
+        // Before the ready line: from here on nothing is sent for an operation the lost host may
+        // have sent without a lookup first, whatever happens to this incarnation.
+        for id in store.mark_restored(signal)? {
+            eprintln!("{id} restored ({signal}): the lost host may have attempted it; looked up first");
+        }
+    }
     let store = Arc::new(store);
     worker::recover(&store, broken)?;
 

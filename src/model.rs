@@ -227,6 +227,9 @@ pub struct Operation {
     pub provider_ref: Option<String>,
     pub result: Option<Value>,
     pub failure_reason: Option<String>,
+    /// A restore may have lost an attempt of this operation: nothing may be sent for it before a
+    /// lookup says no effect happened (or, for a kind without one, ever: it pauses).
+    pub maybe_sent: bool,
 }
 
 impl Operation {
@@ -295,6 +298,9 @@ pub enum AuditEvent {
     DeliveryAcked,
     DeliveryRetry,
     DeliveryDeadLettered,
+    /// The incarnation started on a restored backup, and the operation may have been attempted
+    /// after it: looked up before anything is sent.
+    Restored,
 }
 
 impl AuditEvent {
@@ -316,6 +322,7 @@ impl AuditEvent {
             Self::DeliveryAcked => "delivery_acked",
             Self::DeliveryRetry => "delivery_retry",
             Self::DeliveryDeadLettered => "delivery_dead_lettered",
+            Self::Restored => "restored",
         }
     }
 }

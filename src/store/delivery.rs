@@ -149,7 +149,7 @@ fn delivery_transition(tx: &Connection, delivery: &Delivery, from: &[DeliverySta
 }
 
 /// One `PENDING` delivery per destination, due at once.
-pub(super) fn write_deliveries(tx: &Connection, operation: &Operation, now: SystemTime) -> Result<()> {
+pub(super) fn write_deliveries(tx: &Connection, operation: &Operation, now: SystemTime, key: &str) -> Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO deliveries (operation_id, destination, state, attempts, next_attempt_at,
              idempotency_key)
@@ -161,7 +161,7 @@ pub(super) fn write_deliveries(tx: &Connection, operation: &Operation, now: Syst
             destination,
             DeliveryState::Pending,
             epoch_millis(now),
-            operation.delivery_key(),
+            key,
         ])?;
     }
     Ok(())

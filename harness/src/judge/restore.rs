@@ -1,0 +1,45 @@
+//! What a restore (`--crash restore`) changes in the judging (CONTRACT.md section 13): what no
+//! runtime can be owed once its state went back in time while the world's did not — counts of
+//! what the lost host did, and an operation of a kind without lookup that the backup forgot and a
+//! client submitted again — is reported as a risk of the tool kind, not as a violation. Every
+//! other invariant holds in full: a repeated effect a lookup would have prevented, a second key,
+//! a send a revocation forbade, are violations.
+
+use super::verdict::RestoreRisk;
+use crate::model::crash::Crash;
+use crate::run::driver::{Happening, Run};
+use crate::scenario::{Operation, Scenario};
+use fake_tool::ToolKind;
+
+/// Whether the run's kills were restores.
+pub(super) fn restored(run: &Run) -> bool {
+    run.crash == Crash::Restore
+}
+
+/// Whether a restore's backup forgot `op` and a client submitted it again.
+fn resubmitted(run: &Run, op: &str) -> bool {
+    run.timeline
+        .iter()
+        .any(|m| matches!(&m.happening, Happening::ResubmittedAfterRestore { operation, .. } if operation == op))
+}
+
+/// Whether `op` may be executed again without a violation: its kind has no lookup and a restore
+/// forgot it (§13-6). The runtime that takes it back cannot tell a client's retry from a new
+/// operation, nor ask the provider what the lost host sent.
+pub(super) fn excused(run: &Run, op: &Operation) -> bool {
+    restored(run) && op.tool == ToolKind::NonIdempotentNoLookup && resubmitted(run, &op.id)
+}
+
+/// The risks a restore showed: one per operation it excused, with the effects the provider
+/// applied for it.
+pub(super) fn risks(scenario: &Scenario, run: &Run) -> Vec<RestoreRisk> {
+    scenario
+        .operations
+        .iter()
+        .filter(|op| excused(run, op))
+        .map(|op| {
+            let effects = super::ledger::OperationLedger::of(&run.ledger, &op.id).applied().len();
+            RestoreRisk { operation: op.id.clone(), tool: op.tool.as_str().to_owned(), effects }
+        })
+        .collect()
+}
