@@ -227,9 +227,37 @@ pub struct Operation {
     pub provider_ref: Option<String>,
     pub result: Option<Value>,
     pub failure_reason: Option<String>,
-    /// A restore may have lost an attempt of this operation: nothing may be sent for it before a
-    /// lookup says no effect happened (or, for a kind without one, ever: it pauses).
-    pub maybe_sent: bool,
+    /// Whether a restore may have outrun this operation (CONTRACT.md section 13).
+    pub outrun: Outrun,
+}
+
+/// Whether the lost host may have attempted an operation the restored store holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outrun {
+    No,
+    /// It was in the backup, not yet attempted: the lost host may have attempted it since.
+    InBackup,
+    /// Accepted after the restore: perhaps a client's retry of one the backup forgot, perhaps
+    /// new. A kind with no lookup cannot tell, and goes ahead (§13-6).
+    Resubmitted,
+}
+
+impl Outrun {
+    pub fn column(self) -> u8 {
+        match self {
+            Outrun::No => 0,
+            Outrun::InBackup => 1,
+            Outrun::Resubmitted => 2,
+        }
+    }
+
+    pub fn of_column(value: u8) -> Outrun {
+        match value {
+            1 => Outrun::InBackup,
+            2 => Outrun::Resubmitted,
+            _ => Outrun::No,
+        }
+    }
 }
 
 impl Operation {

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::delivery::write_deliveries;
 use super::sql::{NOW, append_audit};
 use super::{Store, Submitted};
-use crate::model::{AuditEvent, Decision, Effect, ExecutionState, Operation, Recovery, Submission, ToolKind, Work};
+use crate::model::{AuditEvent, Decision, Effect, ExecutionState, Operation, Outrun, Submission, ToolKind, Work};
 
 /// How a submission's tool call or task is stored: a task has no tool until it is decided.
 struct Columns<'a> {
@@ -83,11 +83,11 @@ impl Store {
                     request_hash,
                     ExecutionState::IntentRecorded,
                     self.provider_key(submission.idempotency_key()),
-                    // Accepted after a restore, it may be one the lost host sent: its outcome is
-                    // unknown until looked up (or, safely repeatable, until attempted); a kind
-                    // with neither cannot tell a client's retry from a new operation, and goes
-                    // ahead (CONTRACT.md §13-6: a risk, not owed).
-                    self.is_restored() && work.tool_kind.is_none_or(|k| k.recovery() != Recovery::Pause),
+                    // Accepted after a restore, it may be one the lost host sent (CONTRACT.md §13).
+                    match self.is_restored() {
+                        true => Outrun::Resubmitted.column(),
+                        false => Outrun::No.column(),
+                    },
                 ],
             )?;
             append_audit(

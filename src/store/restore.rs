@@ -8,23 +8,27 @@ use anyhow::Result;
 
 use super::sql::append_audit;
 use super::{Keys, Store};
-use crate::model::{AuditEvent, ExecutionState, Operation};
+use crate::model::{AuditEvent, ExecutionState, Operation, Outrun};
 
 impl Store {
     /// Started on a restored backup (`signal`, `KILLPOINT_RESTORED`'s value): every operation
-    /// still `INTENT_RECORDED` may have been attempted by the lost host after the backup, and so
-    /// may every one a client submits from now on (the backup forgot them, the world did not).
+    /// still `INTENT_RECORDED` may have been attempted by the lost host after the backup — one it
+    /// had accepted after an earlier restore too — and so may every one a client submits from now
+    /// on (the backup forgot them, the world did not).
     /// Durable before the ready line, so an incarnation after this one still knows. Returns the
     /// operations it marked.
     pub fn mark_restored(&mut self, signal: &str) -> Result<Vec<String>> {
         self.restored = true;
         self.write(|tx| {
             let ids: Vec<String> = tx
-                .prepare("SELECT operation_id FROM agent_operations WHERE execution_state = ?1 AND maybe_sent = 0")?
+                .prepare("SELECT operation_id FROM agent_operations WHERE execution_state = ?1")?
                 .query_map([ExecutionState::IntentRecorded], |row| row.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             for id in &ids {
-                tx.execute("UPDATE agent_operations SET maybe_sent = 1 WHERE operation_id = ?1", [id])?;
+                tx.execute(
+                    "UPDATE agent_operations SET maybe_sent = ?2 WHERE operation_id = ?1",
+                    rusqlite::params![id, Outrun::InBackup.column()],
+                )?;
                 let detail = format!("{signal}: the lost host may have attempted it after the backup; looked up first");
                 append_audit(tx, id, AuditEvent::Restored, &detail)?;
             }

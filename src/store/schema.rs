@@ -37,8 +37,8 @@ CREATE TABLE agent_operations (
     -- The result is kept once, here; every delivery reads it from this row when it is sent.
     result_json       TEXT,
     failure_reason    TEXT,
-    -- 1: a restore (KILLPOINT_RESTORED) may have lost this operation's attempts: the lost host
-    -- may have sent one after the backup. Looked up before the first attempt (CONTRACT.md §13).
+    -- A restore (KILLPOINT_RESTORED) may have lost this operation's attempts (model::Outrun):
+    -- 1 it was in the backup, 2 accepted after the restore. Reconciled before the first attempt.
     maybe_sent        INTEGER NOT NULL DEFAULT 0,
     created_at        TEXT NOT NULL,
     updated_at        TEXT NOT NULL

@@ -48,7 +48,7 @@ pub(super) fn operation_from_row(row: &Row<'_>) -> rusqlite::Result<Operation> {
         provider_ref: row.get(11)?,
         result: row.get::<_, Option<String>>(12)?.map(|text| parse_json(12, &text)).transpose()?,
         failure_reason: row.get(13)?,
-        maybe_sent: row.get(16)?,
+        outrun: crate::model::Outrun::of_column(row.get(16)?),
     })
 }
 

@@ -25,7 +25,7 @@ impl Shared {
         if operation.undecided() && !self.decide(operation).await? {
             return Ok(Next::Stop);
         }
-        if operation.maybe_sent && operation.execution == ExecutionState::IntentRecorded {
+        if self.outrun(operation)? {
             // Restored from a backup: the lost host may have sent an attempt this store forgot.
             return self.outrun_by_restore(operation);
         }

@@ -8,9 +8,25 @@
 use anyhow::Result;
 
 use super::{Next, Shared};
-use crate::model::{ExecutionState, Operation};
+use crate::model::{ExecutionState, Operation, Outrun, Recovery};
 
 impl Shared {
+    /// Whether the operation must be reconciled before its first attempt here: it may have been
+    /// sent by the lost host, and its kind can find out (a lookup), or must not guess (no lookup,
+    /// in the backup: paused). One accepted after the restore whose kind has no lookup cannot be
+    /// told from a new operation: it goes ahead (§13-6).
+    pub(super) fn outrun(&self, operation: &Operation) -> Result<bool> {
+        if operation.execution != ExecutionState::IntentRecorded {
+            return Ok(false);
+        }
+        let pauses = operation.decided_tool()?.kind.recovery() == Recovery::Pause;
+        Ok(match operation.outrun {
+            Outrun::No => false,
+            Outrun::InBackup => true,
+            Outrun::Resubmitted => !pauses,
+        })
+    }
+
     /// Makes the operation `UNKNOWN`: it is reconciled before any attempt.
     pub(super) fn outrun_by_restore(&self, operation: &mut Operation) -> Result<Next> {
         let id = &operation.id;

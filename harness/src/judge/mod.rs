@@ -96,6 +96,8 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         coverage::syscall_faults_reached(scenario, run, &skip, &mut violations);
         needs_probe_services = coverage::service_faults_reached(scenario, run, &mut violations);
     }
+    // A kind without lookup that a restore forgot cannot be owed once (§13-6): a risk, reported.
+    restore::forgive(scenario, run, &mut violations);
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
     let reasked = decisions::reasked(scenario, run);
@@ -136,12 +138,9 @@ fn check_operation(
     let mut found = |breach: rules::breach::Breach, message: String, proof: Vec<String>| {
         violations.push(Violation::new(breach, Some(op.id.clone()), message, proof));
     };
-    // A kind without lookup that a restore forgot cannot be owed once (§13-6): a risk, reported.
-    if !restore::excused(run, op) {
-        execution::at_most_once(op, &ledger, &mut found);
-        execution::no_blind_retry(op, &ledger, run, &mut found);
-    }
+    execution::at_most_once(op, &ledger, &mut found);
     execution::stable_keys(op, &ledger, &mut found);
+    execution::no_blind_retry(op, &ledger, run, &mut found);
     execution::no_execution_for_delivery(op, &ledger, run, &mut found);
     delivery::delivered_once(scenario, op, &ledger, run, in_flight, report, &mut found);
     policy::policy_respected(op, &ledger, run, report, &mut found);

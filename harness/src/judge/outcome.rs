@@ -75,6 +75,11 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
         .any(|(i, f)| f.operation == op.id && super::synced::commit_unsynced(run, i, f));
     // A restore may have outrun any operation of a kind without lookup: it pauses (§13-4).
     let outrun = super::restore::restored(run) && op.tool == ToolKind::NonIdempotentNoLookup;
+    // Forgotten and taken for new, a safely repeatable one refused meanwhile ends FAILED: the
+    // runtime cannot know its first attempt (§13-6).
+    if super::restore::restored(run) && op.tool == ToolKind::SafelyRepeatable && op.expect == Outcome::Paused {
+        return None;
+    }
     let weaker =
         unsynced || outrun || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
     Some(match op.expect {

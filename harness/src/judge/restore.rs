@@ -5,15 +5,21 @@
 //! other invariant holds in full: a repeated effect a lookup would have prevented, a second key,
 //! a send a revocation forbade, are violations.
 
-use super::verdict::RestoreRisk;
+use super::verdict::{RestoreRisk, Violation};
+use crate::model::invariant::Invariant;
 use crate::model::crash::Crash;
 use crate::run::driver::{Happening, Run};
 use crate::scenario::{Operation, Scenario};
-use fake_tool::ToolKind;
 
 /// Whether the run's kills were restores.
 pub(super) fn restored(run: &Run) -> bool {
     run.crash == Crash::Restore
+}
+
+/// Whether a fault narrowed to an `attempt` may go unreached for want of its number: after a
+/// restore the runtime numbers attempts from its backup's count, behind the world's (§13-7).
+pub(super) fn renumbered(run: &Run, fault: &crate::scenario::Fault) -> bool {
+    restored(run) && fault.attempt.is_some()
 }
 
 /// Whether a restore's backup forgot `op` and a client submitted it again.
@@ -26,12 +32,26 @@ fn resubmitted(run: &Run, op: &str) -> bool {
 /// Whether `op` may be executed again without a violation: its kind has no lookup and a restore
 /// forgot it (§13-6). The runtime that takes it back cannot tell a client's retry from a new
 /// operation, nor ask the provider what the lost host sent.
-pub(super) fn excused(run: &Run, op: &Operation) -> bool {
-    restored(run) && op.tool == ToolKind::NonIdempotentNoLookup && resubmitted(run, &op.id)
+fn excused(run: &Run, op: &Operation) -> bool {
+    restored(run) && !op.tool.supports_lookup() && resubmitted(run, &op.id)
 }
 
-/// The risks a restore showed: one per operation it excused, with the effects the provider
-/// applied for it.
+/// The invariants an excused operation's execution again breaks: none is held against the
+/// runtime (the risk is reported instead). Every other invariant still holds it.
+const FORGIVEN: [Invariant; 4] =
+    [Invariant::AtMostOnce, Invariant::NoBlindRetry, Invariant::NoExecutionForDelivery, Invariant::OneDecision];
+
+/// Drops the violations of [`FORGIVEN`] invariants by operations a restore excused.
+pub(super) fn forgive(scenario: &Scenario, run: &Run, violations: &mut Vec<Violation>) {
+    let excused: Vec<&str> =
+        scenario.operations.iter().filter(|op| excused(run, op)).map(|op| op.id.as_str()).collect();
+    violations.retain(|v| {
+        !(FORGIVEN.contains(&v.invariant) && v.operation.as_deref().is_some_and(|op| excused.contains(&op)))
+    });
+}
+
+/// The risks a restore showed: one per operation it excused (a kind without lookup, forgotten),
+/// with the effects the provider applied for it.
 pub(super) fn risks(scenario: &Scenario, run: &Run) -> Vec<RestoreRisk> {
     scenario
         .operations
