@@ -238,7 +238,7 @@ pub enum Outrun {
     /// It was in the backup, not yet attempted: the lost host may have attempted it since.
     InBackup,
     /// Accepted after the restore: perhaps a client's retry of one the backup forgot, perhaps
-    /// new. A kind with no lookup cannot tell, and goes ahead (§13-6).
+    /// new. A kind with no lookup cannot tell, and goes ahead (CONTRACT.md section 13, "What cannot be owed").
     Resubmitted,
 }
 

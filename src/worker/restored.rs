@@ -14,7 +14,7 @@ impl Shared {
     /// Whether the operation must be reconciled before its first attempt here: it may have been
     /// sent by the lost host, and its kind can find out (a lookup), or must not guess (no lookup,
     /// in the backup: paused). One accepted after the restore whose kind has no lookup cannot be
-    /// told from a new operation: it goes ahead (§13-6).
+    /// told from a new operation: it goes ahead (CONTRACT.md section 13, "What cannot be owed").
     pub(super) fn outrun(&self, operation: &Operation) -> Result<bool> {
         if operation.execution != ExecutionState::IntentRecorded {
             return Ok(false);

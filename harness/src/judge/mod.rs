@@ -74,7 +74,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         check_operation(scenario, run, op, &in_flight, &mut violations);
     }
     submission::intent_durable(run, &mut violations);
-    // After a restore every count is the backup's, behind the world's (§13-7): not held.
+    // After a restore every count is the backup's, behind the world's (CONTRACT.md section 13, "What cannot be owed"): not held.
     if !restore::restored(run) {
         metrics::metrics_agree(scenario, run, &in_flight, &mut violations);
     }
@@ -96,13 +96,14 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         coverage::syscall_faults_reached(scenario, run, &skip, &mut violations);
         needs_probe_services = coverage::service_faults_reached(scenario, run, &mut violations);
     }
-    // A kind without lookup that a restore forgot cannot be owed once (§13-6): a risk, reported.
+    // A kind without lookup that a restore forgot cannot be owed once (CONTRACT.md section 13, "What cannot be owed"): a risk, reported.
     restore::forgive(scenario, run, &mut violations);
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
     let reasked = decisions::reasked(scenario, run);
     let services = service_rules::exercised(run);
     service_rules::name(&services, &mut violations);
+    restore::name(run, &mut violations);
     let mut exercises = rules::caught::exercised(scenario, run.crash);
     exercises.extend(services);
     exercises.sort_by_key(|id| rules::RULES.iter().position(|r| r.id == *id));

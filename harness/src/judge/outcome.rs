@@ -76,14 +76,14 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     // A restore may have outrun any operation of a kind without lookup: it pauses (§13-4).
     let outrun = super::restore::restored(run) && op.tool == ToolKind::NonIdempotentNoLookup;
     // Forgotten and taken for new, a safely repeatable one refused meanwhile ends FAILED: the
-    // runtime cannot know its first attempt (§13-6).
+    // runtime cannot know its first attempt (CONTRACT.md section 13, "What cannot be owed").
     if super::restore::restored(run) && op.tool == ToolKind::SafelyRepeatable && op.expect == Outcome::Paused {
         return None;
     }
     let weaker =
         unsynced || outrun || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
     Some(match op.expect {
-        // Forgotten by a restore and submitted again, a kind without lookup may run again (§13-6).
+        // Forgotten by a restore and submitted again, a kind without lookup may run again (CONTRACT.md section 13, "What cannot be owed").
         Outcome::Paused if outrun => Outcome::SucceededOrPaused,
         Outcome::Succeeded if weaker && !op.tool.supports_lookup() => Outcome::SucceededOrPaused,
         expect => expect,

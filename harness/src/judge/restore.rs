@@ -16,8 +16,37 @@ pub(super) fn restored(run: &Run) -> bool {
     run.crash == Crash::Restore
 }
 
+/// The rule of section 13 a violation of each invariant breaks in a restore run: a second key
+/// is one drawn, not derived (§13-1); an effect or attempt again is one not reconciled first
+/// (§13-3); an outcome otherwise, a kind without lookup not paused (§13-4); a send or attempt
+/// the policy did not allow, a decision the backup held (§13-5).
+const NAMED: [(Invariant, &str); 9] = [
+    (Invariant::StableProviderKey, "§13-1"),
+    (Invariant::StableDeliveryKey, "§13-1"),
+    (Invariant::DeliveredOnce, "§13-1"),
+    (Invariant::AtMostOnce, "§13-3"),
+    (Invariant::NoBlindRetry, "§13-3"),
+    (Invariant::NoExecutionForDelivery, "§13-3"),
+    (Invariant::ExpectedOutcome, "§13-4"),
+    (Invariant::PolicyChecked, "§13-5"),
+    (Invariant::PolicyRespected, "§13-5"),
+];
+
+/// In a restore run, a violation also breaks the rule of section 13 its invariant speaks for
+/// ([`NAMED`]): the restore is what the runtime failed.
+pub(super) fn name(run: &Run, violations: &mut [Violation]) {
+    if !restored(run) {
+        return;
+    }
+    for violation in violations {
+        if let Some((_, rule)) = NAMED.iter().find(|(i, _)| *i == violation.invariant) {
+            violation.also_breaks(rule);
+        }
+    }
+}
+
 /// Whether a fault narrowed to an `attempt` may go unreached for want of its number: after a
-/// restore the runtime numbers attempts from its backup's count, behind the world's (§13-7).
+/// restore the runtime numbers attempts from its backup's count, behind the world's (CONTRACT.md section 13, "What cannot be owed").
 pub(super) fn renumbered(run: &Run, fault: &crate::scenario::Fault) -> bool {
     restored(run) && fault.attempt.is_some()
 }
@@ -30,7 +59,7 @@ fn resubmitted(run: &Run, op: &str) -> bool {
 }
 
 /// Whether `op` may be executed again without a violation: its kind has no lookup and a restore
-/// forgot it (§13-6). The runtime that takes it back cannot tell a client's retry from a new
+/// forgot it (CONTRACT.md section 13, "What cannot be owed"). The runtime that takes it back cannot tell a client's retry from a new
 /// operation, nor ask the provider what the lost host sent.
 fn excused(run: &Run, op: &Operation) -> bool {
     restored(run) && !op.tool.supports_lookup() && resubmitted(run, &op.id)

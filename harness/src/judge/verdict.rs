@@ -93,7 +93,7 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs_probe_services: Vec<usize>,
     /// Operations a restore forgot whose kind has no lookup: what no runtime can be owed, a risk
-    /// of the tool kind, reported, never a violation (CONTRACT.md §13-6).
+    /// of the tool kind, reported, never a violation (CONTRACT.md section 13, "What cannot be owed").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restore_risks: Vec<RestoreRisk>,
 }
