@@ -103,7 +103,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
     let reasked = decisions::reasked(scenario, run);
     let services = service_rules::exercised(run);
     service_rules::name(&services, &mut violations);
-    restore::name(run, &mut violations);
+    restore::name(scenario, run, &mut violations);
     let mut exercises = rules::caught::exercised(scenario, run.crash);
     exercises.extend(services);
     exercises.sort_by_key(|id| rules::RULES.iter().position(|r| r.id == *id));

@@ -10,6 +10,7 @@ use crate::model::invariant::Invariant;
 use crate::model::crash::Crash;
 use crate::run::driver::{Happening, Run};
 use crate::scenario::{Operation, Scenario};
+use fake_tool::ToolKind;
 
 /// Whether the run's kills were restores.
 pub(super) fn restored(run: &Run) -> bool {
@@ -33,13 +34,18 @@ const NAMED: [(Invariant, &str); 9] = [
 ];
 
 /// In a restore run, a violation also breaks the rule of section 13 its invariant speaks for
-/// ([`NAMED`]): the restore is what the runtime failed.
-pub(super) fn name(run: &Run, violations: &mut [Violation]) {
+/// ([`NAMED`]): the restore is what the runtime failed. An outcome otherwise speaks for §13-4 only
+/// for a kind without lookup, the one that rule is about.
+pub(super) fn name(scenario: &Scenario, run: &Run, violations: &mut [Violation]) {
     if !restored(run) {
         return;
     }
+    let no_lookup = |op: Option<&str>| {
+        op.and_then(|id| scenario.operation(id)).is_some_and(|op| op.tool == ToolKind::NonIdempotentNoLookup)
+    };
     for violation in violations {
-        if let Some((_, rule)) = NAMED.iter().find(|(i, _)| *i == violation.invariant) {
+        let Some((_, rule)) = NAMED.iter().find(|(i, _)| *i == violation.invariant) else { continue };
+        if violation.invariant != Invariant::ExpectedOutcome || no_lookup(violation.operation.as_deref()) {
             violation.also_breaks(rule);
         }
     }

@@ -340,6 +340,7 @@ mod tests {
             unreachable: Vec::new(),
             reasked: Vec::new(),
             needs_probe_services: Vec::new(),
+            restore_risks: Vec::new(),
         };
         let twice =
             Violation::new(breach::breach!(AtMostOnce, "§5-1"), Some("charge".into()), "twice".into(), Vec::new());
