@@ -160,7 +160,12 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     if let Some(signal) = &config.restored {
         // Before the ready line: from here on nothing is sent for an operation the lost host may
         // have sent without a lookup first, whatever happens to this incarnation.
-        for id in store.mark_restored(signal)? {
+        let outrun = store.mark_restored(signal)?;
+        eprintln!(
+            "killpoint-runtime: started on a restored backup ({signal}): {} operation(s) the lost host may have attempted, reconciled first",
+            outrun.len()
+        );
+        for id in outrun {
             eprintln!("{id} restored ({signal}): the lost host may have attempted it; looked up first");
         }
     }

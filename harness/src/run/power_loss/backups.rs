@@ -90,3 +90,35 @@ fn difference(path: &Path, name: &OsStr, shown: &str, is_dir: bool, backup: &Tre
         (false, None, _) => vec![format!("{shown}: not in the backup")],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Backups, Tree};
+    use crate::model::crash::Lag;
+    use std::time::{Duration, Instant};
+
+    fn tree(byte: u8) -> Tree {
+        let mut tree = Tree::default();
+        tree.files.insert("f".into(), vec![byte]);
+        tree
+    }
+
+    #[test]
+    fn a_lag_counts_back_durable_changes_or_time_and_stops_at_the_oldest() {
+        let mut backups = Backups::default();
+        for byte in [0, 1, 1, 2, 3] {
+            backups.note(tree(byte)); // the repeated state is one change, not two
+        }
+        let now = Instant::now();
+        let chosen = backups.choose(Lag::Syncs(1), now).unwrap();
+        assert_eq!((chosen.tree, chosen.back), (&tree(2), 1));
+        let chosen = backups.choose(Lag::Syncs(9), now).unwrap();
+        assert_eq!((chosen.tree, chosen.back), (&tree(0), 3));
+        // Every state is younger than a minute: the oldest kept is the one taken.
+        let chosen = backups.choose(Lag::Millis(60_000), now).unwrap();
+        assert_eq!(chosen.tree, &tree(0));
+        // Every state is older than nothing: the newest.
+        let chosen = backups.choose(Lag::Millis(1), now + Duration::from_secs(1)).unwrap();
+        assert_eq!((chosen.tree, chosen.back), (&tree(3), 0));
+    }
+}

@@ -39,3 +39,38 @@ impl Source<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::crash::Lag;
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    const WORKLOAD: &str = "description = \"d\"\n[[operation]]\nid = \"op\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n";
+
+    fn parse(restore: &str) -> Result<Scenario, String> {
+        Scenario::parse(Path::new("s.toml"), &format!("{WORKLOAD}{restore}")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_restore_table_names_one_lag_of_at_least_one() {
+        assert_eq!(parse("").unwrap().restore_lag, None);
+        assert_eq!(parse("[restore]\nlag_syncs = 3\n").unwrap().restore_lag, Some(Lag::Syncs(3)));
+        assert_eq!(parse("[restore]\nlag_ms = 250\n").unwrap().restore_lag, Some(Lag::Millis(250)));
+        let both = parse("[restore]\nlag_syncs = 3\nlag_ms = 250\n").unwrap_err();
+        assert!(both.starts_with("s.toml:8:10: `[restore]` takes one lag"), "{both}");
+        let none = parse("[restore]\n").unwrap_err();
+        assert!(none.starts_with("s.toml:6:1: `[restore]` without a lag"), "{none}");
+        let zero = parse("[restore]\nlag_syncs = 0\n").unwrap_err();
+        assert!(zero.starts_with("s.toml:7:13: a restore's lag counts from 1"), "{zero}");
+        let unknown = parse("[restore]\nlag = 3\n").unwrap_err();
+        assert!(unknown.starts_with("s.toml:7:1: unknown field `lag`"), "{unknown}");
+    }
+
+    #[test]
+    fn a_restore_table_is_written_back_as_read() {
+        let scenario = parse("[restore]\nlag_ms = 250\n").unwrap();
+        let again = Scenario::parse(Path::new("s.toml"), &scenario.to_toml()).unwrap();
+        assert_eq!(again.restore_lag, Some(Lag::Millis(250)));
+    }
+}
