@@ -98,13 +98,21 @@ fn each_restore_only_variant_passes_crashes_and_fails_a_restore_on_the_repeated_
         let scenario = scenario(name);
         for crash in [Crash::Process, Crash::Machine] {
             let (verdict, _) = run(&scenario, &target(Some(broken)), &RunOptions { crash, ..RunOptions::default() });
-            assert!(verdict.violations.is_empty(), "{broken} in {name} under a {} crash:\n{}", crash.name(), failures(&verdict));
+            assert!(
+                verdict.violations.is_empty(),
+                "{broken} in {name} under a {} crash:\n{}",
+                crash.name(),
+                failures(&verdict)
+            );
         }
         let options = RunOptions { crash: Crash::Restore, ..RunOptions::default() };
         let (verdict, _) = run(&scenario, &target(Some(broken)), &options);
         let violated: Vec<&str> = verdict.violations.iter().map(|v| v.invariant.as_str()).collect();
         for invariant in invariants {
-            assert!(violated.contains(invariant), "{broken} in {name} restored: expected {invariant}, found {violated:?}");
+            assert!(
+                violated.contains(invariant),
+                "{broken} in {name} restored: expected {invariant}, found {violated:?}"
+            );
         }
         // Named as the restore's: the section-13 rule its invariant speaks for.
         assert!(
@@ -155,11 +163,8 @@ fn a_backup_older_than_the_workload_forgets_it_and_the_clients_submit_it_again()
     let options = RunOptions { crash: Crash::Restore, restore_lag: Some(Lag::Millis(60_000)), ..RunOptions::default() };
     let (verdict, run) = run(&scenario, &target(None), &options);
     assert!(verdict.violations.is_empty(), "{}", failures(&verdict));
-    let resubmitted = run
-        .timeline
-        .iter()
-        .filter(|m| matches!(m.happening, Happening::ResubmittedAfterRestore { .. }))
-        .count();
+    let resubmitted =
+        run.timeline.iter().filter(|m| matches!(m.happening, Happening::ResubmittedAfterRestore { .. })).count();
     assert!(resubmitted >= scenario.faults.len(), "a forgotten operation submitted again after each restore");
     // `sms` has no lookup: forgotten and submitted again, the restore's risk, reported.
     assert!(

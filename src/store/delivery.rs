@@ -156,13 +156,7 @@ pub(super) fn write_deliveries(tx: &Connection, operation: &Operation, now: Syst
          VALUES (?1, ?2, ?3, 0, ?4, ?5)",
     )?;
     for destination in &operation.destinations {
-        insert.execute(params![
-            operation.id,
-            destination,
-            DeliveryState::Pending,
-            epoch_millis(now),
-            key,
-        ])?;
+        insert.execute(params![operation.id, destination, DeliveryState::Pending, epoch_millis(now), key,])?;
     }
     Ok(())
 }

@@ -80,6 +80,7 @@ impl Store {
 fn drawn(id: &str) -> String {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write(id.as_bytes());
-    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     format!("{id}~{:016x}", hasher.finish())
 }

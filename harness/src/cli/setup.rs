@@ -34,7 +34,11 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         return Err("--crash restore cannot be given --services yet: a server's backup is not modelled".into());
     }
     if args.restore_lag.is_some() && args.crash != Crash::Restore {
-        return Err(format!("--restore-lag is the lag of a restore's backup: expected --crash restore, found --crash {}", args.crash.name()).into());
+        return Err(format!(
+            "--restore-lag is the lag of a restore's backup: expected --crash restore, found --crash {}",
+            args.crash.name()
+        )
+        .into());
     }
     if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
         errln!("killpoint: {note}");

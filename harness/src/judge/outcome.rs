@@ -80,8 +80,7 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     if super::restore::restored(run) && op.tool == ToolKind::SafelyRepeatable && op.expect == Outcome::Paused {
         return None;
     }
-    let weaker =
-        unsynced || outrun || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
+    let weaker = unsynced || outrun || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
     Some(match op.expect {
         // Forgotten by a restore and submitted again, a kind without lookup may run again (CONTRACT.md section 13, "What cannot be owed").
         Outcome::Paused if outrun => Outcome::SucceededOrPaused,

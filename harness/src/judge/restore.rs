@@ -6,8 +6,8 @@
 //! a send a revocation forbade, are violations.
 
 use super::verdict::{RestoreRisk, Violation};
-use crate::model::invariant::Invariant;
 use crate::model::crash::Crash;
+use crate::model::invariant::Invariant;
 use crate::run::driver::{Happening, Run};
 use crate::scenario::{Operation, Scenario};
 use fake_tool::ToolKind;

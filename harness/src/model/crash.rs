@@ -63,7 +63,8 @@ impl Lag {
 
     /// `3` (syncs) or `250ms`, as `--restore-lag` takes it; `Err` says what was expected.
     pub fn parse(text: &str) -> Result<Lag, String> {
-        let expected = || format!("expected a number of syncs (`2`) or of milliseconds (`250ms`) of at least 1, found `{text}`");
+        let expected =
+            || format!("expected a number of syncs (`2`) or of milliseconds (`250ms`) of at least 1, found `{text}`");
         let lag = match text.strip_suffix("ms") {
             Some(ms) => Lag::Millis(ms.trim().parse().map_err(|_| expected())?),
             None => Lag::Syncs(text.trim().parse().map_err(|_| expected())?),

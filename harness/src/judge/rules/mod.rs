@@ -17,8 +17,8 @@ mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
 pub use table::{
-    Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RESTORE_RULES, RULES, Rule, SERVICE_PROOFS, SERVICE_RULES, ServiceRun,
-    TRACED_RULES,
+    Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RESTORE_RULES, RULES, Rule, SERVICE_PROOFS, SERVICE_RULES,
+    ServiceRun, TRACED_RULES,
 };
 
 use crate::model::crash::Crash;

@@ -28,6 +28,7 @@ mod faults;
 mod fingerprint;
 mod finish;
 mod freeze;
+mod host;
 mod missing_dir;
 mod rebuild;
 pub mod record;
@@ -44,8 +45,8 @@ mod windows;
 mod workload;
 
 pub use abort::Abort;
-pub use rebuild::RESTORED_VARIABLE;
 pub use fingerprint::Fingerprint;
+pub use host::RESTORED_VARIABLE;
 pub use record::{Happening, Hit, Mark, Refusal, Release, Run, RunOptions};
 pub use setup::environment;
 

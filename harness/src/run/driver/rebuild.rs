@@ -4,23 +4,11 @@
 //! `KILLPOINT_RESTORED` set — and the clients, who resubmit what the restored runtime no longer
 //! knows. The world keeps everything it saw.
 
+use super::host::{Host, RESTORED_VARIABLE};
 use super::record::Happening;
 use super::state::Driver;
 use crate::model::crash::Lag;
 use crate::run::incarnation::Launch;
-use std::path::PathBuf;
-
-/// The variable that tells an incarnation it starts on a restored backup (CONTRACT.md section
-/// 13): its value names the restore, the same for no two restores of a run.
-pub const RESTORED_VARIABLE: &str = "KILLPOINT_RESTORED";
-
-/// Where the runtime lives since the last restore: its data dir, and whether the next start is
-/// the first on it (the one the restore signal is given to).
-#[derive(Debug, Clone)]
-pub(super) struct Host {
-    pub(super) data: PathBuf,
-    pub(super) signal: Option<String>,
-}
 
 impl Driver<'_> {
     /// After the kill of `killed`: its data dir is lost, and the backup `lag` before the kill is
@@ -51,13 +39,23 @@ impl Driver<'_> {
     /// the first start after a restore (taken by this call). `None`: the launch as it was.
     pub(super) fn on_host<'l>(&mut self, launch: &Launch<'l>) -> Option<Launch<'l>> {
         let host = self.host.as_mut()?;
-        let mut env: Vec<(String, String)> =
-            launch.env.iter().filter(|(name, _)| name != "KILLPOINT_DATA_DIR" && name != RESTORED_VARIABLE).cloned().collect();
+        let mut env: Vec<(String, String)> = launch
+            .env
+            .iter()
+            .filter(|(name, _)| name != "KILLPOINT_DATA_DIR" && name != RESTORED_VARIABLE)
+            .cloned()
+            .collect();
         env.push(("KILLPOINT_DATA_DIR".to_owned(), host.data.display().to_string()));
         if let Some(signal) = host.signal.take() {
             env.push((RESTORED_VARIABLE.to_owned(), signal));
         }
-        Some(Launch { target: launch.target, env, logs: launch.logs, probe: launch.probe, ready_timeout: launch.ready_timeout })
+        Some(Launch {
+            target: launch.target,
+            env,
+            logs: launch.logs,
+            probe: launch.probe,
+            ready_timeout: launch.ready_timeout,
+        })
     }
 
     /// A client that had an operation accepted and now hears `404` for it submits it again, as a
@@ -79,4 +77,3 @@ impl Driver<'_> {
         self.host.is_some()
     }
 }
-

@@ -88,7 +88,7 @@ pub(super) struct Driver<'a> {
     /// In restore mode: how far back each kill's backup is, and where the new hosts' dirs go.
     pub(super) restores: Option<(crate::model::crash::Lag, PathBuf)>,
     /// Since the first restore: the host the runtime lives on now.
-    pub(super) host: Option<super::rebuild::Host>,
+    pub(super) host: Option<super::host::Host>,
 }
 
 impl<'a> Driver<'a> {

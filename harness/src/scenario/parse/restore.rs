@@ -30,7 +30,8 @@ impl Source<'_> {
             )),
             (None, None) => Err(self.at(
                 Some(span),
-                "`[restore]` without a lag: expected `lag_syncs = N` (durable changes before the kill) or `lag_ms = T`".into(),
+                "`[restore]` without a lag: expected `lag_syncs = N` (durable changes before the kill) or `lag_ms = T`"
+                    .into(),
             )),
             (Some(n), None) if *n.get_ref() == 0 => Err(at_least_one(n.span(), 0)),
             (None, Some(ms)) if *ms.get_ref() == 0 => Err(at_least_one(ms.span(), 0)),
@@ -46,7 +47,8 @@ mod tests {
     use crate::scenario::Scenario;
     use std::path::Path;
 
-    const WORKLOAD: &str = "description = \"d\"\n[[operation]]\nid = \"op\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n";
+    const WORKLOAD: &str =
+        "description = \"d\"\n[[operation]]\nid = \"op\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n";
 
     fn parse(restore: &str) -> Result<Scenario, String> {
         Scenario::parse(Path::new("s.toml"), &format!("{WORKLOAD}{restore}")).map_err(|e| e.to_string())
