@@ -9,7 +9,8 @@
 //!
 //! Its parts: `record` (what a run leaves), `abort` (why one stopped early), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
-//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `services` (the processes beside the
+//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `rebuild` and `host` (a restore: the
+//! backup in a new host's data dir, its signal, the clients' resubmissions), `services` (the processes beside the
 //! worker, started before it and stopped after it), `service_faults`, `service_windows` and `windows` (what
 //! a scenario does to them), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
