@@ -77,7 +77,11 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     let outrun = super::restore::restored(run) && op.tool == ToolKind::NonIdempotentNoLookup;
     // Forgotten and taken for new, a safely repeatable one refused meanwhile ends FAILED: the
     // runtime cannot know its first attempt (CONTRACT.md section 13, "What cannot be owed").
-    if super::restore::restored(run) && op.tool == ToolKind::SafelyRepeatable && op.expect == Outcome::Paused {
+    // And one outrun by a restore is paused by a refusal, which another would fail (§4-3).
+    if super::restore::restored(run)
+        && op.tool == ToolKind::SafelyRepeatable
+        && matches!(op.expect, Outcome::Paused | Outcome::Refused)
+    {
         return None;
     }
     let weaker = unsynced || outrun || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));

@@ -64,11 +64,17 @@ fn resubmitted(run: &Run, op: &str) -> bool {
         .any(|m| matches!(&m.happening, Happening::ResubmittedAfterRestore { operation, .. } if operation == op))
 }
 
-/// Whether `op` may be executed again without a violation: its kind has no lookup and a restore
-/// forgot it (CONTRACT.md section 13, "What cannot be owed"). The runtime that takes it back cannot tell a client's retry from a new
-/// operation, nor ask the provider what the lost host sent.
+/// Whether `op` may be executed again without a violation (CONTRACT.md section 13, "What cannot
+/// be owed"): a kind without lookup that a restore forgot, which the runtime that takes it back
+/// cannot tell from a new operation; or a safely repeatable one, whose success a backup may
+/// predate with no lookup to find it (repeating it is harmless, §5-1).
 fn excused(run: &Run, op: &Operation) -> bool {
-    restored(run) && !op.tool.supports_lookup() && resubmitted(run, &op.id)
+    restored(run)
+        && match op.tool {
+            ToolKind::NonIdempotentNoLookup => resubmitted(run, &op.id),
+            ToolKind::SafelyRepeatable => true,
+            ToolKind::IdempotentByKey | ToolKind::NonIdempotentWithLookup => false,
+        }
 }
 
 /// The invariants an excused operation's execution again breaks: none is held against the
