@@ -91,6 +91,10 @@ def _next_attempt(shell, op, retry_reason, decided=None):
         log(f"no decision for {op['id']}: {why}; asking again later")
         return shell.defer(op, RETRY_LATER_S)
     acting = "a new decision" if decided is None else f"the framework's decision ({call.decision})"
+    if op["maybe_sent"] == 1 and op["execution"] == "INTENT_RECORDED" and call.kind == "non_idempotent_no_lookup":
+        # In the backup unattempted, and no lookup can say what the lost host did (§13-4).
+        shell.pause(op, "restored: the lost host may have acted on an earlier decision, and the tool has no lookup")
+        return None
     if op["maybe_sent"] and op["execution"] == "INTENT_RECORDED" and _restored_effect(shell, op, call):
         return None  # the lost host's call on an earlier decision applied: that is the outcome
     return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on {acting}")
