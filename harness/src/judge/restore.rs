@@ -91,8 +91,9 @@ pub(super) fn forgive(scenario: &Scenario, run: &Run, violations: &mut Vec<Viola
     });
 }
 
-/// The risks a restore showed: one per operation it excused (a kind without lookup, forgotten),
-/// with the effects the provider applied for it.
+/// The risks a restore showed: one per operation of a kind without lookup it forgot (whether or
+/// not the provider applied it twice), and per safely repeatable one it did repeat; each with
+/// the effects the provider applied for it.
 pub(super) fn risks(scenario: &Scenario, run: &Run) -> Vec<RestoreRisk> {
     scenario
         .operations
@@ -102,5 +103,6 @@ pub(super) fn risks(scenario: &Scenario, run: &Run) -> Vec<RestoreRisk> {
             let effects = super::ledger::OperationLedger::of(&run.ledger, &op.id).applied().len();
             RestoreRisk { operation: op.id.clone(), tool: op.tool.as_str().to_owned(), effects }
         })
+        .filter(|risk| risk.effects > 1 || risk.tool != ToolKind::SafelyRepeatable.as_str())
         .collect()
 }
