@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use reqwest::Url;
 
 /// The contract this runtime implements.
-pub const CONTRACT: &str = "killpoint-contract/8";
+pub const CONTRACT: &str = "killpoint-contract/9";
 
 #[derive(Debug, Clone)]
 pub struct Config {

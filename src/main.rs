@@ -1,7 +1,7 @@
 //! killpoint's reference runtime: an agent runtime that survives being killed at any instant
 //! without turning a crash into a duplicate side effect or a lost delivery.
 //!
-//! It implements `killpoint-contract/8` (CONTRACT.md): durable intent before dispatch, one stable
+//! It implements `killpoint-contract/9` (CONTRACT.md): durable intent before dispatch, one stable
 //! idempotency key per operation, reconciliation of unknown outcomes by lookup, a transactional
 //! outbox for deliveries, and a policy check before every new attempt and every send.
 //!

@@ -30,6 +30,10 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
         let crash = args.crash.name();
         return Err(format!("--crash {crash} needs killpoint-tracer to see what the runtime syncs, and {why}").into());
     }
+    if args.crash == Crash::Restore && !args.contract.has_restores() {
+        let contract = args.contract;
+        return Err(format!("--crash restore holds a runtime to CONTRACT.md section 13, which {contract} does not have: expected killpoint-contract/9 or later, found --contract {contract}").into());
+    }
     if args.crash == Crash::Restore && !args.services.is_empty() {
         return Err("--crash restore cannot be given --services yet: a server's backup is not modelled".into());
     }

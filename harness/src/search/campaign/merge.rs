@@ -78,7 +78,7 @@ mod tests {
     fn identity() -> Identity {
         Identity {
             killpoint_version: "0.1.0".into(),
-            contract: "killpoint-contract/8".into(),
+            contract: "killpoint-contract/9".into(),
             workload: "after_dispatch".into(),
             workload_sha256: Some("ab".into()),
             runtime: "/bin/runtime".into(),
