@@ -118,10 +118,20 @@ pub enum Broken {
     /// world, as a runtime checking for updates would (CONTRACT.md §2-5). UDP: the connect only
     /// picks a route, nothing leaves the machine, and the tracer sees the attempt all the same.
     PhoneHome,
+    /// The provider key is drawn at random when the intent is recorded, and persisted with it:
+    /// stable across every crash, and a second key after a restore whose backup predates the
+    /// intent (CONTRACT.md §13-1 says derive it from the operation).
+    RandomKey,
+    /// Each delivery's key is drawn at random when the outbox is written, and persisted with it:
+    /// an outbox written again after a restore sends the same result under a new key (§13-1).
+    RekeyedOutbox,
+    /// On a restored backup, a policy approval the backup holds is taken as still in force for
+    /// the operation's next attempt (§13-5 says ask again: the world revoked since).
+    RestoredGrant,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 35] = [
+    pub const ALL: [Broken; 38] = [
         Self::BlindRetry,
         Self::FreshKey,
         Self::NoWriteAhead,
@@ -157,6 +167,9 @@ impl Broken {
         Self::ReaskOnRecovery,
         Self::CacheOutsideDataDir,
         Self::PhoneHome,
+        Self::RandomKey,
+        Self::RekeyedOutbox,
+        Self::RestoredGrant,
     ];
 
     pub fn name(self) -> &'static str {
@@ -196,6 +209,9 @@ impl Broken {
             Self::ReaskOnRecovery => "reask-on-recovery",
             Self::CacheOutsideDataDir => "cache-outside-data-dir",
             Self::PhoneHome => "phone-home",
+            Self::RandomKey => "random-key",
+            Self::RekeyedOutbox => "rekeyed-outbox",
+            Self::RestoredGrant => "restored-grant",
         }
     }
 
@@ -243,6 +259,9 @@ impl Broken {
             }
             Self::CacheOutsideDataDir => "writes a start-up cache beside its data dir, outside it",
             Self::PhoneHome => "connects a UDP socket to 192.0.2.1:80, outside the world, at every start",
+            Self::RandomKey => "draws its provider idempotency key at random and persists it with the intent",
+            Self::RekeyedOutbox => "draws each delivery key at random when it writes the outbox",
+            Self::RestoredGrant => "after a restore, takes the policy approval its backup holds as still in force",
         }
     }
 

@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use reqwest::Url;
 
 /// The contract this runtime implements.
-pub const CONTRACT: &str = "killpoint-contract/8";
+pub const CONTRACT: &str = "killpoint-contract/9";
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -22,6 +22,9 @@ pub struct Config {
     pub policy_url: Url,
     /// The model that decides tasks (CONTRACT.md section 12), as an OpenAI client's `base_url`.
     pub model_url: Option<Url>,
+    /// `KILLPOINT_RESTORED`: this start is on a backup restored after the host was lost
+    /// (CONTRACT.md section 13); its value names the restore.
+    pub restored: Option<String>,
     /// Which life of the runtime this is: the fencing token (CONTRACT.md §9).
     pub incarnation: u32,
     /// `None` when the harness certifies without the probe.
@@ -57,6 +60,7 @@ impl Config {
                 number("KILLPOINT_INCARNATION", 1)?
             },
             probe_socket: optional("KILLPOINT_PROBE_SOCKET")?.map(PathBuf::from),
+            restored: optional("KILLPOINT_RESTORED")?,
             delivery_max_attempts: number("KILLPOINT_DELIVERY_MAX_ATTEMPTS", 5)?,
             retry_base: Duration::from_millis(number("KILLPOINT_RETRY_BASE_MS", 25)?.into()),
         })

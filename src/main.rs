@@ -1,7 +1,7 @@
 //! killpoint's reference runtime: an agent runtime that survives being killed at any instant
 //! without turning a crash into a duplicate side effect or a lost delivery.
 //!
-//! It implements `killpoint-contract/8` (CONTRACT.md): durable intent before dispatch, one stable
+//! It implements `killpoint-contract/9` (CONTRACT.md): durable intent before dispatch, one stable
 //! idempotency key per operation, reconciliation of unknown outcomes by lookup, a transactional
 //! outbox for deliveries, and a policy check before every new attempt and every send.
 //!
@@ -151,6 +151,23 @@ async fn run(broken: Option<Broken>) -> Result<()> {
     if broken == Some(Broken::NoSync) {
         // BROKEN: commits stay in the page cache; a power loss takes what the 202 promised.
         store.unsynced()?;
+    }
+    match broken {
+        Some(Broken::RandomKey) => store = store.drawing_keys(store::Keys::DrawnProvider),
+        Some(Broken::RekeyedOutbox) => store = store.drawing_keys(store::Keys::DrawnDelivery),
+        _ => {}
+    }
+    if let Some(signal) = &config.restored {
+        // Before the ready line: from here on nothing is sent for an operation the lost host may
+        // have sent without a lookup first, whatever happens to this incarnation.
+        let outrun = store.mark_restored(signal)?;
+        eprintln!(
+            "killpoint-runtime: started on a restored backup ({signal}): {} operation(s) the lost host may have attempted, reconciled first",
+            outrun.len()
+        );
+        for id in outrun {
+            eprintln!("{id} restored ({signal}): the lost host may have attempted it; looked up first");
+        }
     }
     let store = Arc::new(store);
     worker::recover(&store, broken)?;

@@ -227,6 +227,37 @@ pub struct Operation {
     pub provider_ref: Option<String>,
     pub result: Option<Value>,
     pub failure_reason: Option<String>,
+    /// Whether a restore may have outrun this operation (CONTRACT.md section 13).
+    pub outrun: Outrun,
+}
+
+/// Whether the lost host may have attempted an operation the restored store holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outrun {
+    No,
+    /// It was in the backup, not yet attempted: the lost host may have attempted it since.
+    InBackup,
+    /// Accepted after the restore: perhaps a client's retry of one the backup forgot, perhaps
+    /// new. A kind with no lookup cannot tell, and goes ahead (CONTRACT.md section 13, "What cannot be owed").
+    Resubmitted,
+}
+
+impl Outrun {
+    pub fn column(self) -> u8 {
+        match self {
+            Outrun::No => 0,
+            Outrun::InBackup => 1,
+            Outrun::Resubmitted => 2,
+        }
+    }
+
+    pub fn of_column(value: u8) -> Outrun {
+        match value {
+            1 => Outrun::InBackup,
+            2 => Outrun::Resubmitted,
+            _ => Outrun::No,
+        }
+    }
 }
 
 impl Operation {
@@ -295,6 +326,9 @@ pub enum AuditEvent {
     DeliveryAcked,
     DeliveryRetry,
     DeliveryDeadLettered,
+    /// The incarnation started on a restored backup, and the operation may have been attempted
+    /// after it: looked up before anything is sent.
+    Restored,
 }
 
 impl AuditEvent {
@@ -316,6 +350,7 @@ impl AuditEvent {
             Self::DeliveryAcked => "delivery_acked",
             Self::DeliveryRetry => "delivery_retry",
             Self::DeliveryDeadLettered => "delivery_dead_lettered",
+            Self::Restored => "restored",
         }
     }
 }

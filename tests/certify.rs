@@ -70,7 +70,7 @@ fn a_runtime_that_speaks_another_contract_is_refused_by_name() {
     let (_, run) = run_scenario(&scenario("before_dispatch"), &target, &RunOptions::default()).unwrap();
     let reason = run.aborted.as_deref().expect("the run must stop");
     assert!(
-        reason.contains("speaks contract `killpoint-contract/0`; this harness speaks `killpoint-contract/8`"),
+        reason.contains("speaks contract `killpoint-contract/0`; this harness speaks `killpoint-contract/9`"),
         "{reason}"
     );
 }

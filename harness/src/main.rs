@@ -137,9 +137,12 @@ struct RuntimeArgs {
     /// How long each start of the runtime has to print its ready line (CONTRACT.md section 2, "Readiness"); a slow one is given more, a test of a silent one less
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     ready_timeout: u64,
-    /// What a kill takes down: `process` (SIGKILL; the page cache survives) or `machine` (a power loss: the data dir keeps only what the runtime synced; runs under killpoint-tracer, Linux x86_64)
+    /// What a kill takes down: `process` (SIGKILL; the page cache survives), `machine` (a power loss: the data dir keeps only what the runtime synced; runs under killpoint-tracer, Linux x86_64) or `restore` (the machine is lost: the runtime is rebuilt in a new data dir from a backup that lags, KILLPOINT_RESTORED set, while the world keeps everything; CONTRACT.md section 13)
     #[arg(long, value_enum, default_value_t = CrashArg::Process)]
     crash: CrashArg,
+    /// With `--crash restore`: how far behind each kill its backup is, `N` durable changes (syncs that changed what a power loss keeps) or `Nms`; over every scenario's `[restore]` table (default: its table, else 2)
+    #[arg(long, value_name = "LAG", value_parser = killpoint::model::crash::Lag::parse)]
+    restore_lag: Option<killpoint::model::crash::Lag>,
     /// Processes of the runtime beside its worker (a workflow server, a database), declared in a TOML file: started before the first start of the worker, outside its process group, alive across its kills (CONTRACT.md section 2, "Services")
     #[arg(long, value_name = "FILE", value_parser = services_file)]
     services: Option<killpoint::run::services::Services>,
@@ -172,6 +175,7 @@ fn services_file(path: &str) -> Result<killpoint::run::services::Services, Strin
 enum CrashArg {
     Process,
     Machine,
+    Restore,
 }
 
 impl From<CrashArg> for killpoint::model::crash::Crash {
@@ -179,6 +183,7 @@ impl From<CrashArg> for killpoint::model::crash::Crash {
         match c {
             CrashArg::Process => killpoint::model::crash::Crash::Process,
             CrashArg::Machine => killpoint::model::crash::Crash::Machine,
+            CrashArg::Restore => killpoint::model::crash::Crash::Restore,
         }
     }
 }
@@ -490,6 +495,7 @@ impl From<RuntimeArgs> for cli::Runtime {
             no_probe: a.no_probe,
             ready_timeout: std::time::Duration::from_secs(a.ready_timeout),
             crash: a.crash.into(),
+            restore_lag: a.restore_lag,
             services: a.services.unwrap_or_default(),
             contract: a.contract,
             keep_limit: a.keep_limit << 20,

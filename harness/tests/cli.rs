@@ -177,6 +177,43 @@ fn an_older_contract_is_certified_by_its_own_rules() {
     assert_eq!(status("§4-11"), "verified", "{certificate:#}");
 }
 
+/// Issue 34: a runtime written for `/8` is still certified with `--contract killpoint-contract/8`,
+/// §13's rules "not claimed"; a restore, which holds a runtime to §13, is refused for it.
+#[test]
+fn a_contract_8_runtime_is_certified_by_its_rules_and_never_restored() {
+    let runtime = repository().join("tests/fixtures/contract8_runtime.py");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("certificate.json");
+    let certified = killpoint()
+        .args(["certify", "--filter", "after_dispatch", "--contract", "killpoint-contract/8", "--json"])
+        .arg(&json)
+        .arg("--runtime")
+        .arg(&runtime)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&certified);
+    assert!(certified.status.success(), "{stdout}\n{stderr}");
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(certificate["contract"], "killpoint-contract/8");
+    let status = |id: &str| {
+        certificate["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["status"].clone()).unwrap()
+    };
+    assert_eq!(status("§13-1"), "not_claimed");
+    assert_eq!(status("§4-11"), "verified", "{certificate:#}");
+    let restored = killpoint()
+        .args(["certify", "--filter", "after_dispatch", "--crash", "restore", "--contract", "killpoint-contract/8"])
+        .arg("--runtime")
+        .arg(&runtime)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&restored);
+    assert_eq!(restored.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("expected killpoint-contract/9 or later, found --contract killpoint-contract/8"),
+        "{stderr}"
+    );
+}
+
 /// Issue 32 item 8: every scenario file that cannot be read is named, as `check` names them.
 #[test]
 fn certify_names_every_unreadable_scenario_file() {

@@ -23,7 +23,7 @@ import socket
 import sys
 import threading
 
-CONTRACT = "killpoint-contract/8"
+CONTRACT = "killpoint-contract/9"
 EXIT_PROBE_LOST = 70
 # What a runtime announces. `after_submit` and `after_dispatch` are reached by the harness and
 # the provider from outside; announcing them is an error.

@@ -12,7 +12,7 @@ import unittest
 
 import killpoint_probe as kp
 
-ENV = {"KILLPOINT_CONTRACT": "killpoint-contract/8", "KILLPOINT_DATA_DIR": "/tmp/data",
+ENV = {"KILLPOINT_CONTRACT": "killpoint-contract/9", "KILLPOINT_DATA_DIR": "/tmp/data",
        "KILLPOINT_LISTEN": "127.0.0.1:0", "KILLPOINT_PROVIDER_URL": "http://127.0.0.1:1/provider/",
        "KILLPOINT_CONSUMERS_URL": "http://127.0.0.1:1/consumers",
        "KILLPOINT_POLICY_URL": "http://127.0.0.1:1/policy", "KILLPOINT_INCARNATION": "2"}
@@ -60,7 +60,7 @@ class KitTest(unittest.TestCase):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 kp.ready(("127.0.0.1", 4242))
-            self.assertEqual(out.getvalue(), 'KILLPOINT_READY {"contract":"killpoint-contract/8",'
+            self.assertEqual(out.getvalue(), 'KILLPOINT_READY {"contract":"killpoint-contract/9",'
                                              '"api":"http://127.0.0.1:4242","probe":true}\n')
             kp.boundary("before_dispatch", "op-1", 1)
             kp.boundary("after_delivery_send", "op-1", 2, destination="ledger")

@@ -149,20 +149,14 @@ fn delivery_transition(tx: &Connection, delivery: &Delivery, from: &[DeliverySta
 }
 
 /// One `PENDING` delivery per destination, due at once.
-pub(super) fn write_deliveries(tx: &Connection, operation: &Operation, now: SystemTime) -> Result<()> {
+pub(super) fn write_deliveries(tx: &Connection, operation: &Operation, now: SystemTime, key: &str) -> Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO deliveries (operation_id, destination, state, attempts, next_attempt_at,
              idempotency_key)
          VALUES (?1, ?2, ?3, 0, ?4, ?5)",
     )?;
     for destination in &operation.destinations {
-        insert.execute(params![
-            operation.id,
-            destination,
-            DeliveryState::Pending,
-            epoch_millis(now),
-            operation.delivery_key(),
-        ])?;
+        insert.execute(params![operation.id, destination, DeliveryState::Pending, epoch_millis(now), key,])?;
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::delivery::write_deliveries;
 use super::sql::{NOW, append_audit};
 use super::{Store, Submitted};
-use crate::model::{AuditEvent, Decision, Effect, ExecutionState, Operation, Submission, ToolKind, Work};
+use crate::model::{AuditEvent, Decision, Effect, ExecutionState, Operation, Outrun, Submission, ToolKind, Work};
 
 /// How a submission's tool call or task is stored: a task has no tool until it is decided.
 struct Columns<'a> {
@@ -68,8 +68,8 @@ impl Store {
                 &format!(
                     "INSERT INTO agent_operations (operation_id, tenant, actor, tool_name,
                          tool_kind, arguments_json, task_json, destinations_json, request_hash,
-                         execution_state, idempotency_key, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, {NOW}, {NOW})"
+                         execution_state, idempotency_key, maybe_sent, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {NOW}, {NOW})"
                 ),
                 params![
                     submission.operation_id,
@@ -82,7 +82,12 @@ impl Store {
                     serde_json::to_string(&submission.destinations)?,
                     request_hash,
                     ExecutionState::IntentRecorded,
-                    submission.idempotency_key(),
+                    self.provider_key(submission.idempotency_key()),
+                    // Accepted after a restore, it may be one the lost host sent (CONTRACT.md §13).
+                    match self.is_restored() {
+                        true => Outrun::Resubmitted.column(),
+                        false => Outrun::No.column(),
+                    },
                 ],
             )?;
             append_audit(
@@ -162,7 +167,7 @@ impl Store {
     pub fn record_success(&self, operation: &Operation, effect: &Effect, now: SystemTime) -> Result<()> {
         self.write(|tx| {
             write_success(tx, &operation.id, effect)?;
-            write_deliveries(tx, operation, now)
+            write_deliveries(tx, operation, now, &self.delivery_key(operation))
         })
     }
 
@@ -221,7 +226,7 @@ impl Store {
     /// Only the second half of `record_success`. For the deliberately broken `split-outbox`
     /// variant, and nothing else.
     pub fn enqueue_deliveries(&self, operation: &Operation, now: SystemTime) -> Result<()> {
-        self.write(|tx| write_deliveries(tx, operation, now))
+        self.write(|tx| write_deliveries(tx, operation, now, &self.delivery_key(operation)))
     }
 
     /// Overwrites the attempt count alone. For the deliberately broken `count-refused-attempt`

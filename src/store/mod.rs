@@ -30,6 +30,7 @@ mod delivery;
 mod execution;
 mod read;
 mod recovery;
+mod restore;
 mod schema;
 mod sql;
 #[cfg(test)]
@@ -69,8 +70,25 @@ pub struct Snapshot {
     pub audit: Vec<AuditEntry>,
 }
 
+/// Where the store's idempotency keys come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// From the operation id, the same on every host (CONTRACT.md §13-1).
+    Derived,
+    /// BROKEN (`random-key`): the provider key drawn at random when the intent is recorded, and
+    /// persisted with it.
+    DrawnProvider,
+    /// BROKEN (`rekeyed-outbox`): each delivery key drawn at random when the outbox is written,
+    /// and persisted with it.
+    DrawnDelivery,
+}
+
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Started on a restored backup (`KILLPOINT_RESTORED`): every operation this incarnation
+    /// accepts may be one the lost host had already sent.
+    restored: bool,
+    keys: Keys,
     /// This incarnation: the fence every write checks. `None` only for the deliberately broken
     /// `no-store-fence` variant.
     incarnation: Option<u32>,

@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::Store;
+use super::{Keys, Store};
 
 /// Bumped whenever the schema changes; a store written by another version is refused rather than
 /// misread.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE agent_operations (
@@ -37,6 +37,9 @@ CREATE TABLE agent_operations (
     -- The result is kept once, here; every delivery reads it from this row when it is sent.
     result_json       TEXT,
     failure_reason    TEXT,
+    -- A restore (KILLPOINT_RESTORED) may have lost this operation's attempts (model::Outrun):
+    -- 1 it was in the backup, 2 accepted after the restore. Reconciled before the first attempt.
+    maybe_sent        INTEGER NOT NULL DEFAULT 0,
     created_at        TEXT NOT NULL,
     updated_at        TEXT NOT NULL
 );
@@ -127,7 +130,7 @@ impl Store {
         )?;
         tx.commit()?;
 
-        Ok(Store { conn: Mutex::new(conn), incarnation: Some(incarnation) })
+        Ok(Store { conn: Mutex::new(conn), incarnation: Some(incarnation), restored: false, keys: Keys::Derived })
     }
 
     /// The store without its fence check. For the deliberately broken `no-store-fence` variant,

@@ -15,7 +15,7 @@ pub(super) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 /// The columns `operation_from_row` reads, in its order.
 pub(super) const OPERATION_COLUMNS: &str = "operation_id, tenant, actor, tool_name, tool_kind, \
      arguments_json, destinations_json, execution_state, paused, attempts, idempotency_key, \
-     provider_ref, result_json, failure_reason, task_json, decision_id";
+     provider_ref, result_json, failure_reason, task_json, decision_id, maybe_sent";
 
 /// The columns `delivery_from_row` reads, in its order.
 pub(super) const DELIVERY_COLUMNS: &str = "operation_id, destination, state, attempts, idempotency_key, last_error";
@@ -48,6 +48,7 @@ pub(super) fn operation_from_row(row: &Row<'_>) -> rusqlite::Result<Operation> {
         provider_ref: row.get(11)?,
         result: row.get::<_, Option<String>>(12)?.map(|text| parse_json(12, &text)).transpose()?,
         failure_reason: row.get(13)?,
+        outrun: crate::model::Outrun::of_column(row.get(16)?),
     })
 }
 

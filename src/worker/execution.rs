@@ -25,6 +25,10 @@ impl Shared {
         if operation.undecided() && !self.decide(operation).await? {
             return Ok(Next::Stop);
         }
+        if self.outrun(operation)? {
+            // Restored from a backup: the lost host may have sent an attempt this store forgot.
+            return self.outrun_by_restore(operation);
+        }
         if !self.may_attempt(operation, attempt).await? {
             return Ok(Next::Stop);
         }
@@ -244,7 +248,7 @@ impl Shared {
     }
 
     /// Records a confirmed success together with its outbox.
-    async fn succeed(&self, operation: &mut Operation, effect: Effect) -> Result<()> {
+    pub(super) async fn succeed(&self, operation: &mut Operation, effect: Effect) -> Result<()> {
         let id = operation.id.clone();
         let attempt = operation.attempts;
         killpoint_probe::boundary!("after_provider_success", id, attempt);

@@ -26,12 +26,14 @@
 //! - `decision.rs`: asking the model to decide a task, and recording its decision first.
 //! - `execution.rs`: attempts, reconciliation of unknown outcomes, and the recorded success.
 //! - `permission.rs`: asking the policy service, before an attempt and before a send.
+//! - `restored.rs`: an operation a restore may have outrun, looked up before its first attempt.
 //! - `delivery.rs`: sending recorded results to their destinations.
 
 mod decision;
 mod delivery;
 mod execution;
 mod permission;
+mod restored;
 
 use std::collections::HashSet;
 use std::convert::Infallible;

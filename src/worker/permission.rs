@@ -18,6 +18,14 @@ impl Shared {
             // BROKEN: an approval on record is taken as still valid; a revocation since is missed.
             return Ok(Decision::Allowed);
         }
+        if self.broken == Some(Broken::RestoredGrant)
+            && self.store.is_restored()
+            && self.store.has_audit_event(&operation.id, AuditEvent::PolicyAllowed)?
+        {
+            // BROKEN: on a restored backup, the approval the backup holds is taken for the
+            // operation's own, still in force: the revocation the world saw since is missed.
+            return Ok(Decision::Allowed);
+        }
         let tool = &operation.decided_tool()?.name;
         let decision = self.ask_policy(operation, Subject::Tool(tool)).await;
         if decision == Decision::Allowed {

@@ -88,7 +88,7 @@ class Runtime:
     def ready(self):
         """Prints the ready line and serves the API on a background thread."""
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        ready = {"contract": os.environ.get("KILLPOINT_CONTRACT", "killpoint-contract/8"),
+        ready = {"contract": os.environ.get("KILLPOINT_CONTRACT", "killpoint-contract/9"),
                  "api": f"http://127.0.0.1:{self.server.server_address[1]}", "probe": self.declare_probe}
         sys.stdout.write("KILLPOINT_READY " + json.dumps(ready) + "\n")
         sys.stdout.flush()

@@ -110,6 +110,7 @@ pub(super) fn certify(
         let kills = match options.crash {
             crate::model::crash::Crash::Process => "every kill takes the worker alone",
             crate::model::crash::Crash::Machine => "every kill is a power loss of the worker and every service",
+            crate::model::crash::Crash::Restore => "restores are refused with services",
         };
         outln!(
             "with services {} beside the worker: each started once per scenario, {kills} (CONTRACT.md section 2, \"Services\")\n",

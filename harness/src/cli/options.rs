@@ -14,6 +14,8 @@ pub struct Runtime {
     pub ready_timeout: std::time::Duration,
     /// `--crash`: what a kill takes down, the process or the machine.
     pub crash: crate::model::crash::Crash,
+    /// `--restore-lag`: how far behind each kill a restore's backup is (`--crash restore`).
+    pub restore_lag: Option<crate::model::crash::Lag>,
     /// `--services`: the runtime's processes beside its worker (none by default).
     pub services: crate::run::services::Services,
     /// `--contract`: the version the runtime is given and declares (the current one by default).

@@ -84,7 +84,11 @@ fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> boo
                 "caught: --broken {} violates {}{}",
                 catch.broken,
                 catch.invariants.join(", "),
-                if catch.crash == Crash::Machine { " in a machine crash" } else { "" }
+                match catch.crash {
+                    Crash::Process => "",
+                    Crash::Machine => " in a machine crash",
+                    Crash::Restore => " after a restore",
+                }
             ),
             Err(why) => {
                 all_caught = false;

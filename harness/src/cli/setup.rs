@@ -30,10 +30,25 @@ pub(super) fn target(args: &Runtime) -> Result<Target, Usage> {
     };
     crate::run::artifacts::sockets_fit()?;
     crate::run::artifacts::set_keep_limit(args.keep_limit);
-    if args.crash == Crash::Machine
+    if args.crash.traced()
         && let Err(why) = crate::run::traced::permitted()
     {
-        return Err(format!("--crash machine needs killpoint-tracer to see what the runtime syncs, and {why}").into());
+        let crash = args.crash.name();
+        return Err(format!("--crash {crash} needs killpoint-tracer to see what the runtime syncs, and {why}").into());
+    }
+    if args.crash == Crash::Restore && !args.contract.has_restores() {
+        let contract = args.contract;
+        return Err(format!("--crash restore holds a runtime to CONTRACT.md section 13, which {contract} does not have: expected killpoint-contract/9 or later, found --contract {contract}").into());
+    }
+    if args.crash == Crash::Restore && !args.services.is_empty() {
+        return Err("--crash restore cannot be given --services yet: a server's backup is not modelled".into());
+    }
+    if args.restore_lag.is_some() && args.crash != Crash::Restore {
+        return Err(format!(
+            "--restore-lag is the lag of a restore's backup: expected --crash restore, found --crash {}",
+            args.crash.name()
+        )
+        .into());
     }
     if let Some(note) = crate::run::preflight::runtime(&program, &args.runtime_args)? {
         errln!("killpoint: {note}");
@@ -45,6 +60,7 @@ pub(super) fn run_options(args: &Runtime) -> RunOptions {
     RunOptions {
         probe: !args.no_probe,
         crash: args.crash,
+        restore_lag: args.restore_lag,
         ready_timeout: args.ready_timeout,
         services: args.services.clone(),
         contract: args.contract,

@@ -82,7 +82,7 @@ pub(super) fn faults_reached(scenario: &Scenario, run: &Run, violations: &mut Ve
     // cause: one line says so, the faults are its evidence.
     let mut knock_on = Vec::new();
     for (i, (f, hit)) in scenario.faults.iter().zip(&run.hits).enumerate() {
-        if *hit != Hit::NotReached || gave_up_before(scenario, f, run) {
+        if *hit != Hit::NotReached || gave_up_before(scenario, f, run) || super::restore::renumbered(run, f) {
             continue;
         }
         let destination = f.destination.as_deref().map(|d| format!(" -> {d}")).unwrap_or_default();

@@ -23,6 +23,7 @@ mod outcome;
 mod policy;
 mod prometheus;
 mod ready;
+mod restore;
 mod retry_label;
 pub mod rules;
 mod sandbox;
@@ -32,7 +33,7 @@ mod submission;
 mod synced;
 mod verdict;
 
-pub use verdict::{Coverage, Reasked, Status, Verdict, Violation};
+pub use verdict::{Coverage, Reasked, RestoreRisk, Status, Verdict, Violation};
 
 use crate::run::driver::Run;
 use crate::scenario::{Operation, Scenario};
@@ -61,6 +62,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
             unreachable: Vec::new(),
             reasked: Vec::new(),
             needs_probe_services: Vec::new(),
+            restore_risks: Vec::new(),
         };
     }
     ready::ready(run, &mut violations);
@@ -72,8 +74,11 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         check_operation(scenario, run, op, &in_flight, &mut violations);
     }
     submission::intent_durable(run, &mut violations);
-    metrics::metrics_agree(scenario, run, &in_flight, &mut violations);
-    if run.aborted.is_none() {
+    // After a restore every count is the backup's, behind the world's (CONTRACT.md section 13, "What cannot be owed"): not held.
+    if !restore::restored(run) {
+        metrics::metrics_agree(scenario, run, &in_flight, &mut violations);
+    }
+    if run.aborted.is_none() && !restore::restored(run) {
         retry_label::retry_labels(run, &in_flight, &mut violations);
     }
     submission::idempotent_submission(run, &mut violations);
@@ -91,11 +96,14 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         coverage::syscall_faults_reached(scenario, run, &skip, &mut violations);
         needs_probe_services = coverage::service_faults_reached(scenario, run, &mut violations);
     }
+    // A kind without lookup that a restore forgot cannot be owed once (CONTRACT.md section 13, "What cannot be owed"): a risk, reported.
+    restore::forgive(scenario, run, &mut violations);
     violations.sort_by(|a, b| a.invariant.cmp(&b.invariant).then(a.operation.cmp(&b.operation)));
     attribution::attribute(scenario, &mut coverage, &violations, run);
     let reasked = decisions::reasked(scenario, run);
     let services = service_rules::exercised(run);
     service_rules::name(&services, &mut violations);
+    restore::name(scenario, run, &mut violations);
     let mut exercises = rules::caught::exercised(scenario, run.crash);
     exercises.extend(services);
     exercises.sort_by_key(|id| rules::RULES.iter().position(|r| r.id == *id));
@@ -110,6 +118,7 @@ pub fn check(scenario: &Scenario, run: &Run) -> Verdict {
         unreachable: unreachable.iter().map(|(i, _)| *i).collect(),
         reasked,
         needs_probe_services,
+        restore_risks: restore::risks(scenario, run),
     }
 }
 
@@ -138,9 +147,12 @@ fn check_operation(
     policy::policy_respected(op, &ledger, run, report, &mut found);
     policy::policy_checked(op, &ledger, run, &mut found);
     delivery::delivery_backoff(scenario, op, &ledger, run, &mut found);
-    delivery::dead_letter_bound(scenario, op, &ledger, in_flight, report, &mut found);
+    let restored = restore::restored(run);
+    if !restored {
+        delivery::dead_letter_bound(scenario, op, &ledger, in_flight, report, &mut found);
+    }
     if run.aborted.is_none() {
-        status::truthful_status(op, &ledger, report, in_flight, &mut found);
+        status::truthful_status(op, &ledger, report, in_flight, !restored, &mut found);
         if let Some(expect) = outcome::expectation(scenario, run, op, in_flight) {
             outcome::expected_outcome(op, expect, &ledger, report, &mut found);
         }

@@ -56,6 +56,10 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     if op.expect == Outcome::Failed && in_flight.rejection_lost(&op.id) {
         return None;
     }
+    // A restore may take the rejection with the backup just as well (CONTRACT.md §13).
+    if op.expect == Outcome::Failed && super::restore::restored(run) {
+        return None;
+    }
     let mine = || scenario.faults.iter().zip(&run.hits).filter(|(f, _)| f.operation == op.id);
     let open =
         mine().any(|(f, hit)| *hit == Hit::NeedsProbe || (*hit == Hit::Approximate && !before_commit_possible(f.at)));
@@ -69,8 +73,21 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
         .iter()
         .enumerate()
         .any(|(i, f)| f.operation == op.id && super::synced::commit_unsynced(run, i, f));
-    let weaker = unsynced || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
+    // A restore may have outrun any operation of a kind without lookup: it pauses (§13-4).
+    let outrun = super::restore::restored(run) && op.tool == ToolKind::NonIdempotentNoLookup;
+    // Forgotten and taken for new, a safely repeatable one refused meanwhile ends FAILED: the
+    // runtime cannot know its first attempt (CONTRACT.md section 13, "What cannot be owed").
+    // And one outrun by a restore is paused by a refusal, which another would fail (§4-3).
+    if super::restore::restored(run)
+        && op.tool == ToolKind::SafelyRepeatable
+        && matches!(op.expect, Outcome::Paused | Outcome::Refused)
+    {
+        return None;
+    }
+    let weaker = unsynced || outrun || mine().any(|(f, hit)| *hit == Hit::Approximate && before_commit_possible(f.at));
     Some(match op.expect {
+        // Forgotten by a restore and submitted again, a kind without lookup may run again (CONTRACT.md section 13, "What cannot be owed").
+        Outcome::Paused if outrun => Outcome::SucceededOrPaused,
         Outcome::Succeeded if weaker && !op.tool.supports_lookup() => Outcome::SucceededOrPaused,
         expect => expect,
     })

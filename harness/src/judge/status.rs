@@ -14,6 +14,7 @@ pub(super) fn truthful_status(
     ledger: &OperationLedger,
     report: Option<&OperationReport>,
     in_flight: &InFlight,
+    counts: bool,
     found: &mut Found,
 ) {
     let Some(report) = report else {
@@ -25,7 +26,9 @@ pub(super) fn truthful_status(
         );
         return;
     };
-    counts_agree(op, ledger, report, in_flight, found);
+    if counts {
+        counts_agree(op, ledger, report, in_flight, found);
+    }
     match report.execution {
         ExecutionState::Succeeded => {
             success_agrees(op, ledger, report, found);

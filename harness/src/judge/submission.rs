@@ -21,7 +21,7 @@ pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
     missing_data_dir(run, violations);
     // An intent lost in a power loss was acknowledged before it was synced (§7-6).
     let forgotten = match run.crash {
-        Crash::Machine => breach!(IntentDurable, "§3-2", "§3-9", "§7-6"),
+        Crash::Machine | Crash::Restore => breach!(IntentDurable, "§3-2", "§3-9", "§7-6"),
         Crash::Process => breach!(IntentDurable, "§3-2", "§3-9"),
     };
     let mut reported: BTreeSet<&str> = BTreeSet::new();
@@ -35,13 +35,14 @@ pub(super) fn intent_durable(run: &Run, violations: &mut Vec<Violation>) {
             Happening::KillPoint { operation: o, .. } => o == operation,
             Happening::Killed { .. }
             | Happening::PowerLoss { .. }
+            | Happening::Restored { .. }
             | Happening::ServicePowerLoss { .. }
             | Happening::Started { .. } => true,
             _ => false,
         });
         // Under a power loss the rule is that what was acknowledged was synced (§7-6).
         let rule = match run.crash {
-            Crash::Machine => {
+            Crash::Machine | Crash::Restore => {
                 "synced before the answer: a power loss keeps only what was synced (CONTRACT.md §3-2, §7-6)"
             }
             Crash::Process => "durable before the answer (CONTRACT.md §3-2)",

@@ -92,6 +92,19 @@ pub struct Verdict {
     /// worker's fault there does (`Hit::NeedsProbe`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs_probe_services: Vec<usize>,
+    /// Operations a restore forgot whose kind has no lookup: what no runtime can be owed, a risk
+    /// of the tool kind, reported, never a violation (CONTRACT.md section 13, "What cannot be owed").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restore_risks: Vec<RestoreRisk>,
+}
+
+/// An operation a restore's backup forgot, of a kind without lookup, and the effects the provider
+/// applied for it (more than one: the risk came true).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RestoreRisk {
+    pub operation: String,
+    pub tool: String,
+    pub effects: usize,
 }
 
 /// A task operation whose model was asked for a decision `decisions` times (more than once).

@@ -15,26 +15,36 @@ pub enum Version {
     /// `killpoint-contract/7`: everything of `/8` but the duties through a server's faults
     /// (section 2, §2-9 to §2-13).
     V7,
-    /// `killpoint-contract/8`: the current version.
-    #[default]
+    /// `killpoint-contract/8`: everything of `/9` but what a runtime owes after a restore
+    /// (section 13, §13-1 to §13-5).
     V8,
+    /// `killpoint-contract/9`: the current version.
+    #[default]
+    V9,
 }
 
 impl Version {
     /// The version a runtime is given unless told otherwise.
-    pub const CURRENT: Version = Version::V8;
-    pub const ALL: [Version; 3] = [Version::V6, Version::V7, Version::V8];
+    pub const CURRENT: Version = Version::V9;
+    pub const ALL: [Version; 4] = [Version::V6, Version::V7, Version::V8, Version::V9];
 
     pub const fn name(self) -> &'static str {
         match self {
             Version::V6 => "killpoint-contract/6",
             Version::V7 => "killpoint-contract/7",
             Version::V8 => "killpoint-contract/8",
+            Version::V9 => "killpoint-contract/9",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Version> {
         Version::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// Whether the runtime owes anything after a restore (section 13): a runtime of an older
+    /// version is not run with `--crash restore`.
+    pub fn has_restores(self) -> bool {
+        self >= Version::V9
     }
 
     /// Whether operations may be tasks for the model (section 12).
@@ -46,14 +56,21 @@ impl Version {
     pub fn not_claimed(self) -> (&'static [&'static str], &'static str) {
         match self {
             Version::V6 => (
-                &["§12-1", "§12-2", "§12-3", "§12-4", "§2-9", "§2-10", "§2-11", "§2-12", "§2-13"],
-                "tasks for the model (section 12), nor the duties through a server's faults (section 2, §2-9 to §2-13)",
+                &[
+                    "§12-1", "§12-2", "§12-3", "§12-4", "§2-9", "§2-10", "§2-11", "§2-12", "§2-13", "§13-1", "§13-2",
+                    "§13-3", "§13-4", "§13-5",
+                ],
+                "tasks for the model (section 12), the duties through a server's faults (section 2, §2-9 to §2-13), nor what is owed after a restore (section 13)",
             ),
             Version::V7 => (
-                &["§2-9", "§2-10", "§2-11", "§2-12", "§2-13"],
-                "duties through a server's faults (section 2, §2-9 to §2-13)",
+                &["§2-9", "§2-10", "§2-11", "§2-12", "§2-13", "§13-1", "§13-2", "§13-3", "§13-4", "§13-5"],
+                "duties through a server's faults (section 2, §2-9 to §2-13), nor what is owed after a restore (section 13)",
             ),
-            Version::V8 => (&[], ""),
+            Version::V8 => (
+                &["§13-1", "§13-2", "§13-3", "§13-4", "§13-5"],
+                "what is owed after a restore (section 13, §13-1 to §13-5)",
+            ),
+            Version::V9 => (&[], ""),
         }
     }
 }
@@ -102,17 +119,20 @@ mod tests {
 
     #[test]
     fn an_older_supported_version_is_named_with_the_option_that_certifies_it() {
+        assert_eq!(judge_declared("killpoint-contract/9", Version::V9), Ok(Version::V9));
         assert_eq!(judge_declared("killpoint-contract/8", Version::V8), Ok(Version::V8));
         assert_eq!(judge_declared("killpoint-contract/7", Version::V7), Ok(Version::V7));
         assert_eq!(judge_declared("killpoint-contract/6", Version::V6), Ok(Version::V6));
-        let older = judge_declared("killpoint-contract/6", Version::V8).unwrap_err();
+        let older = judge_declared("killpoint-contract/6", Version::V9).unwrap_err();
         assert!(older.contains("--contract killpoint-contract/6") && older.contains("section 12"), "{older}");
-        let last = judge_declared("killpoint-contract/7", Version::V8).unwrap_err();
-        assert!(last.contains("--contract killpoint-contract/7") && last.contains("§2-9 to §2-13"), "{last}");
-        let unknown = judge_declared("killpoint-contract/0", Version::V8).unwrap_err();
-        assert!(unknown.contains("speaks contract `killpoint-contract/0`; this harness speaks `killpoint-contract/8`"));
+        let before = judge_declared("killpoint-contract/7", Version::V9).unwrap_err();
+        assert!(before.contains("--contract killpoint-contract/7") && before.contains("§2-9 to §2-13"), "{before}");
+        let last = judge_declared("killpoint-contract/8", Version::V9).unwrap_err();
+        assert!(last.contains("--contract killpoint-contract/8") && last.contains("§13-1 to §13-5"), "{last}");
+        let unknown = judge_declared("killpoint-contract/0", Version::V9).unwrap_err();
+        assert!(unknown.contains("speaks contract `killpoint-contract/0`; this harness speaks `killpoint-contract/9`"));
         assert!(
-            hint("KILLPOINT_CONTRACT is 'killpoint-contract/8', this runtime implements 'killpoint-contract/6' only")
+            hint("KILLPOINT_CONTRACT is 'killpoint-contract/9', this runtime implements 'killpoint-contract/6' only")
                 .is_some_and(|h| h.contains("--contract killpoint-contract/6"))
         );
         assert_eq!(hint("fatal: no database"), None);

@@ -163,8 +163,12 @@ fn by_invariants(asked: &Question, entries: &[ScenarioEntry]) -> Item {
     let process_only: Vec<&str> = entries.iter().filter(passed).map(|e| e.name.as_str()).collect();
     if held.is_empty() && !process_only.is_empty() {
         let evidence = vec![format!(
-            "{} passed under process crashes only, which keep the page cache: durability is shown by a machine crash (--crash machine)",
-            process_only.join(", ")
+            "{} passed under {}: durability is shown by a machine crash (--crash machine)",
+            process_only.join(", "),
+            match entries.iter().find_map(|e| e.crash) {
+                Some(Crash::Restore) => "restores only, whose backups lag what was synced",
+                _ => "process crashes only, which keep the page cache",
+            }
         )];
         return Item { question, answer: Answer::NotShown, evidence };
     }

@@ -62,8 +62,15 @@ pub fn run_command(program: &str, file: &Path, target: &Target, options: &RunOpt
     if !options.probe {
         command.push_str(" --no-probe");
     }
-    if options.crash == crate::model::crash::Crash::Machine {
-        command.push_str(" --crash machine");
+    if options.crash != crate::model::crash::Crash::Process {
+        command.push_str(&format!(" --crash {}", options.crash.name()));
+    }
+    if let Some(lag) = options.restore_lag {
+        let lag = match lag {
+            crate::model::crash::Lag::Syncs(n) => n.to_string(),
+            crate::model::crash::Lag::Millis(ms) => format!("{ms}ms"),
+        };
+        command.push_str(&format!(" --restore-lag {lag}"));
     }
     if options.contract != crate::model::contract::Version::CURRENT {
         command.push_str(&format!(" --contract {}", options.contract));

@@ -314,6 +314,7 @@ mod tests {
             unreachable: Vec::new(),
             reasked: Vec::new(),
             needs_probe_services: Vec::new(),
+            restore_risks: Vec::new(),
         };
         let outcome = ScenarioOutcome {
             name: "after_dispatch".into(),

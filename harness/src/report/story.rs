@@ -44,10 +44,15 @@ pub fn table(rows: &[(String, Result<Verdict, String>)]) -> String {
             },
             Err(e) => ("ERROR", e.lines().next().unwrap_or_default().to_owned()),
         };
-        let cost = match verdict.as_ref().map(|v| v.reasked.as_slice()) {
+        let mut cost = match verdict.as_ref().map(|v| v.reasked.as_slice()) {
             Ok([]) | Err(_) => String::new(),
             Ok(reasked) => format!("; cost: {}", reasked_line(reasked)),
         };
+        if let Ok(v) = verdict
+            && !v.restore_risks.is_empty()
+        {
+            cost.push_str(&format!("; restore risk: {}", risks_line(&v.restore_risks)));
+        }
         let _ = writeln!(out, "{name:<width$}  {word:<7}  {detail}{cost}");
     }
     let count = |s: Status| rows.iter().filter(|(_, v)| v.as_ref().is_ok_and(|v| v.status() == s)).count();
@@ -107,6 +112,11 @@ pub fn matrix(verdicts: &[&Verdict]) -> Vec<(Boundary, ToolKind, Cell)> {
                 for c in v.coverage.iter().filter(|c| c.boundary == boundary && c.tool_kind == kind) {
                     // The faults at this cell: what they can have caused, not their scenario's verdict.
                     let failed = !c.violations.is_empty();
+                    // A fault a restore's renumbering left unreached, held against nothing
+                    // (CONTRACT.md section 13): not exercised here, as if it were not there.
+                    if c.hit == Hit::NotReached && !failed && v.crash == crate::model::crash::Crash::Restore {
+                        continue;
+                    }
                     let this = match c.hit {
                         Hit::NeedsProbe => Cell::NeedsProbe,
                         Hit::NotReached => Cell::Fail,
@@ -166,6 +176,14 @@ fn short(kind: ToolKind) -> &'static str {
 /// A failure told as a story: what was meant to happen, what broke, the proof, the whole trace,
 /// and the runtime's last words. The caller says where the artifacts were kept.
 /// "the model was asked for 2 decisions of `charge`, 3 of `sms`"
+/// `sms (non_idempotent_no_lookup, 2 effects)`, for each operation a restore forgot whose kind has
+/// no lookup (CONTRACT.md section 13, "What cannot be owed").
+fn risks_line(risks: &[crate::judge::RestoreRisk]) -> String {
+    let each: Vec<String> =
+        risks.iter().map(|r| format!("`{}` ({}, {} effect(s))", r.operation, r.tool, r.effects)).collect();
+    each.join(", ")
+}
+
 fn reasked_line(reasked: &[crate::judge::Reasked]) -> String {
     let each: Vec<String> = reasked.iter().map(|r| format!("{} decisions of `{}`", r.decisions, r.operation)).collect();
     format!("the model was asked for {}", each.join(", "))

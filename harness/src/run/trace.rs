@@ -186,6 +186,19 @@ pub fn describe_mark(mark: &Mark) -> String {
             "harness   power loss under incarnation {incarnation}: its data dir keeps only what it synced — {}",
             lost.join("; ")
         ),
+        Happening::Restored { incarnation, lag, back, age_ms, path, lost } => {
+            let lost = match lost.is_empty() {
+                true => "it lacks nothing the dir held at the kill".to_owned(),
+                false => format!("it lacks {}", lost.join("; ")),
+            };
+            format!(
+                "harness   restore: the host of incarnation {incarnation} is lost; its backup {back} durable change(s) and {age_ms} ms before the kill (lag {lag}) restored into {path}, with {}: {lost}",
+                crate::run::driver::RESTORED_VARIABLE
+            )
+        }
+        Happening::ResubmittedAfterRestore { operation, incarnation, answer, status } => format!(
+            "harness   {operation} unknown to restored incarnation {incarnation} ({answer}): a retrying client submits it again, answered {status}"
+        ),
         Happening::SyscallKill { incarnation, point } => {
             let delivery = point.since_delivery.as_ref().map(|(a, n)| format!(", #{n} since {a}"));
             let from =

@@ -50,6 +50,9 @@ pub struct Scenario {
     /// The file says `needs_services = true`: it tells nothing without a server beside the worker
     /// (the worker killed while its server lives), and is not run for a runtime without services.
     pub needs_services: bool,
+    /// The `[restore]` table: how far behind each kill a restore's backup is, under `--crash
+    /// restore` (`None`: [`crate::model::crash::Lag::DEFAULT`], or the command's `--restore-lag`).
+    pub restore_lag: Option<crate::model::crash::Lag>,
     pub runtime: RuntimeSettings,
     /// How long every operation has to settle after the last restart.
     pub deadline: Duration,

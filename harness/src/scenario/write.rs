@@ -40,6 +40,16 @@ struct File<'a> {
     missing_data_dir: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     needs_services: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restore: Option<RestoreFile>,
+}
+
+#[derive(Serialize)]
+struct RestoreFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lag_syncs: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lag_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -187,6 +197,10 @@ impl Scenario {
             catches: &self.catches,
             missing_data_dir: self.missing_data_dir,
             needs_services: self.needs_services,
+            restore: self.restore_lag.map(|lag| match lag {
+                crate::model::crash::Lag::Syncs(n) => RestoreFile { lag_syncs: Some(n), lag_ms: None },
+                crate::model::crash::Lag::Millis(ms) => RestoreFile { lag_syncs: None, lag_ms: Some(ms) },
+            }),
         };
         // Every field is a string, number, boolean, array or table of them: nothing the TOML
         // serialiser can refuse.

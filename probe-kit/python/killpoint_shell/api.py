@@ -4,6 +4,7 @@ durably before `202`, resubmission idempotent (`200` with the same body, `409` w
 destinations compared as a set), `GET /operations/{id}` (`404` unknown) and `GET /health`."""
 
 import json
+import os
 import re
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
@@ -179,8 +180,11 @@ def insert(db, op_id, request, sub):
     arguments = None if task else json.dumps(sub["arguments"])
     db.execute(
         "INSERT INTO operations (id, request, tenant, actor, tool_name, tool_kind, arguments, task,"
-        " destinations, execution, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENT_RECORDED', ?)",
+        " destinations, execution, idempotency_key, maybe_sent)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENT_RECORDED', ?, ?)",
         (op_id, request, sub["tenant"], sub["actor"], tool["name"], tool["kind"], arguments,
-         None if task is None else json.dumps(task), json.dumps(sub["destinations"]), op_id))
+         None if task is None else json.dumps(task), json.dumps(sub["destinations"]), op_id,
+         # Accepted after a restore, it may be a client's retry of one the lost host sent (§13-2).
+         2 if os.environ.get("KILLPOINT_RESTORED") else 0))
     what = f"task for the model, offering {[t['name'] for t in task['tools']]}" if task else f"tool {tool['name']}"
     audit(db, op_id, "intent_recorded", f"{what} for {sub['tenant']}/{sub['actor']}")

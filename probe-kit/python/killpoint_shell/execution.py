@@ -56,10 +56,27 @@ def execute(shell, op_id, decided=None):
         raise KeyError(f"expected an accepted operation, found no {op_id!r} in the store")
     if op["execution"] in SETTLED_STATES or op["paused"]:
         return None
+    if op["execution"] == "INTENT_RECORDED" and _outrun(op):
+        # A restore may have outrun it (§13-3, §13-4): its outcome is unknown until reconciled.
+        with shell.store.tx() as db:
+            db.execute("UPDATE operations SET execution = 'UNKNOWN' WHERE id = ?", (op["id"],))
+            shell.audit(db, op["id"], "unknown", "restored: the lost host may have attempted it")
+        return _reconcile(shell, shell.store.operation(op_id), decided)
     if op["execution"] == "INTENT_RECORDED":
         return _next_attempt(shell, op, None, decided)
     # UNKNOWN, or a DISPATCHED whose round died without its answer: the request may be out.
     return _reconcile(shell, op, decided)
+
+
+def _outrun(op):
+    """Whether a restore may have outrun the operation: in the backup unattempted (1), or accepted
+    after the restore (2) with a kind that can find out; one of a kind without lookup accepted
+    after it cannot be told from a new operation and goes ahead (CONTRACT.md section 13). A task
+    not yet decided has no kind yet: its decision is made first."""
+    kind = op["tool_kind"]
+    if kind is None or not op["maybe_sent"]:
+        return False
+    return op["maybe_sent"] == 1 or kind != "non_idempotent_no_lookup"
 
 
 def _next_attempt(shell, op, retry_reason, decided=None):
@@ -74,7 +91,35 @@ def _next_attempt(shell, op, retry_reason, decided=None):
         log(f"no decision for {op['id']}: {why}; asking again later")
         return shell.defer(op, RETRY_LATER_S)
     acting = "a new decision" if decided is None else f"the framework's decision ({call.decision})"
+    if op["maybe_sent"] == 1 and op["execution"] == "INTENT_RECORDED" and call.kind == "non_idempotent_no_lookup":
+        # In the backup unattempted, and no lookup can say what the lost host did (§13-4).
+        shell.pause(op, "restored: the lost host may have acted on an earlier decision, and the tool has no lookup")
+        return None
+    if op["maybe_sent"] and op["execution"] == "INTENT_RECORDED" and _restored_effect(shell, op, call):
+        return None  # the lost host's call on an earlier decision applied: that is the outcome
     return _attempt(shell, op, call, retry_reason and f"{retry_reason}; acting on {acting}")
+
+
+def _restored_effect(shell, op, call):
+    """A task a restore may have outrun (§13-3): the key is the operation's, not the decision's,
+    so a lookup under it finds what the lost host's call applied, whatever decision it acted on.
+    True when it found one (and recorded it); a kind without lookup, or no answer, finds none."""
+    if call.kind not in ("idempotent_by_key", "non_idempotent_with_lookup"):
+        return False
+    try:
+        status, body = http("GET", f"{shell.env.provider_url}/tools/{quote(call.tool)}"
+                            f"/effects?idempotency_key={quote(op['idempotency_key'])}")
+    except Exception:
+        return False
+    if status != 200 or not valid_effect(body):
+        return False
+    with shell.store.tx() as db:
+        db.execute("UPDATE operations SET execution = 'UNKNOWN', tool_name = ?, tool_kind = ? WHERE id = ?",
+                   (call.tool, call.kind, op["id"]))
+        shell.audit(db, op["id"], "unknown", "restored: the lost host's call found by lookup")
+    killpoint_probe.boundary("after_provider_success", op["id"], op["attempts"])
+    shell.record(op["id"], body, op["attempts"], "found by lookup after a restore")
+    return True
 
 
 def _recorded_call(op):
@@ -139,9 +184,10 @@ def _attempt(shell, op, call, retry_reason):
     if verdict is None:
         return shell.defer(op, RETRY_LATER_S)
     if verdict is not True:
-        if call.kind == "safely_repeatable" and op["attempts"] > 0:
-            # An earlier attempt may have applied, and without a lookup nobody can know:
-            # FAILED could be untrue (§4-11), so the refusal pauses the operation instead.
+        if call.kind == "safely_repeatable" and (op["attempts"] > 0 or op["maybe_sent"]):
+            # An earlier attempt (the lost host's, after a restore) may have applied, and
+            # without a lookup nobody can know: FAILED could be untrue (§4-3), so the refusal
+            # pauses the operation instead.
             shell.pause(op, f"policy: {verdict}; earlier attempt's outcome unknown")
         else:
             shell.fail(op, f"policy: {verdict}", "policy_refused")

@@ -37,7 +37,10 @@ CREATE TABLE IF NOT EXISTS operations (
     provider_ref    TEXT,
     result          TEXT,            -- JSON
     failure         TEXT,            -- reason text, NULL unless FAILED
-    next_at         REAL NOT NULL DEFAULT 0   -- wall clock: not before this time
+    next_at         REAL NOT NULL DEFAULT 0,  -- wall clock: not before this time
+    -- After a restore (CONTRACT.md section 13): 1 it was in the backup not yet attempted, 2
+    -- accepted by a restored incarnation; the lost host may have attempted either.
+    maybe_sent      INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS deliveries (
     operation_id    TEXT NOT NULL,
@@ -135,3 +138,13 @@ def recover(store):
             audit(db, row["id"], "unknown", f"attempt {row['attempts']} was in flight at restart")
     if rows:
         log(f"recovered {len(rows)} in-flight attempt(s) as UNKNOWN")
+    restored = os.environ.get("KILLPOINT_RESTORED")
+    if restored:
+        # Before the ready line (§13-2): what the backup holds unattempted may have been sent by
+        # the lost host after the backup was taken.
+        with store.tx() as db:
+            ids = [r["id"] for r in db.execute("SELECT id FROM operations WHERE execution = 'INTENT_RECORDED'")]
+            for op_id in ids:
+                db.execute("UPDATE operations SET maybe_sent = 1 WHERE id = ?", (op_id,))
+                audit(db, op_id, "restored", f"{restored}: the lost host may have attempted it")
+        log(f"started on a restored backup ({restored}): {len(ids)} operation(s) reconciled first")

@@ -38,7 +38,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The contract version this kit speaks.
-pub const CONTRACT: &str = "killpoint-contract/8";
+pub const CONTRACT: &str = "killpoint-contract/9";
 
 /// Exit status when the harness is gone or misbehaves (EX_SOFTWARE).
 pub const EXIT_PROBE_LOST: i32 = 70;
@@ -523,7 +523,7 @@ mod tests {
         );
         assert_eq!(
             ready_line("127.0.0.1:40555".parse().unwrap(), true, Declares::default()),
-            r#"KILLPOINT_READY {"contract":"killpoint-contract/8","api":"http://127.0.0.1:40555","probe":true}"#
+            r#"KILLPOINT_READY {"contract":"killpoint-contract/9","api":"http://127.0.0.1:40555","probe":true}"#
         );
         assert!(is_resume(r#"{ "action": "resume" }"#));
         assert!(!is_resume(r#"{"action":"kill"}"#));
@@ -544,7 +544,7 @@ mod tests {
     #[test]
     fn the_environment_is_read_with_its_defaults_and_its_errors_name_the_variable() {
         let vars = [
-            ("KILLPOINT_CONTRACT", "killpoint-contract/8"),
+            ("KILLPOINT_CONTRACT", "killpoint-contract/9"),
             ("KILLPOINT_DATA_DIR", "/tmp/data"),
             ("KILLPOINT_LISTEN", "127.0.0.1:0"),
             ("KILLPOINT_PROVIDER_URL", "http://127.0.0.1:1/provider/"),
@@ -562,12 +562,12 @@ mod tests {
             |name: &str| if name == "KILLPOINT_CONTRACT" { Some("killpoint-contract/2".into()) } else { lookup(name) };
         assert_eq!(
             Env::from_lookup(other).unwrap_err().to_string(),
-            "KILLPOINT_CONTRACT should be killpoint-contract/8, found \"killpoint-contract/2\""
+            "KILLPOINT_CONTRACT should be killpoint-contract/9, found \"killpoint-contract/2\""
         );
         let missing = |name: &str| if name == "KILLPOINT_DATA_DIR" { None } else { lookup(name) };
         assert_eq!(
             Env::from_lookup(missing).unwrap_err().to_string(),
-            "KILLPOINT_DATA_DIR is not set; expected a directory for durable state (killpoint-contract/8, CONTRACT.md §2)"
+            "KILLPOINT_DATA_DIR is not set; expected a directory for durable state (killpoint-contract/9, CONTRACT.md §2)"
         );
     }
 }

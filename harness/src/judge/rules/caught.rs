@@ -103,6 +103,13 @@ pub const CAUGHT: &[Caught] = &[
     // socket connected to a documentation address (§2-5).
     caught("cache-outside-data-dir", "after_submit", &["§2-2"]),
     caught("phone-home", "after_submit", &["§2-5"]),
+    // Under restores only: a key drawn, not derived, is a second key after a backup that predates
+    // it (§13-1), and the effect or delivery it lets through again.
+    caught("random-key", "restore_before_the_intent", &["§4-5", "§4-10", "§4-11", "§5-1", "§13-1", "§13-3"]),
+    caught("rekeyed-outbox", "after_delivery_send", &["§6-2", "§6-3", "§13-1"]),
+    // The approval taken for one in force: an attempt no check allowed (§4-1, §8-2, §8-3), a
+    // cancelled operation charged (§8-5) instead of refused (§4-2).
+    caught("restored-grant", "restore_before_the_revocation", &["§4-1", "§4-2", "§8-2", "§8-3", "§8-5", "§13-5"]),
 ];
 
 /// The proofs that `rule`'s check can fail: (variant, scenario) for each catch that breaks it.

@@ -17,7 +17,8 @@ mod table;
 
 pub use contract::{CONTRACT_TEXT, ContractRule, contract_rules};
 pub use table::{
-    Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RULES, Rule, SERVICE_PROOFS, SERVICE_RULES, ServiceRun, TRACED_RULES,
+    Check, MACHINE_CRASH_RULES, PROVEN_ELSEWHERE, RESTORE_RULES, RULES, Rule, SERVICE_PROOFS, SERVICE_RULES,
+    ServiceRun, TRACED_RULES,
 };
 
 use crate::model::crash::Crash;
@@ -82,6 +83,8 @@ pub fn document() -> Result<String, Vec<String>> {
                     ", in runs with services only (`--services`)"
                 } else if MACHINE_CRASH_RULES.contains(&rule.id) {
                     ", in machine-crash runs only"
+                } else if RESTORE_RULES.contains(&rule.id) {
+                    ", in restore runs only (`--crash restore`)"
                 } else if TRACED_RULES.contains(&rule.id) {
                     ", in traced runs only (`--points syscalls`, `--crash machine`)"
                 } else {
@@ -149,8 +152,12 @@ pub fn judge_rules(verdicts: &[&crate::judge::Verdict]) -> Vec<RuleOutcome> {
             Check::Invariants(invariants) => {
                 // A durability rule: a process kill keeps the page cache and shows nothing of it.
                 let machine = MACHINE_CRASH_RULES.contains(&rule.id);
-                let judged: Vec<&&crate::judge::Verdict> =
-                    judged.iter().copied().filter(|v| !machine || v.crash == Crash::Machine).collect();
+                let restore = RESTORE_RULES.contains(&rule.id);
+                let judged: Vec<&&crate::judge::Verdict> = judged
+                    .iter()
+                    .copied()
+                    .filter(|v| (!machine || v.crash == Crash::Machine) && (!restore || v.crash == Crash::Restore))
+                    .collect();
                 // Violated only where a violation names the rule: another rule of the same invariant
                 // broken in a scenario leaves this one not established there, not violated.
                 let violated: Vec<&str> = judged
@@ -333,6 +340,7 @@ mod tests {
             unreachable: Vec::new(),
             reasked: Vec::new(),
             needs_probe_services: Vec::new(),
+            restore_risks: Vec::new(),
         };
         let twice =
             Violation::new(breach::breach!(AtMostOnce, "§5-1"), Some("charge".into()), "twice".into(), Vec::new());

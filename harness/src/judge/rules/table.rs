@@ -68,6 +68,11 @@ pub const SERVICE_PROOFS: &[(&str, &str)] = &[
 /// machine-crash runs (`--crash machine`) verify or violate them.
 pub const MACHINE_CRASH_RULES: &[&str] = &["§7-6", "§7-7"];
 
+/// Rules of a runtime rebuilt from a backup (CONTRACT.md section 13): only verdicts of restore
+/// runs (`--crash restore`) verify or violate them, and in such a run a violation of an invariant
+/// that checks one of them names it (`judge/restore.rs`).
+pub const RESTORE_RULES: &[&str] = &["§13-1", "§13-3", "§13-4", "§13-5"];
+
 const fn by(invariants: &'static [Invariant]) -> Check {
     Check::Invariants(invariants)
 }
@@ -220,4 +225,16 @@ pub const RULES: &[Rule] = &[
     Rule { id: "§12-2", check: by(&[ArgumentsUnchanged]) },
     Rule { id: "§12-3", check: by(&[OneDecision]) },
     Rule { id: "§12-4", check: by(&[TruthfulStatus, ExpectedOutcome]) },
+    // A key drawn anew after a restore: a second key at the provider or a consumer, and the
+    // effect or the delivery it lets through twice.
+    Rule { id: "§13-1", check: by(&[StableProviderKey, StableDeliveryKey, AtMostOnce, DeliveredOnce]) },
+    Rule {
+        id: "§13-2",
+        check: Check::NotChecked(
+            "a mark not recorded before the ready line shows only when a second restore or crash comes before the lookup; the effect it then repeats is reported under §13-3",
+        ),
+    },
+    Rule { id: "§13-3", check: by(&[AtMostOnce, NoBlindRetry, NoExecutionForDelivery]) },
+    Rule { id: "§13-4", check: by(&[AtMostOnce, NoBlindRetry, ExpectedOutcome]) },
+    Rule { id: "§13-5", check: by(&[PolicyChecked, PolicyRespected]) },
 ];

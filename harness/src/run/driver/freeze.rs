@@ -44,6 +44,8 @@ impl Driver<'_> {
         self.world.fence(number + 1);
         self.mark(Happening::Started { incarnation: number + 1 });
         // On failure the frozen one is still `self.incarnation`: `run` kills and reaps it.
+        let moved = self.on_host(launch);
+        let launch = moved.as_ref().unwrap_or(launch);
         let next = start(launch, number + 1, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
         let frozen = std::mem::replace(&mut self.incarnation, next);
         self.zombies.push(Zombie { incarnation: frozen, message, held });

@@ -21,6 +21,8 @@ impl Driver<'_> {
     /// back (removing whatever the incarnation made in its place). Errors only when the harness
     /// cannot move the dir.
     pub(super) async fn start_on_missing_dir(&mut self, launch: &Launch<'_>, number: u32) -> Result<(), String> {
+        let moved = self.on_host(launch);
+        let launch = moved.as_ref().unwrap_or(launch);
         let data = data_dir(launch)?;
         let hidden = data.with_extension("hidden");
         std::fs::rename(&data, &hidden)

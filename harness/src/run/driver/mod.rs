@@ -9,7 +9,8 @@
 //!
 //! Its parts: `record` (what a run leaves), `abort` (why one stopped early), `setup` (the ground before the first start), `arming`
 //! (where each fault fires), `state` (what the steps share), `restart` (starting and restarting
-//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `services` (the processes beside the
+//! incarnations), `faults` (firing them), `freeze` (frozen, outlived incarnations), `missing_dir` (a restart on a hidden data dir, §2-4), `rebuild` and `host` (a restore: the
+//! backup in a new host's data dir, its signal, the clients' resubmissions), `services` (the processes beside the
 //! worker, started before it and stopped after it), `service_faults`, `service_windows` and `windows` (what
 //! a scenario does to them), `workload`
 //! (submitting), `settle` (waiting for the outcome), `deadline` (how long an operation may take),
@@ -28,7 +29,9 @@ mod faults;
 mod fingerprint;
 mod finish;
 mod freeze;
+mod host;
 mod missing_dir;
+mod rebuild;
 pub mod record;
 mod restart;
 mod resume;
@@ -44,6 +47,7 @@ mod workload;
 
 pub use abort::Abort;
 pub use fingerprint::Fingerprint;
+pub use host::RESTORED_VARIABLE;
 pub use record::{Happening, Hit, Mark, Refusal, Release, Run, RunOptions};
 pub use setup::environment;
 
@@ -140,19 +144,25 @@ async fn play(
     // caller said so once); a scenario with syscall faults cannot run at all.
     // A machine crash needs the tracer too: only it sees what the runtime synced.
     let permitted = crate::run::traced::permitted();
-    let machine = options.crash == Crash::Machine;
+    let machine = options.crash.traced();
+    if options.crash == Crash::Restore && !options.services.is_empty() {
+        ground.world.shutdown().await;
+        let why = "restores (--crash restore) cannot be run with services yet: a server's backup is not modelled";
+        return Err(std::io::Error::other(why));
+    }
     let needs_tracer = !scenario.syscall_faults.is_empty() || scenario.schedule.is_some() || machine;
     if let (Err(why), true) = (&permitted, needs_tracer) {
         ground.world.shutdown().await;
-        let what = match (machine, scenario.schedule.is_some()) {
-            (true, _) => "machine crashes (--crash machine)",
-            (false, true) => "this scenario's controlled schedule",
-            (false, false) => "this scenario's [[syscall_fault]]s",
+        let what = match (options.crash, scenario.schedule.is_some()) {
+            (Crash::Restore, _) => "restores (--crash restore)",
+            (Crash::Machine, _) => "machine crashes (--crash machine)",
+            (Crash::Process, true) => "this scenario's controlled schedule",
+            (Crash::Process, false) => "this scenario's [[syscall_fault]]s",
         };
         return Err(std::io::Error::other(format!("{what} cannot be run here: {why}")));
     }
     // A power loss takes the services too: each runs under the tracer (checked just above).
-    let powered = machine.then(|| setup::machine(&artifacts));
+    let powered = (options.crash == Crash::Machine).then(|| setup::machine(&artifacts));
     let (services, service_starts) = match services::start(&options.services, &artifacts, &ground, powered).await {
         Ok(started) => started,
         Err((timeline, why)) => {
@@ -177,7 +187,11 @@ async fn play(
     let tracing = wanted && permitted.is_ok();
     // From a built state the data dir is already what the crash left (a power loss's, in machine
     // mode): it is the new baseline, as after a re-run's restore.
-    let power_loss = if machine && tracing { Some(PowerLoss::new(&ground.data)?) } else { None };
+    let power_loss = match (machine && tracing, options.crash) {
+        (true, Crash::Restore) => Some(PowerLoss::new(&ground.data)?.keeping_backups()),
+        (true, _) => Some(PowerLoss::new(&ground.data)?),
+        (false, _) => None,
+    };
     let resumed = start.from;
     let (mut tracer, traced_target) = match tracing {
         true => Tracer::start(&artifacts, scenario, &mut env, target, power_loss, resumed)

@@ -71,6 +71,26 @@ pub enum Happening {
         incarnation: u32,
         lost: Vec<String>,
     },
+    /// `--crash restore`: the machine under `incarnation` was lost at its kill, and the runtime
+    /// rebuilt on another host: `path`, a new data dir, holds the backup `back` durable changes
+    /// and `age_ms` before the kill (the `lag` asked for); `lost` says what it lacks.
+    Restored {
+        incarnation: u32,
+        lag: crate::model::crash::Lag,
+        back: u32,
+        age_ms: u64,
+        path: String,
+        lost: Vec<String>,
+    },
+    /// After a restore, the runtime answered `404` (`answer`) for an operation it had accepted
+    /// before its backup was taken, and the harness, as a retrying client, submitted it again
+    /// (`status`: the answer, or why there was none).
+    ResubmittedAfterRestore {
+        operation: String,
+        incarnation: u32,
+        answer: String,
+        status: String,
+    },
     /// `--crash machine`: the power loss that took the worker took `service` too: SIGKILLed
     /// with it and reaped (`status`), its data dir rebuilt from what it had synced (`lost`, as
     /// for the worker's), before it was started again (the `ServiceRestarted` that follows).
@@ -270,8 +290,11 @@ pub struct RunOptions {
     /// crash state a kill would leave; `killpoint explore` prunes crash points with it.
     pub fingerprints: bool,
     /// What a kill takes down: the process (the page cache survives) or the machine (only what
-    /// was synced survives: every incarnation runs under the tracer, which sees the syncs).
+    /// was synced survives: every incarnation runs under the tracer, which sees the syncs), or
+    /// the machine for good (a restore from a backup that lags, on another host).
     pub crash: Crash,
+    /// In restore mode, how far back the backup is, over the scenario's `[restore]` table.
+    pub restore_lag: Option<crate::model::crash::Lag>,
     /// Processes of the runtime that are not its worker (a workflow server, a database): started
     /// before the first incarnation, outside its process group, alive across every kill of the
     /// worker, stopped at the end of the run (`crate::run::services`).
@@ -291,6 +314,7 @@ impl Default for RunOptions {
             malformed_submissions: true,
             syscalls: false,
             crash: Crash::Process,
+            restore_lag: None,
             services: crate::run::services::Services::default(),
             contract: crate::model::contract::Version::CURRENT,
         }

@@ -37,16 +37,14 @@ impl Driver<'_> {
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
-        // Machine-crash mode: the kill was a power loss; the next incarnation finds only what
-        // was synced. A model that cannot rebuild the data dir is the harness's failure.
-        match self.traced.as_ref().and_then(|t| t.lose_power()) {
-            Some(Err(e)) => return Err(format!("killpoint could not build the data dir a power loss leaves: {e}")),
-            Some(Ok(lost)) => {
-                self.mark(Happening::PowerLoss { incarnation: number, lost });
-                self.services_lose_power().await?;
-            }
-            None => {}
+        // Restore mode: the machine is lost, the runtime rebuilt elsewhere from a backup.
+        if let Some((lag, root)) = self.restores.clone() {
+            self.restore_from_backup(number, lag, &root)?;
+        } else {
+            self.lose_power(number).await?;
         }
+        let moved = self.on_host(launch);
+        let launch = moved.as_ref().unwrap_or(launch);
         let mut next = number + 1;
         if self.hides_data_dir() {
             self.start_on_missing_dir(launch, next).await?;
@@ -56,6 +54,20 @@ impl Driver<'_> {
         self.incarnation = start(launch, next, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
         self.connect();
         self.restarts.push(killed_at.elapsed());
+        Ok(())
+    }
+
+    /// Machine-crash mode: the kill was a power loss; the next incarnation finds only what was
+    /// synced. A model that cannot rebuild the data dir is the harness's failure.
+    async fn lose_power(&mut self, number: u32) -> Result<(), String> {
+        match self.traced.as_ref().and_then(|t| t.lose_power()) {
+            Some(Err(e)) => return Err(format!("killpoint could not build the data dir a power loss leaves: {e}")),
+            Some(Ok(lost)) => {
+                self.mark(Happening::PowerLoss { incarnation: number, lost });
+                self.services_lose_power().await?;
+            }
+            None => {}
+        }
         Ok(())
     }
 
@@ -99,7 +111,10 @@ impl Driver<'_> {
                 return; // the next restart checks again
             }
             if let Err(ReadError::Unknown(answer)) = read {
-                self.forgot(&id, answer);
+                match self.restored() {
+                    true => self.resubmit_forgotten(&id, answer).await,
+                    false => self.forgot(&id, answer),
+                }
                 continue;
             }
             for submission in Resubmission::AGAIN {

@@ -85,6 +85,10 @@ pub(super) struct Driver<'a> {
     pub(super) service_hits: Vec<bool>,
     /// The service faults' windows still open (a freeze, an unreachable), and word of their ends.
     pub(super) windows: super::windows::Windows,
+    /// In restore mode: how far back each kill's backup is, and where the new hosts' dirs go.
+    pub(super) restores: Option<(crate::model::crash::Lag, PathBuf)>,
+    /// Since the first restore: the host the runtime lives on now.
+    pub(super) host: Option<super::host::Host>,
 }
 
 impl<'a> Driver<'a> {
@@ -135,6 +139,11 @@ impl<'a> Driver<'a> {
             services: crate::run::services::Running::default(),
             service_hits: vec![false; scenario.service_faults.len()],
             windows: Default::default(),
+            restores: (options.crash == crate::model::crash::Crash::Restore).then(|| {
+                let lag = options.restore_lag.or(scenario.restore_lag).unwrap_or(crate::model::crash::Lag::DEFAULT);
+                (lag, ground.data.parent().map(PathBuf::from).unwrap_or_default())
+            }),
+            host: None,
         }
     }
 }

@@ -24,7 +24,7 @@ pub(super) enum Entry {
 }
 
 /// What a power loss would leave of one directory.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Tree {
     pub(super) files: BTreeMap<OsString, Vec<u8>>,
     pub(super) dirs: BTreeMap<OsString, Tree>,

@@ -371,6 +371,11 @@ impl Tracing {
     pub fn lose_power(&self) -> Option<std::io::Result<Vec<String>>> {
         self.shared.power_loss.as_ref().map(PowerLoss::restore)
     }
+
+    /// The power-loss model (machine crashes and restores), for a restore to take its backup.
+    pub fn power_loss(&self) -> Option<&PowerLoss> {
+        self.shared.power_loss.as_ref()
+    }
 }
 
 impl Shared {

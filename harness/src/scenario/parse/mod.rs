@@ -8,6 +8,7 @@
 //! [`Scenario::parse`] and of the checks inside each is part of the errors a file gets.
 
 mod fault;
+mod restore;
 mod service_fault;
 mod services;
 
@@ -74,6 +75,8 @@ struct File {
     /// Not run without services (the worker killed while its server lives).
     #[serde(default)]
     needs_services: bool,
+    /// How far back a restore's backup is (`--crash restore` only).
+    restore: Option<Spanned<restore::RestoreFile>>,
 }
 
 #[derive(Deserialize)]
@@ -198,6 +201,7 @@ impl Scenario {
         let deadline = mistakes.keep(source.deadline(file.deadline_seconds));
         let catches = mistakes.keep(source.catches(file.catches));
         let schedule = mistakes.keep(source.schedule(file.schedule));
+        let restore_lag = mistakes.keep(source.restore(file.restore));
         let missing_data_dir = match &named {
             Some((Some(faults), _, _, _, Some(syscall_faults), _)) => {
                 mistakes.keep(source.missing_data_dir(file.missing_data_dir, faults, syscall_faults))
@@ -218,7 +222,8 @@ impl Scenario {
             Some(catches),
             Some(missing_data_dir),
             Some(schedule),
-        ) = (operations, named, deadline, catches, missing_data_dir, schedule)
+            Some(restore_lag),
+        ) = (operations, named, deadline, catches, missing_data_dir, schedule, restore_lag)
         else {
             // Every step that gave no value kept its mistake.
             return Err(mistakes.into_result().expect_err("a step without a value has a mistake"));
@@ -242,6 +247,7 @@ impl Scenario {
             missing_data_dir,
             needs_services: file.needs_services,
             schedule,
+            restore_lag,
         })
     }
 

@@ -102,7 +102,7 @@ mod tests {
     fn identity() -> Identity {
         Identity {
             killpoint_version: "0.1.0".into(),
-            contract: "killpoint-contract/8".into(),
+            contract: "killpoint-contract/9".into(),
             runtime: "/bin/runtime".into(),
             runtime_args: Vec::new(),
             runtime_sha256: Some("cd".into()),

@@ -128,6 +128,7 @@ mod tests {
             unreachable,
             reasked: Vec::new(),
             needs_probe_services: Vec::new(),
+            restore_risks: Vec::new(),
         }
     }
 

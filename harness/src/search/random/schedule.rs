@@ -274,6 +274,7 @@ fn drawn(
         missing_data_dir: false,
         schedule: None,
         needs_services: false,
+        restore_lag: None,
     }
 }
 
