@@ -423,41 +423,8 @@ struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
-/// Ctrl-C (or SIGTERM) mid-run: remove the scratch directories, say where the failing runs'
-/// artifacts and the unfinished runs' data dirs and logs are, then exit.
-/// The runtime dies with this process (PDEATHSIG), and the watchdog sweeps what it started.
-/// The signals are blocked before any other thread exists, so only this thread receives them.
-fn on_interrupt() {
-    use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
-    let mut signals = SigSet::empty();
-    signals.add(Signal::SIGINT);
-    signals.add(Signal::SIGTERM);
-    if pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&signals), None).is_err() {
-        return; // default handling: the process dies, the runtime with it
-    }
-    std::thread::spawn(move || {
-        let signal = signals.wait().unwrap_or(Signal::SIGINT);
-        // Sockets and the copies of built crash states are no evidence: gone before the exit.
-        killpoint::run::scratch::remove_all();
-        let (kept, live) = killpoint::run::artifacts::frozen();
-        for path in kept {
-            cli::console::err(format_args!(
-                "\nkillpoint: interrupted ({signal}); a failing run's artifacts are kept at {}\n",
-                path.display()
-            ));
-        }
-        for path in live {
-            cli::console::err(format_args!(
-                "\nkillpoint: interrupted ({signal}); the unfinished run's data dir and logs are kept at {}\n",
-                path.display()
-            ));
-        }
-        std::process::exit(130);
-    });
-}
-
 fn main() -> ExitCode {
-    on_interrupt();
+    cli::interrupt::on_interrupt();
     // clap prints usage errors (with suggestions) and exits 2; --help and --version exit 0.
     let parsed = Cli::parse();
     let result = match parsed.command {

@@ -13,6 +13,7 @@ pub mod campaign;
 pub mod certify;
 pub mod check;
 pub mod explore;
+pub mod interrupt;
 pub mod list;
 mod options;
 mod progress;
