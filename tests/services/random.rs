@@ -29,49 +29,62 @@ fn random_options(seed: u64, root: &Path, out: &Path) -> RandomOptions {
     }
 }
 
+/// Each seed's search on a thread of its own (they share nothing but the machine): the trial takes
+/// as long as its slowest seed, not the three together.
 pub fn random_finds_the_dropping_worker() -> Result<(), Failed> {
-    let dropping = journal_worker(&["--drop-on-server-error"]);
-    for seed in SEEDS {
-        let (root, out) = (tempfile::tempdir()?, tempfile::tempdir()?);
-        let options = random_options(seed, root.path(), out.path());
-        let started = Instant::now();
-        let found = search(&dropping, &options)?;
-        let failure = found.failure.ok_or_else(|| {
-            format!("seed {seed}: {} runs found nothing against --drop-on-server-error in {CASES} cases", found.runs)
-        })?;
-        eprintln!(
-            "seed {seed}: found in {} runs, {:.1?}; shrunk to {} fault(s), violating {:?}",
-            found.runs,
-            started.elapsed(),
-            failure.fault_count(),
-            failure.violated
-        );
-        let written = Scenario::load(&failure.file).map_err(|e| e.to_string())?;
-        let drawn: Vec<String> = written.service_faults.iter().map(|f| f.describe()).collect();
-        eprintln!("seed {seed}: the written case's service faults: {drawn:?}");
-        let replayable = failure.command.contains(" run ") && failure.command.contains(" --services ");
-        if written.service_faults.is_empty() || !replayable {
-            return Err(format!(
-                "seed {seed}: expected a written case with a [[service_fault]] and a `killpoint run … --services …` line; found:\n{}\n{}",
-                failure.command,
-                written.to_toml()
-            )
-            .into());
-        }
-        // `killpoint run` of the file does what the library run below does.
-        let (verdict, run) = run_scenario(&written, &dropping, &options.run)?;
-        if !verdict.failed_invariants().contains(&Invariant::ExpectedOutcome) {
-            let story = killpoint::report::story::story(&written, &verdict, &run);
-            return Err(
-                format!("seed {seed}: the written case, run again, must fail expected_outcome:\n{story}").into()
-            );
-        }
-        drop(run);
-        if let Some(kept) = &failure.artifacts {
-            std::fs::remove_dir_all(kept)?;
-        }
-        nothing_running(root.path())?;
+    let searches: Vec<_> = SEEDS
+        .into_iter()
+        .map(|seed| {
+            std::thread::spawn(move || {
+                finds_the_dropping_worker(seed).map_err(|e| e.message().unwrap_or("failed").to_owned())
+            })
+        })
+        .collect();
+    for search in searches {
+        search.join().map_err(|_| "a seed's search panicked")??;
     }
+    Ok(())
+}
+
+fn finds_the_dropping_worker(seed: u64) -> Result<(), Failed> {
+    let dropping = journal_worker(&["--drop-on-server-error"]);
+    let (root, out) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let options = random_options(seed, root.path(), out.path());
+    let started = Instant::now();
+    let found = search(&dropping, &options)?;
+    let failure = found.failure.ok_or_else(|| {
+        format!("seed {seed}: {} runs found nothing against --drop-on-server-error in {CASES} cases", found.runs)
+    })?;
+    eprintln!(
+        "seed {seed}: found in {} runs, {:.1?}; shrunk to {} fault(s), violating {:?}",
+        found.runs,
+        started.elapsed(),
+        failure.fault_count(),
+        failure.violated
+    );
+    let written = Scenario::load(&failure.file).map_err(|e| e.to_string())?;
+    let drawn: Vec<String> = written.service_faults.iter().map(|f| f.describe()).collect();
+    eprintln!("seed {seed}: the written case's service faults: {drawn:?}");
+    let replayable = failure.command.contains(" run ") && failure.command.contains(" --services ");
+    if written.service_faults.is_empty() || !replayable {
+        return Err(format!(
+            "seed {seed}: expected a written case with a [[service_fault]] and a `killpoint run … --services …` line; found:\n{}\n{}",
+            failure.command,
+            written.to_toml()
+        )
+        .into());
+    }
+    // `killpoint run` of the file does what the library run below does.
+    let (verdict, run) = run_scenario(&written, &dropping, &options.run)?;
+    if !verdict.failed_invariants().contains(&Invariant::ExpectedOutcome) {
+        let story = killpoint::report::story::story(&written, &verdict, &run);
+        return Err(format!("seed {seed}: the written case, run again, must fail expected_outcome:\n{story}").into());
+    }
+    drop(run);
+    if let Some(kept) = &failure.artifacts {
+        std::fs::remove_dir_all(kept)?;
+    }
+    nothing_running(root.path())?;
     Ok(())
 }
 
