@@ -25,6 +25,12 @@ impl Records {
         self.json.is_some() || self.junit.is_some()
     }
 
+    /// Each file asked for can be written, checked before the search spends anything.
+    pub fn writable(&self) -> Result<(), Usage> {
+        let output = super::Output { json: self.json.clone(), junit: self.junit.clone(), ..super::Output::default() };
+        super::setup::reports_writable(&output)
+    }
+
     /// Writes both asked for, each even if the other cannot be; `false` if one could not be.
     pub fn write(&self, campaign: &Campaign) -> bool {
         let mut written = true;

@@ -55,11 +55,7 @@ pub struct ExploreCommand {
 
 impl ExploreCommand {
     pub fn run(&self) -> Result<ExitCode, Usage> {
-        super::setup::reports_writable(&super::Output {
-            json: self.records.json.clone(),
-            junit: self.records.junit.clone(),
-            ..super::Output::default()
-        })?;
+        self.records.writable()?;
         let target = target(&self.runtime)?;
         let scenario = Scenario::load(&self.scenario).map_err(|e| e.to_string())?.with_copies(self.operations);
         let mut args = self.clone();

@@ -30,11 +30,7 @@ pub struct RandomCommand {
 impl RandomCommand {
     /// Exit 1 with the shrunk case's file and rerun command when a case fails.
     pub fn run(&self) -> Result<ExitCode, Usage> {
-        super::setup::reports_writable(&super::Output {
-            json: self.records.json.clone(),
-            junit: self.records.junit.clone(),
-            ..super::Output::default()
-        })?;
+        self.records.writable()?;
         let (campaign_seed, seed) = match (self.seed, self.shard) {
             (None, Some((k, n))) => {
                 return Err(format!(
