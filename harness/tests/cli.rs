@@ -156,25 +156,33 @@ fn an_older_contract_is_certified_by_its_own_rules() {
     let (stdout, stderr) = text(&refused);
     assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("run it with `--contract killpoint-contract/6`"), "{stdout}\n{stderr}");
+    let (stdout, certificate) = certified_under("killpoint-contract/6", "_d", &runtime);
+    assert!(stdout.contains("not run under killpoint-contract/6") && stdout.contains("model_decides"), "{stdout}");
+    assert_eq!(certificate["contract"], "killpoint-contract/6");
+    assert_eq!(rule_status(&certificate, "§12-3"), "not_claimed");
+    assert_eq!(rule_status(&certificate, "§4-11"), "verified", "{certificate:#}");
+}
+
+/// `certify --contract CONTRACT --filter FILTER` of `runtime`, which must pass: its stdout and its
+/// JSON certificate.
+fn certified_under(contract: &str, filter: &str, runtime: &Path) -> (String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("certificate.json");
     let certified = killpoint()
-        .args(["certify", "--filter", "_d", "--contract", "killpoint-contract/6", "--json"])
+        .args(["certify", "--filter", filter, "--contract", contract, "--json"])
         .arg(&json)
         .arg("--runtime")
-        .arg(&runtime)
+        .arg(runtime)
         .output()
         .unwrap();
     let (stdout, stderr) = text(&certified);
     assert!(certified.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("not run under killpoint-contract/6") && stdout.contains("model_decides"), "{stdout}");
-    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(certificate["contract"], "killpoint-contract/6");
-    let status = |id: &str| {
-        certificate["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["status"].clone()).unwrap()
-    };
-    assert_eq!(status("§12-3"), "not_claimed");
-    assert_eq!(status("§4-11"), "verified", "{certificate:#}");
+    (stdout, serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap())
+}
+
+/// The status a certificate gives the rule `id`.
+fn rule_status(certificate: &serde_json::Value, id: &str) -> serde_json::Value {
+    certificate["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["status"].clone()).unwrap()
 }
 
 /// Issue 34: a runtime written for `/8` is still certified with `--contract killpoint-contract/8`,
@@ -182,24 +190,10 @@ fn an_older_contract_is_certified_by_its_own_rules() {
 #[test]
 fn a_contract_8_runtime_is_certified_by_its_rules_and_never_restored() {
     let runtime = repository().join("tests/fixtures/contract8_runtime.py");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("certificate.json");
-    let certified = killpoint()
-        .args(["certify", "--filter", "after_dispatch", "--contract", "killpoint-contract/8", "--json"])
-        .arg(&json)
-        .arg("--runtime")
-        .arg(&runtime)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&certified);
-    assert!(certified.status.success(), "{stdout}\n{stderr}");
-    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (_, certificate) = certified_under("killpoint-contract/8", "after_dispatch", &runtime);
     assert_eq!(certificate["contract"], "killpoint-contract/8");
-    let status = |id: &str| {
-        certificate["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["status"].clone()).unwrap()
-    };
-    assert_eq!(status("§13-1"), "not_claimed");
-    assert_eq!(status("§4-11"), "verified", "{certificate:#}");
+    assert_eq!(rule_status(&certificate, "§13-1"), "not_claimed");
+    assert_eq!(rule_status(&certificate, "§4-11"), "verified", "{certificate:#}");
     let restored = killpoint()
         .args(["certify", "--filter", "after_dispatch", "--crash", "restore", "--contract", "killpoint-contract/8"])
         .arg("--runtime")
