@@ -101,21 +101,30 @@ struct Settling<'s, 'a> {
     probe: bool,
     /// Still to settle.
     pending: Vec<&'s Operation>,
+    /// Under a controlled schedule, once nothing is pending: the runtime's idle reports then,
+    /// and when (`Turn::idle_since`).
+    quiet: Option<(u64, std::time::Instant)>,
 }
 
 impl<'s, 'a> Settling<'s, 'a> {
     fn new(driver: &'s mut Driver<'a>, launch: &'s Launch<'s>, wave: &[&'s Operation]) -> Settling<'s, 'a> {
         let probe = driver.incarnation.probe.is_some();
-        Settling { driver, launch, probe, pending: wave.to_vec() }
+        Settling { driver, launch, probe, pending: wave.to_vec(), quiet: None }
     }
 
-    /// Whether nothing is pending any more.
+    /// Whether nothing is pending any more (under a controlled schedule: and the runtime has
+    /// since been idle, so that where the wave ends is the schedule's, see `Turn::idle_since`).
     fn over(&mut self) -> bool {
         // A runtime that says it does not know an operation it accepted will not settle it:
         // reported as soon as seen, not at the deadline.
         let forgotten = &self.driver.forgotten;
         self.pending.retain(|op| !forgotten.contains(&op.id));
-        self.pending.is_empty()
+        if !self.pending.is_empty() {
+            return false;
+        }
+        let Some(turn) = self.driver.turn() else { return true };
+        let (mark, since) = *self.quiet.get_or_insert_with(|| (turn.idle_reports(), std::time::Instant::now()));
+        turn.idle_since(mark, since)
     }
 
     /// The first deadline of the operations still pending (they move with every restart).

@@ -23,7 +23,11 @@
 //!   goes until the driver has it; if not, the runtime must go on to answer;
 //! - [`Turn::answered`], once the answer is in: the driver acts on it (fires an `after_submit`
 //!   kill, submits the next one) before any call goes;
-//! - [`Turn::waiting`], when it waits on the runtime (a wave settling, a restart).
+//! - [`Turn::waiting`], when it waits on the runtime (a wave settling, a restart);
+//! - [`Turn::idle_since`], once a wave has settled: the wave ends at the next report of a runtime
+//!   with nothing held, not at whichever decision the harness's last status read happened to land
+//!   beside. A runtime's work after its answer (a marker removed after the record that answers
+//!   `SUCCEEDED`) then goes in every run, and a fault at it is reached under every schedule.
 //!
 //! Each wait has a deadline (a runtime that never reads, a driver that never acts), past which
 //! the call goes and the run is no longer sure to replay: counted in [`Turn::overdue`]. Left
@@ -94,6 +98,8 @@ pub struct Turn {
     reports: AtomicU64,
     /// Told at every settled report answered.
     settled: Notify,
+    /// Settled reports of a runtime with nothing held.
+    idle: AtomicU64,
 }
 
 impl Default for Turn {
@@ -106,6 +112,7 @@ impl Default for Turn {
             overdue: AtomicU64::new(0),
             reports: AtomicU64::new(0),
             settled: Notify::new(),
+            idle: AtomicU64::new(0),
         }
     }
 }
@@ -144,6 +151,24 @@ impl Turn {
 
     pub fn waiting(&self) {
         self.set(Expect::Nothing);
+    }
+
+    /// Reports of a settled runtime with nothing held, so far: [`Turn::idle_since`]'s mark.
+    pub fn idle_reports(&self) -> u64 {
+        self.idle.load(Ordering::SeqCst)
+    }
+
+    /// Whether the runtime was reported settled with nothing held after `mark` reports (taken at
+    /// `since`); past [`TURN_LIMIT`] (a runtime always at work) it is taken as idle, counted.
+    pub fn idle_since(&self, mark: u64, since: Instant) -> bool {
+        if self.idle_reports() > mark {
+            return true;
+        }
+        let late = since.elapsed() >= TURN_LIMIT;
+        if late {
+            self.overdue.fetch_add(1, Ordering::SeqCst);
+        }
+        late
     }
 
     /// Turns whose deadline passed (the run may not replay).
@@ -185,6 +210,9 @@ impl Turn {
     /// The answer to one settled report: `decide` when a call may go, else `settle` once the
     /// driver moved on or a moment passed (the tracer looks again and reports again).
     pub(super) async fn reply(&self, settled: Settled) -> &'static [u8] {
+        if settled.held == 0 {
+            self.idle.fetch_add(1, Ordering::SeqCst);
+        }
         let decide = self.decide((settled.heard, settled.said, settled.waiting));
         // Counted only once answered `settle` in `Ready` (a report answered before `Ready` may
         // have let a call go).
@@ -246,6 +274,20 @@ mod tests {
         assert_eq!(turn.reply(report).await, b"{\"action\":\"settle\"}\n", "no call goes while the driver sends");
         tokio::time::timeout(TURN_LIMIT, driver).await.expect("the driver went on once the runtime settled").unwrap();
         assert!(matches!(*turn.expect.lock().unwrap(), Expect::Delivery { .. }));
+        assert_eq!(turn.overdue(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_settled_wave_ends_at_the_next_report_of_a_runtime_with_nothing_held() {
+        let turn = Turn::default();
+        let mark = turn.idle_reports();
+        let since = Instant::now();
+        let holding = Settled { step: 9, held: 1, heard: 3, said: 3, waiting: 0 };
+        assert_eq!(turn.reply(holding).await, b"{\"action\":\"decide\"}\n", "the held call goes");
+        assert!(!turn.idle_since(mark, since), "a call was still held: the wave is not over");
+        let idle = Settled { held: 0, step: 10, ..holding };
+        turn.reply(idle).await;
+        assert!(turn.idle_since(mark, since), "nothing held since the mark: over");
         assert_eq!(turn.overdue(), 0);
     }
 
