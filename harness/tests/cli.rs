@@ -711,7 +711,7 @@ fn the_standard_certification_reads_the_same() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert_reads_the_same("certify_standard", &stdout);
     let readme = readme_checklist();
-    assert_eq!(readme.len(), 8, "the seed's eight questions in README.md: {readme:?}");
+    assert_eq!(readme.len(), 9, "the seed's eight questions and its hosting advice in README.md: {readme:?}");
     assert_eq!(readme, checklist_answers(&stdout), "README.md's checklist table against `certify`'s");
 }
 

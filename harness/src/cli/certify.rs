@@ -178,7 +178,7 @@ fn print_tables(
     out!("{}", crate::report::checklist::table(&shown));
     if shown.len() < items.len() {
         outln!(
-            "  ({} of the {} questions not shown by this run; `killpoint certify` answers them all)",
+            "  ({} of the {} questions not shown by this run; `killpoint certify` answers them, with `--crash machine` for durability and `--crash restore` for rebuilding)",
             items.len() - shown.len(),
             items.len()
         );

@@ -88,6 +88,8 @@ pub(super) fn expectation(scenario: &Scenario, run: &Run, op: &Operation, in_fli
     Some(match op.expect {
         // Forgotten by a restore and submitted again, a kind without lookup may run again (CONTRACT.md section 13, "What cannot be owed").
         Outcome::Paused if outrun => Outcome::SucceededOrPaused,
+        // Held by the backup as maybe attempted, it is paused before the policy is asked (§13-4).
+        Outcome::Refused if outrun => Outcome::RefusedOrPaused,
         Outcome::Succeeded if weaker && !op.tool.supports_lookup() => Outcome::SucceededOrPaused,
         expect => expect,
     })
@@ -116,7 +118,7 @@ fn unexpected(expect: Outcome, tool: ToolKind, ledger: &OperationLedger) -> Brea
     match expect {
         // A 409 for a key reused with other arguments is no refusal of the operation (§12-4).
         Outcome::Succeeded if super::status::ended_on_reused_key(ledger) => breach!(ExpectedOutcome, "§12-4"),
-        Outcome::Refused => breach!(ExpectedOutcome, "§4-2"),
+        Outcome::Refused | Outcome::RefusedOrPaused => breach!(ExpectedOutcome, "§4-2"),
         Outcome::Failed if refused => breach!(ExpectedOutcome, "§4-7"),
         Outcome::Failed => breach!(ExpectedOutcome),
         Outcome::Paused if tool == ToolKind::SafelyRepeatable => breach!(ExpectedOutcome, "§4-3"),
@@ -151,6 +153,7 @@ pub(super) fn expected_outcome(
     let as_expected = match expect {
         Outcome::SucceededOrGaveUp => actual == Some(Outcome::Succeeded) || actual == Some(gave_up),
         Outcome::SucceededOrPaused => actual == Some(Outcome::Succeeded) || actual == Some(Outcome::Paused),
+        Outcome::RefusedOrPaused => actual == Some(Outcome::Refused) || actual == Some(Outcome::Paused),
         expect => actual == Some(expect),
     };
     if !as_expected {
@@ -166,6 +169,9 @@ pub(super) fn expected_outcome(
             }
             Outcome::SucceededOrPaused => {
                 " (SUCCEEDED, or paused if a kill beside it may have cut its request off)".to_owned()
+            }
+            Outcome::RefusedOrPaused => {
+                " (FAILED by policy, or paused: a restore's backup may hold it as attempted, §13-4)".to_owned()
             }
             _ => String::new(),
         };

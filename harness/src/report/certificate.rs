@@ -187,6 +187,7 @@ impl Certificate {
                     duration_ms: o.duration.as_millis() as u64,
                     violations: o.verdict.as_ref().map(|v| v.violations.clone()).unwrap_or_default(),
                     reasked: o.verdict.as_ref().map(|v| v.reasked.clone()).unwrap_or_default(),
+                    restore_risks: o.verdict.as_ref().map(|v| v.restore_risks.clone()).unwrap_or_default(),
                     faults: o.verdict.as_ref().map(|v| v.coverage.clone()).unwrap_or_default(),
                     artifacts: o.artifacts.as_ref().map(|p| p.display().to_string()),
                     story: o.story.clone(),

@@ -10,6 +10,11 @@
 //! it shows nothing about what was on disk. Two questions are
 //! answered from other evidence: the logs (every retry the ledgers show has a structured log line
 //! saying what it was) and the matrix (every boundary exercised and passed).
+//!
+//! A ninth answer is the seed's hosting advice ("verify … backups … and rebuild steps"): a
+//! runtime rebuilt from a backup that lags must repeat nothing the world saw (CONTRACT.md section
+//! 13). It is answered `yes` only from restore runs (`--crash restore`), the one crash that
+//! rebuilds the runtime from a backup.
 
 use crate::model::boundary::Boundary;
 use crate::model::crash::Crash;
@@ -53,6 +58,33 @@ enum Needs {
     /// Durability: a process kill keeps the page cache, so only a machine crash (`--crash
     /// machine`) shows that what was acknowledged was on disk.
     MachineCrash,
+    /// Rebuilding: only a restore (`--crash restore`) starts the runtime from a backup.
+    Restore,
+}
+
+impl Needs {
+    fn survived(self, crash: Option<Crash>) -> bool {
+        match self {
+            Needs::AnyCrash => true,
+            Needs::MachineCrash => crash == Some(Crash::Machine),
+            Needs::Restore => crash == Some(Crash::Restore),
+        }
+    }
+
+    /// Why a pass under `crash` does not answer, and the crash that would.
+    fn not_shown(self, passed: &str, crash: Option<Crash>) -> String {
+        let under = match (self, crash) {
+            (_, Some(Crash::Restore)) => "restores only, whose backups lag what was synced",
+            (Needs::Restore, Some(Crash::Machine)) => "machine crashes only, which restart the runtime where it synced",
+            (Needs::Restore, _) => "process crashes only, which restart the runtime where it stopped",
+            _ => "process crashes only, which keep the page cache",
+        };
+        let shown_by = match self {
+            Needs::Restore => "rebuilding is shown by a restore (--crash restore)",
+            _ => "durability is shown by a machine crash (--crash machine)",
+        };
+        format!("{passed} passed under {under}: {shown_by}")
+    }
 }
 
 /// One question answered by invariants.
@@ -114,14 +146,31 @@ const BY_INVARIANTS: [Question; 6] = [
     },
 ];
 
+/// The seed's hosting advice on backups and rebuild steps, answered by restores.
+const REBUILD: Question = Question {
+    question: "Can the runtime be rebuilt from a backup that lags without repeating what the world already saw?",
+    invariants: &[
+        Invariant::AtMostOnce,
+        Invariant::StableProviderKey,
+        Invariant::StableDeliveryKey,
+        Invariant::DeliveredOnce,
+        Invariant::PolicyRespected,
+        Invariant::PolicyChecked,
+    ],
+    rules: &["§13-1", "§13-2", "§13-3", "§13-4", "§13-5"],
+    scenarios: &["restore_before_the_intent", "restore_before_the_revocation", "after_delivery_send"],
+    needs: Needs::Restore,
+};
+
 const LOGS: &str = "Can I prove, from logs, whether a retry was execution or delivery?";
 const KILLED: &str = "Have I killed the worker at every boundary in the table above?";
 
-/// The eight answers, in the seed's order.
+/// The eight answers, in the seed's order, then the hosting answer on rebuilding.
 pub fn answer(entries: &[ScenarioEntry], outcomes: &[ScenarioOutcome], matrix: &[MatrixCell]) -> Vec<Item> {
     let mut items: Vec<Item> = BY_INVARIANTS.iter().map(|q| by_invariants(q, entries)).collect();
     items.insert(6, logs(outcomes));
     items.push(killed(matrix, entries));
+    items.push(by_invariants(&REBUILD, entries));
     items
 }
 
@@ -153,7 +202,7 @@ fn by_invariants(asked: &Question, entries: &[ScenarioEntry]) -> Item {
         return Item { question, answer: Answer::No, evidence: broken };
     }
     let passed = |e: &&ScenarioEntry| scenarios.contains(&e.name.as_str()) && e.status == ScenarioStatus::Pass;
-    let survived = |e: &&ScenarioEntry| needs == Needs::AnyCrash || e.crash == Some(Crash::Machine);
+    let survived = |e: &&ScenarioEntry| needs.survived(e.crash);
     let held: Vec<String> = entries
         .iter()
         .filter(passed)
@@ -162,14 +211,7 @@ fn by_invariants(asked: &Question, entries: &[ScenarioEntry]) -> Item {
         .collect();
     let process_only: Vec<&str> = entries.iter().filter(passed).map(|e| e.name.as_str()).collect();
     if held.is_empty() && !process_only.is_empty() {
-        let evidence = vec![format!(
-            "{} passed under {}: durability is shown by a machine crash (--crash machine)",
-            process_only.join(", "),
-            match entries.iter().find_map(|e| e.crash) {
-                Some(Crash::Restore) => "restores only, whose backups lag what was synced",
-                _ => "process crashes only, which keep the page cache",
-            }
-        )];
+        let evidence = vec![needs.not_shown(&process_only.join(", "), entries.iter().find_map(|e| e.crash))];
         return Item { question, answer: Answer::NotShown, evidence };
     }
     if held.is_empty() {
@@ -215,28 +257,46 @@ fn logs(outcomes: &[ScenarioOutcome]) -> Item {
         let logged: Vec<u64> =
             timeline.events.iter().filter(|e| e.kind == Kind::Retry).filter_map(|e| e.led_to).collect();
         let retried: Vec<u64> = timeline.retried.clone();
+        let after_restore = match timeline.retried_after_restore.len() {
+            0 => String::new(),
+            n => format!(
+                " ({n} more after a restore, whose backup may not hold the attempts they repeat: no line owed, CONTRACT.md section 13)"
+            ),
+        };
         if retried.is_empty() {
+            if !after_restore.is_empty() {
+                shown.push(format!("{}: no retried request before its restore{after_restore}", outcome.name));
+            }
             continue;
         }
         let unlogged = retried.iter().filter(|seq| !logged.contains(seq)).count();
         if unlogged > 0 {
             missing.push(format!(
-                "{}: {unlogged} of {} retried request(s) with no structured retry line in the logs",
+                "{}: {unlogged} of {} retried request(s) with no structured retry line in the logs{after_restore}",
                 outcome.name,
                 retried.len()
             ));
         } else {
-            shown.push(format!("{}: {} retried request(s), each with its retry line", outcome.name, retried.len()));
+            shown.push(format!(
+                "{}: {} retried request(s), each with its retry line{after_restore}",
+                outcome.name,
+                retried.len()
+            ));
         }
     }
-    match (missing.is_empty(), shown.is_empty()) {
+    let retried_any = outcomes.iter().filter_map(|o| o.timeline.as_ref()).any(|t| !t.retried.is_empty());
+    match (missing.is_empty(), retried_any) {
         (false, _) => Item { question: LOGS, answer: Answer::No, evidence: missing },
-        (true, false) => Item { question: LOGS, answer: Answer::Yes, evidence: shown },
-        (true, true) => Item {
-            question: LOGS,
-            answer: Answer::NotShown,
-            evidence: vec!["no scenario made the runtime retry".into()],
-        },
+        (true, true) => Item { question: LOGS, answer: Answer::Yes, evidence: shown },
+        (true, false) => {
+            let said = match shown.is_empty() {
+                true => "no scenario made the runtime retry",
+                false => "no scenario made the runtime retry before a restore",
+            };
+            let mut evidence = vec![said.to_owned()];
+            evidence.extend(shown);
+            Item { question: LOGS, answer: Answer::NotShown, evidence }
+        }
     }
 }
 
@@ -309,6 +369,7 @@ mod tests {
             duration_ms: 0,
             violations: Vec::new(),
             reasked: Vec::new(),
+            restore_risks: Vec::new(),
             faults: Vec::new(),
             artifacts: None,
             story: None,
@@ -330,6 +391,24 @@ mod tests {
         // Other questions do not need one.
         let keys = answer(&[passed("after_dispatch", Crash::Process)], &[], &[]);
         assert_eq!(keys.iter().find(|i| i.question.contains("stable idempotency key")).unwrap().answer, Answer::Yes);
+    }
+
+    /// Issue 34: only a restore rebuilds the runtime from a backup; a §13 violation answers no.
+    #[test]
+    fn rebuilding_is_shown_only_by_a_restore() {
+        let rebuild = |entries: &[ScenarioEntry]| answer(entries, &[], &[]).pop().expect("the ninth answer");
+        let machine = rebuild(&[passed("restore_before_the_intent", Crash::Machine)]);
+        assert_eq!(machine.answer, Answer::NotShown, "{:?}", machine.evidence);
+        assert!(machine.evidence[0].contains("--crash restore"), "{:?}", machine.evidence);
+        assert_eq!(rebuild(&[passed("restore_before_the_intent", Crash::Restore)]).answer, Answer::Yes);
+        use crate::judge::Violation;
+        use crate::judge::rules::breach::breach;
+        let mut failed = passed("restore_before_the_intent", Crash::Restore);
+        failed.status = ScenarioStatus::Fail;
+        failed.violations = vec![Violation::new(breach!(AtMostOnce, "§13-1"), None, "two charges".into(), Vec::new())];
+        let broken = rebuild(&[failed]);
+        assert_eq!(broken.answer, Answer::No);
+        assert_eq!(broken.evidence, ["restore_before_the_intent: violated at_most_once (§13-1)"]);
     }
 
     /// Issue 32: `blind-retry`'s FAILED over an applied effect is an untrue read (§3-8), not a

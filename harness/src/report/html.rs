@@ -287,6 +287,7 @@ mod tests {
             ],
             duplicate_keys: vec![("provider".into(), 0), ("consumer ledger".into(), 0)],
             retried: vec![6],
+            retried_after_restore: Vec::new(),
         };
         let violation = Violation::new(
             crate::judge::rules::breach::breach!(AtMostOnce, "§5-1"),
@@ -313,8 +314,8 @@ mod tests {
             error: None,
             unreachable: Vec::new(),
             reasked: Vec::new(),
-            needs_probe_services: Vec::new(),
             restore_risks: Vec::new(),
+            needs_probe_services: Vec::new(),
         };
         let outcome = ScenarioOutcome {
             name: "after_dispatch".into(),

@@ -43,6 +43,11 @@ pub struct ScenarioEntry {
     /// (CONTRACT.md section 12). Absent when none was.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasked: Vec<crate::judge::Reasked>,
+    /// Under `--crash restore`: operations of a kind without lookup that a backup forgot and a
+    /// client resent, with the effects the provider applied for each (CONTRACT.md section 13,
+    /// "What cannot be owed"): a risk, not a violation. Absent when none was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restore_risks: Vec<crate::judge::RestoreRisk>,
     pub faults: Vec<Coverage>,
     pub artifacts: Option<String>,
     /// For a failure: the story (violations, evidence, trace, the runtime's last output).

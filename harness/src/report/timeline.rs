@@ -79,8 +79,14 @@ pub struct Timeline {
     /// (`provider`, `consumer <destination>`).
     pub duplicate_keys: Vec<(String, u64)>,
     /// The ledger entries that are retries: a provider call after an operation's first, a
-    /// receipt after the first of an operation at a destination (by `seq`).
+    /// receipt after the first of an operation at a destination (by `seq`); before the run's
+    /// first restore, if it had one.
     pub retried: Vec<u64>,
+    /// Such retries after a restore (`--crash restore`): the backup may not hold the attempts
+    /// they repeat, so no retry line is owed for them (CONTRACT.md section 13, "What cannot be
+    /// owed": counts of what the lost host did).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub retried_after_restore: Vec<u64>,
 }
 
 impl Timeline {
@@ -101,7 +107,10 @@ impl Timeline {
         let duplicate_keys = std::iter::once(("provider".to_owned(), keys.provider))
             .chain(keys.consumers.into_iter().map(|(d, n)| (format!("consumer {d}"), n)))
             .collect();
-        Timeline { events, duplicate_keys, retried: retried(ledger) }
+        let restored_at = marks.iter().find(|m| matches!(m.happening, Happening::Restored { .. })).map(|m| m.seq);
+        let (retried, retried_after_restore) =
+            retried(ledger).into_iter().partition(|seq| restored_at.is_none_or(|at| *seq < at));
+        Timeline { events, duplicate_keys, retried, retried_after_restore }
     }
 
     /// The lanes this timeline uses, in the order they are drawn.
@@ -336,6 +345,28 @@ mod tests {
             ]
         );
         assert_eq!(timeline.retried, [4, 6], "the second call and the second receipt are retries");
+    }
+
+    /// Issue 34: after a restore the runtime numbers attempts from its backup, which may not hold
+    /// the first call: a call again after the restore is kept apart, owed no retry line.
+    #[test]
+    fn a_retry_after_a_restore_is_kept_apart() {
+        let ledger = [call(2, "charge", 1), call(4, "charge", 2), call(6, "charge", 3)];
+        let restored = Mark {
+            seq: 5,
+            at_micros: 5000,
+            happening: Happening::Restored {
+                incarnation: 1,
+                lag: crate::model::crash::Lag::Syncs(2),
+                back: 2,
+                age_ms: 3,
+                path: "host-2/data".into(),
+                lost: Vec::new(),
+            },
+        };
+        let timeline = Timeline::merged(&ledger, &[started(1, 1), restored, started(7, 2)], "");
+        assert_eq!(timeline.retried, [4], "the retry before the restore");
+        assert_eq!(timeline.retried_after_restore, [6]);
     }
 
     #[test]

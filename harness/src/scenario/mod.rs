@@ -116,6 +116,10 @@ pub enum Outcome {
     /// another operation's kill, which can land between its `DISPATCHED` and its request — the
     /// runtime cannot know whether the request left, and must pause.
     SucceededOrPaused,
+    /// `FAILED` by policy, or `UNKNOWN` paused: for a tool without lookup refused after a restore
+    /// whose backup may hold it as attempted by the lost host, which must be paused (CONTRACT.md
+    /// §13-4) whatever the policy now says.
+    RefusedOrPaused,
 }
 
 impl fmt::Display for Outcome {
@@ -127,6 +131,7 @@ impl fmt::Display for Outcome {
             Outcome::Paused => "paused",
             Outcome::SucceededOrGaveUp => "succeeded_or_gave_up",
             Outcome::SucceededOrPaused => "succeeded_or_paused",
+            Outcome::RefusedOrPaused => "refused_or_paused",
         })
     }
 }

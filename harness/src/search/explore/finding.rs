@@ -127,8 +127,8 @@ mod tests {
             error: (!unreachable.is_empty()).then(|| "[[syscall_fault]] 1 cannot be reached in this run".into()),
             unreachable,
             reasked: Vec::new(),
-            needs_probe_services: Vec::new(),
             restore_risks: Vec::new(),
+            needs_probe_services: Vec::new(),
         }
     }
 
