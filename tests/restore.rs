@@ -2,9 +2,10 @@
 //! rebuilt in a new data dir from a backup that lags, while the world keeps everything.
 //!
 //! - The reference runtime passes every standard scenario restored, with the probe and without it
-//!   (the tracer, which every restore runs under, places the boundaries), and the case explore
-//!   found in restore mode (`tests/fixtures/restore/`: a tool without lookup refused after a
-//!   restore is paused, §13-4, which the judge once failed).
+//!   (the tracer, which every restore runs under, places the boundaries), and the cases explore
+//!   found in restore mode, where the judge once failed it (`tests/fixtures/restore/`): a tool
+//!   without lookup refused after a restore is paused (§13-4); a delivery's backoff after a
+//!   restore is counted from the sends the restored runtime can know of.
 //! - Each restore-only variant passes its scenario under process and machine crashes and fails it
 //!   restored, on the invariant that names the repeated effect (or the send the policy forbade).
 //! - A restore moves the data dir (a new path per restore, never the first one), gives the first
@@ -79,8 +80,10 @@ fn certify(scenarios: &[Scenario], options: &RunOptions) -> Vec<String> {
 fn the_reference_passes_every_standard_scenario_restored_with_the_probe_and_without() {
     traced();
     let mut scenarios = standard();
-    let found = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/restore/refused_without_lookup.toml");
-    scenarios.push(Scenario::load(&found).unwrap_or_else(|e| panic!("{e}")));
+    let found = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/restore");
+    let found = Scenario::load_dir(&found).expect("tests/fixtures/restore");
+    assert_eq!(found.len(), 2, "the two cases explore found in restore mode");
+    scenarios.extend(found.into_iter().map(|s| s.unwrap_or_else(|e| panic!("{e}"))));
     for probe in [true, false] {
         let options = RunOptions { crash: Crash::Restore, probe, ..RunOptions::default() };
         let failed = certify(&scenarios, &options);

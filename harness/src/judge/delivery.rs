@@ -142,6 +142,11 @@ pub(super) fn delivery_backoff(
     // incarnation sends a SENT delivery again at once), so such pairs are not judged.
     let kills: Vec<u64> =
         run.timeline.iter().filter(|m| matches!(m.happening, Happening::Killed { .. })).map(|m| m.seq).collect();
+    // After a restore the runtime counts sends from its backup's count, which may lack the lost
+    // host's (CONTRACT.md section 13, "What cannot be owed"): its sends since the restore are the
+    // least it can know of, and the backoff owed is counted from them.
+    let restores: Vec<u64> =
+        run.timeline.iter().filter(|m| matches!(m.happening, Happening::Restored { .. })).map(|m| m.seq).collect();
     let timed = |e: &Entry| format!("#{} {} (at {:.1} ms)", e.seq, describe_entry(e), e.at_micros as f64 / 1000.0);
     for destination in &op.destinations {
         let receipts = ledger.receipts_at(destination);
@@ -154,16 +159,22 @@ pub(super) fn delivery_backoff(
             // Every send the runtime counts reaches the consumer and every receipt is a counted
             // send (`truthful_status` holds the runtime to that), so the earlier receipt is the
             // runtime's send number i + 1, restarts before it included (their resends count).
-            let send = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let restored = restores.iter().copied().filter(|&r| r < earlier.seq).max();
+            let known = match restored {
+                Some(r) => receipts[..=i].iter().filter(|e| e.seq > r).count(),
+                None => i + 1,
+            };
+            let send = u32::try_from(known).unwrap_or(u32::MAX);
             let (exact, tolerated) = least_backoff_micros(scenario.runtime.retry_base_ms, send);
             let gap = later.at_micros.saturating_sub(earlier.at_micros);
             if gap < tolerated {
                 found(
                     breach!(DeliveryBackoff, "§6-4"),
                     format!(
-                        "`{}` was sent to `{destination}` again {:.1} ms after send {send} was answered {status}; the contract's backoff after send {send} is RETRY_BASE_MS {} × 2^{} = {:.1} ms (at least {:.1} ms with the tolerance)",
+                        "`{}` was sent to `{destination}` again {:.1} ms after send {send}{} was answered {status}; the contract's backoff after send {send} is RETRY_BASE_MS {} × 2^{} = {:.1} ms (at least {:.1} ms with the tolerance)",
                         op.id,
                         gap as f64 / 1000.0,
+                        if restored.is_some() { " since the restore" } else { "" },
                         scenario.runtime.retry_base_ms,
                         send - 1,
                         exact as f64 / 1000.0,

@@ -5,7 +5,7 @@
 use super::choice::Candidate;
 use super::events::Events;
 use super::threads::{Activity, activity, is_unix, socket_inode, unread};
-use super::{Awaited, PEER_WAIT, SETTLE_LIMIT, Scheduler, TICK};
+use super::{Awaited, PEER_WAIT, SETTLE_LIMIT, Scheduler};
 use crate::tracer::error::TracerError;
 use crate::tracer::pending::Pending;
 use crate::tracer::point::When;
@@ -113,7 +113,7 @@ impl Tracer {
                 // Blocked inside its call (a receive the world has not answered): its `after`
                 // comes when it comes; the others may go meanwhile.
                 Activity::Asleep | Activity::Gone => s.running = None,
-                Activity::Running | Activity::Stopped => return Next::Wait(TICK),
+                Activity::Running | Activity::Stopped => return Next::Wait(s.tick()),
             }
         }
         let busy = s.threads.live().filter(|t| !s.held.contains_key(t)).any(|t| match activity(t) {
@@ -132,7 +132,7 @@ impl Tracer {
             return Next::Settled;
         }
         if s.held.is_empty() {
-            return Next::Wait(TICK);
+            return Next::Wait(s.tick());
         }
         let since = *s.settling_since.get_or_insert(now);
         if now.duration_since(since) >= SETTLE_LIMIT {
@@ -140,7 +140,7 @@ impl Tracer {
             s.settling_since = None;
             return Next::Settled;
         }
-        Next::Wait(TICK)
+        Next::Wait(s.tick())
     }
 
     /// Bytes waiting unread on the sockets the harness's requests were read from (a request in
