@@ -13,20 +13,13 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The late-writer fixture, where it can be traced and python3 is there to run it; `None` (said
-/// on stderr: skipped, not passed) elsewhere.
-fn late_writer(args: &[&str]) -> Option<Target> {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: system-call crash points cannot be tested here (skipped, not passed)");
-        return None;
-    }
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("python3 not found: the late-writer fixture cannot run; not passed, skipped");
-        return None;
-    }
+/// The late-writer fixture, traced: the test fails where this machine refuses the tracer or has no
+/// python3.
+fn late_writer(args: &[&str]) -> Target {
+    killpoint::trials::needs::tracing("system-call crash points");
+    killpoint::trials::needs::python3("tests/fixtures/late_writer_runtime.py");
     let program = root().join("tests/fixtures/late_writer_runtime.py");
-    Some(Target { program, args: args.iter().map(|a| a.to_string()).collect() })
+    Target { program, args: args.iter().map(|a| a.to_string()).collect() }
 }
 
 /// `after_result_write`'s first operation (a charge, one destination), its hand-placed kills
@@ -52,13 +45,13 @@ fn traced() -> RunOptions {
 /// The last sync of the first incarnation in a traced run of the correct fixture without faults,
 /// as a `[[syscall_fault]]` of the workload: the engine's commit after the harness's final read.
 /// Recorded once for both tests (the second to ask waits for the first's record run).
-fn last_sync_after_settling() -> Option<Scenario> {
-    static CASE: std::sync::OnceLock<Option<Scenario>> = std::sync::OnceLock::new();
+fn last_sync_after_settling() -> Scenario {
+    static CASE: std::sync::OnceLock<Scenario> = std::sync::OnceLock::new();
     CASE.get_or_init(record_last_sync).clone()
 }
 
-fn record_last_sync() -> Option<Scenario> {
-    let fixture = late_writer(&[])?;
+fn record_last_sync() -> Scenario {
+    let fixture = late_writer(&[]);
     let workload = workload();
     let (verdict, run) = run_scenario(&workload, &fixture, &traced()).expect("the record run runs");
     assert!(verdict.passed(), "record run: {:?}", verdict.violations);
@@ -73,7 +66,7 @@ fn record_last_sync() -> Option<Scenario> {
     let mut case = workload;
     case.name = "after_settled".to_owned();
     case.syscall_faults = vec![last.fault()];
-    Some(case)
+    case
 }
 
 fn restarts(run: &killpoint::Run) -> usize {
@@ -84,8 +77,8 @@ fn restarts(run: &killpoint::Run) -> usize {
 /// restarted and read again, passes.
 #[test]
 fn a_kill_after_the_workload_settled_is_not_held_against_a_correct_runtime() {
-    let Some(case) = last_sync_after_settling() else { return };
-    let fixture = late_writer(&[]).expect("checked above");
+    let case = last_sync_after_settling();
+    let fixture = late_writer(&[]);
     let (verdict, run) = run_scenario(&case, &fixture, &traced()).expect("it runs");
     assert_eq!(run.syscall_hits, vec![true], "the late sync {} was not reached", case.syscall_faults[0].describe());
     assert!(verdict.passed(), "{}", killpoint::report::story::story(&case, &verdict, &run));
@@ -98,11 +91,11 @@ fn a_kill_after_the_workload_settled_is_not_held_against_a_correct_runtime() {
 /// same crash point it still fails on what it breaks.
 #[test]
 fn a_kill_after_the_workload_settled_still_catches_what_a_broken_twin_breaks() {
-    let Some(mut case) = last_sync_after_settling() else { return };
+    let mut case = last_sync_after_settling();
     // The twin's deleted outbox never settles: its run ends at the deadline, which it waits out
     // (three times over, traced). The record run's room is for passing; 3 s (9 s) is for this.
     case.deadline = Duration::from_secs(3);
-    let twin = late_writer(&["--gc-collected"]).expect("checked above");
+    let twin = late_writer(&["--gc-collected"]);
     let (verdict, run) = run_scenario(&case, &twin, &traced()).expect("it runs");
     assert_eq!(run.syscall_hits, vec![true], "the late sync {} was not reached", case.syscall_faults[0].describe());
     let failed = verdict.failed_invariants();

@@ -52,10 +52,7 @@ fn options(crash: Crash) -> ExploreOptions {
 /// Explores `scenario` both ways and asserts every case's verdict is the same; returns the
 /// failures found from built states.
 fn agree(name: &str, target: &Target, crash: Crash) -> Vec<Finding> {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: built crash states cannot be tested here (skipped, not passed)");
-        return Vec::new();
-    }
+    killpoint::trials::needs::tracing("built crash states");
     let agreement = agreement(&scenario(name), target, &options(crash)).expect("explore runs");
     let from_built = agreement.built.exploration.from_built;
     assert!(from_built > 0, "{name}: no case ran from a built state (of {})", agreement.built.verdicts.len());
@@ -123,10 +120,7 @@ fn built_states_carry_the_worlds_remaining_faults() {
 /// workloads at a time: a case mostly waits on the runtime's own recovery (its backoffs).
 #[test]
 fn built_states_agree_with_reruns_on_every_standard_workload() {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: built crash states cannot be tested here (skipped, not passed)");
-        return;
-    }
+    killpoint::trials::needs::tracing("built crash states");
     let standard: Vec<Scenario> = killpoint::ScenarioSet::standard()
         .load()
         .expect("the standard set loads")
@@ -185,10 +179,7 @@ fn compare_sampled(scenario: &Scenario, crash: Crash) -> usize {
 /// from them, with the verdicts their re-runs give.
 #[test]
 fn depth_two_cases_run_from_states_built_in_their_recovery_agree_with_reruns() {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: built crash states cannot be tested here (skipped, not passed)");
-        return;
-    }
+    killpoint::trials::needs::tracing("built crash states");
     let name = "after_submit";
     let options = ExploreOptions { depth: 2, shard: Some((1, 3)), ..options(Crash::Machine) };
     let agreement = agreement(&scenario(name), &reference(), &options).expect("explore runs");

@@ -47,20 +47,12 @@ since = { boundary = "after_result_write", operation = "charge" }
 action = "freeze"
 "#;
 
-/// The fixture, where it can be traced and python3 is there; `None` (said on stderr: skipped, not
-/// passed) elsewhere.
-fn deadline_runtime(args: &[&str]) -> Option<Target> {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: a freeze without the probe cannot be tested here (skipped, not passed)");
-        return None;
-    }
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("python3 not found: the deadline fixture cannot run; not passed, skipped");
-        return None;
-    }
+/// The fixture, traced: the test fails where this machine refuses the tracer or has no python3.
+fn deadline_runtime(args: &[&str]) -> Target {
+    killpoint::trials::needs::tracing("freezes without the probe");
+    killpoint::trials::needs::python3("tests/fixtures/deadline_runtime.py");
     let program = root().join("tests/fixtures/deadline_runtime.py");
-    Some(Target { program, args: args.iter().map(|a| a.to_string()).collect() })
+    Target { program, args: args.iter().map(|a| a.to_string()).collect() }
 }
 
 fn traced_black_box() -> RunOptions {
@@ -85,7 +77,7 @@ fn reads(run: &killpoint::Run) -> usize {
 
 #[test]
 fn a_request_that_timed_out_while_frozen_is_no_refusal_the_runtime_read() {
-    let (Some(correct), Some(twin)) = (deadline_runtime(&[]), deadline_runtime(&["--retry-409"])) else { return };
+    let (correct, twin) = (deadline_runtime(&[]), deadline_runtime(&["--retry-409"]));
     let scenario = Scenario::parse(Path::new("frozen_past_its_timeout.toml"), FROZEN_PAST_ITS_TIMEOUT).expect("valid");
 
     let (verdict, run) = run_scenario(&scenario, &correct, &traced_black_box()).expect("it runs");
@@ -118,10 +110,7 @@ fn frozen_before_a_request() -> Scenario {
 /// all.
 #[test]
 fn explore_over_system_calls_freezes_before_requests() {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: freezes at system calls cannot be explored here (skipped, not passed)");
-        return;
-    }
+    killpoint::trials::needs::tracing("freezes at system calls");
     let options = ExploreOptions {
         points: Points::Syscalls,
         run: RunOptions { probe: false, ..RunOptions::default() },

@@ -19,19 +19,12 @@ fn scenario(name: &str) -> Scenario {
     Scenario::load(&root().join(format!("scenarios/{name}.toml"))).expect("a standard scenario")
 }
 
-/// The fixture, where it can be traced and python3 is there; `None` (said on stderr: skipped, not
-/// passed) elsewhere.
-fn sync_before_send() -> Option<Target> {
-    if let Err(why) = killpoint::run::traced::permitted() {
-        eprintln!("{why}: machine crashes cannot be tested here (skipped, not passed)");
-        return None;
-    }
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("python3 not found: the sync-before-send fixture cannot run; not passed, skipped");
-        return None;
-    }
-    Some(Target { program: root().join("tests/fixtures/sync_before_send_runtime.py"), args: Vec::new() })
+/// The fixture, under machine crashes: the test fails where this machine refuses the tracer or has
+/// no python3.
+fn sync_before_send() -> Target {
+    killpoint::trials::needs::tracing("machine crashes");
+    killpoint::trials::needs::python3("tests/fixtures/sync_before_send_runtime.py");
+    Target { program: root().join("tests/fixtures/sync_before_send_runtime.py"), args: Vec::new() }
 }
 
 /// What each power loss of the run took (a line per file or name), in order.
@@ -51,7 +44,7 @@ fn sms_paused(run: &killpoint::Run) -> bool {
 
 #[test]
 fn a_success_synced_just_before_its_first_send_passes_a_machine_crash() {
-    let Some(runtime) = sync_before_send() else { return };
+    let runtime = sync_before_send();
     let scenario = scenario("after_result_write");
     for probe in [true, false] {
         let options = RunOptions { crash: Crash::Machine, probe, ..RunOptions::default() };
@@ -69,7 +62,7 @@ fn a_success_synced_just_before_its_first_send_passes_a_machine_crash() {
 /// fails `expected_outcome` — a synced success the power loss could not take was forgotten.
 #[test]
 fn a_success_synced_before_the_power_loss_is_still_held_to_succeeded() {
-    let Some(runtime) = sync_before_send() else { return };
+    let runtime = sync_before_send();
     let scenario = scenario("after_result_write");
     let options = RunOptions { crash: Crash::Machine, ..RunOptions::default() };
     let (verdict, mut run) = run_scenario(&scenario, &runtime, &options).expect("it runs");

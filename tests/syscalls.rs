@@ -57,30 +57,17 @@ fn options(first_failure: bool) -> ExploreOptions {
     }
 }
 
-/// Whether this machine lets the tracer trace (ptrace and seccomp; some containers refuse them).
-/// Where it does not, each test says so on stderr and returns: skipped, not passed.
-fn tracing_refused() -> bool {
-    match killpoint::run::traced::permitted() {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!("{why}: system-call crash points cannot be tested here (skipped, not passed)");
-            true
-        }
-    }
+/// These tests need the tracer: where this machine refuses it (ptrace and seccomp; some containers
+/// refuse them), each fails saying so, never passes unchecked.
+fn needs_tracing() {
+    killpoint::trials::needs::tracing("system-call crash points");
 }
 
-/// `tests/fixtures/split_step_runtime.py`, where it can be traced and python3 is there to run it;
-/// `None` (said on stderr: skipped, not passed) elsewhere.
-fn split_step_fixture() -> Option<Target> {
-    if tracing_refused() {
-        return None;
-    }
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("python3 not found: the split-step fixture cannot run; not passed, skipped");
-        return None;
-    }
-    Some(Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() })
+/// `tests/fixtures/split_step_runtime.py` (traced, so the test needs the tracer and python3).
+fn split_step_fixture() -> Target {
+    needs_tracing();
+    killpoint::trials::needs::python3("tests/fixtures/split_step_runtime.py");
+    Target { program: root().join("tests/fixtures/split_step_runtime.py"), args: Vec::new() }
 }
 
 /// Explores `workload` against `target` and returns the first failing case, written as a file
@@ -112,9 +99,7 @@ fn found(workload: &Scenario, target: &Target) -> Option<(String, Vec<String>)> 
 
 #[test]
 fn the_reference_runtime_passes_every_syscall_point_without_the_probe() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let result = explore::explore(&workload(), &reference(), &options(false), &|_, _, _, _| {}).expect("explore runs");
     let stories: Vec<&str> = result.failures.iter().filter_map(|f| f.story.as_deref()).collect();
     assert!(stories.is_empty(), "{}", stories.join("\n"));
@@ -127,9 +112,7 @@ fn the_reference_runtime_passes_every_syscall_point_without_the_probe() {
 /// boundary there without the probe — leaves a success that is never delivered.
 #[test]
 fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let (case, violated) =
         found(&failing_at_deadline(workload(), 2), &broken("split-outbox")).expect("a failing syscall point");
     assert!(case.starts_with("syscall."), "{case}");
@@ -140,9 +123,7 @@ fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
 /// commit leaves an intent that the next incarnation executes again.
 #[test]
 fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let (_, violated) =
         found(&failing_at_deadline(workload(), 2), &broken("no-write-ahead")).expect("a failing syscall point");
     assert!(violated.iter().any(|i| i == "at_most_once"), "{violated:?}");
@@ -152,9 +133,7 @@ fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
 /// request leaves a success the provider never performed.
 #[test]
 fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let (case, violated) =
         found(&failing_at_deadline(workload(), 2), &broken("result-before-call")).expect("a failing syscall point");
     assert!(case.starts_with("syscall."), "{case}");
@@ -166,7 +145,7 @@ fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
 /// between its two commits catches it.
 #[test]
 fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
-    let Some(fixture) = split_step_fixture() else { return };
+    let fixture = split_step_fixture();
     // At the boundaries, with the probe, explore finds nothing: no boundary lies between the writes.
     let at_boundaries =
         ExploreOptions { points: Points::Boundaries, keep_failures: false, ..ExploreOptions::default() };
@@ -208,9 +187,7 @@ fn scenario(name: &str) -> Scenario {
 /// without the probe (at depth 1 every case passes or is not reached).
 #[test]
 fn a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let workload = scenario("kill_while_reconciling");
     let target = broken("restart-after-failed-lookup");
     let depth1 = explore::explore(&workload, &target, &options(true), &|_, _, _, _| {}).expect("explore runs");
@@ -237,9 +214,8 @@ fn workload_faults(scenario: &Scenario) -> usize {
     Workload::of(scenario).base.faults.len()
 }
 
-/// `tests/fixtures/engine_runtime.py` with `args`, where it can be traced and python3 runs it.
-fn engine_fixture(args: &[&str]) -> Option<Target> {
-    let split_step = split_step_fixture()?;
-    let program = split_step.program.with_file_name("engine_runtime.py");
-    Some(Target { program, args: args.iter().map(|a| a.to_string()).collect() })
+/// `tests/fixtures/engine_runtime.py` with `args` (traced: the tracer and python3 needed).
+fn engine_fixture(args: &[&str]) -> Target {
+    let program = split_step_fixture().program.with_file_name("engine_runtime.py");
+    Target { program, args: args.iter().map(|a| a.to_string()).collect() }
 }

@@ -36,9 +36,7 @@ fn with_kill(name: &str, kind: &str, occurrence: u32, when: &str, boundary: &str
 /// A runtime that gives up before its count reaches the bound still fails, on `dead_letter_bound`.
 #[test]
 fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     for (boundary, occurrence) in [("after_result_write", 1), ("before_dispatch", 2)] {
         let cut_off = cut_off_at(boundary, occurrence);
         let (verdict, run) = run_scenario(&cut_off, &reference(), &traced_black_box()).expect("it runs");
@@ -62,9 +60,7 @@ fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
 /// (`broken::retry_on_4xx::provider_rejects`, tests/scenarios.rs).
 #[test]
 fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let killed = with_kill("provider_rejects", "answer", 1, "after", "before_dispatch", "charge-refused");
     let (verdict, run) = run_scenario(&killed, &reference(), &traced_black_box()).expect("it runs");
     assert!(verdict.passed(), "{:?}\n{}", verdict.violations, killpoint::report::story::story(&killed, &verdict, &run));
@@ -76,9 +72,7 @@ fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
 /// could have reached is still the runtime's to reach.
 #[test]
 fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let text = |occurrence: u32| {
         format!(
             "description = \"d\"\n[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n\
@@ -105,9 +99,7 @@ fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
 /// counted by hand from the last boundary across every policy check and delivery in between.
 #[test]
 fn a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let text = |since: &str| {
         format!(
             "description = \"d\"\n[runtime]\ndelivery_max_attempts = 3\nretry_base_ms = 10\n\

@@ -8,9 +8,7 @@ use super::*;
 /// is hit exactly, and the reference runtime passes.
 #[test]
 fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     for name in ["before_dispatch", "after_provider_success", "after_result_write", "after_policy_revocation"] {
         let scenario = scenario(name);
         let (verdict, run) = run_scenario(&scenario, &reference(), &traced_black_box()).expect("it runs");
@@ -38,9 +36,7 @@ fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
 /// after its commit. At the receive that completes the answer, the verdict is the same every time.
 #[test]
 fn black_box_after_provider_success_gives_the_same_verdict_every_run() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     // The reference runtime's passing verdict under the tracer is every_boundary_…'s; here, the
     // runtime whose verdict used to depend on where the kill landed.
     let scenario = scenario("after_provider_success");
@@ -112,7 +108,7 @@ fn refused_tracing_falls_back_in_one_line() {
 /// `after_result_write` scenario, no exploration needed.
 #[test]
 fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
-    let Some(fixture) = split_step_fixture() else { return };
+    let fixture = split_step_fixture();
     let scenario = scenario("after_result_write");
     let (with_probe, _run) = run_scenario(&scenario, &fixture, &RunOptions::default()).expect("it runs");
     assert!(with_probe.passed(), "{:?}", with_probe.failed_invariants());
@@ -133,7 +129,7 @@ fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
 /// the runtime did next: before its commit, so the case tested `after_provider_success`.
 #[test]
 fn an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm() {
-    let Some(engine) = engine_fixture(&[]) else { return };
+    let engine = engine_fixture(&[]);
     for name in ["after_result_write", "after_policy_revocation"] {
         let scenario = scenario(name);
         let (verdict, run) = run_scenario(&scenario, &engine, &traced_black_box()).expect("it runs");
@@ -150,7 +146,7 @@ fn an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm() {
 /// `after_result_write` the scenario aimed at, where nothing was written yet.
 #[test]
 fn the_naive_twin_is_failed_where_its_duplicate_began() {
-    let Some(naive) = engine_fixture(&["--naive"]) else { return };
+    let naive = engine_fixture(&["--naive"]);
     let scenario = scenario("after_result_write");
     let (verdict, _run) = run_scenario(&scenario, &naive, &traced_black_box()).expect("it runs");
     assert!(verdict.failed_invariants().contains(&killpoint::Invariant::AtMostOnce), "{:?}", verdict.violations);
@@ -163,7 +159,7 @@ fn the_naive_twin_is_failed_where_its_duplicate_began() {
 /// cannot reach `after_policy_revocation`. Not exercised (partial), never "fault never reached".
 #[test]
 fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
-    let Some(no_sync) = engine_fixture(&["--no-sync"]) else { return };
+    let no_sync = engine_fixture(&["--no-sync"]);
     let scenario = scenario("after_policy_revocation");
     let (verdict, run) = run_scenario(&scenario, &no_sync, &traced_black_box()).expect("it runs");
     assert!(verdict.violations.is_empty(), "{}", killpoint::report::story::story(&scenario, &verdict, &run));
@@ -177,9 +173,7 @@ fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
 /// is judged. The reference passes traced (every_boundary_is_hit_exactly_…, and here).
 #[test]
 fn writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let scenario = scenario("after_submit");
     let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);
     for (variant, rule, place) in

@@ -12,9 +12,7 @@ fn machine_crash() -> RunOptions {
 /// the machine goes down with it. The reference, which syncs every commit, passes both.
 #[test]
 fn a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash() {
-    if tracing_refused() {
-        return;
-    }
+    needs_tracing();
     let scenario = scenario("after_submit");
     let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);
     let (verdict, run) = run_scenario(&scenario, &broken("no-sync"), &traced_black_box()).expect("it runs");
@@ -30,7 +28,7 @@ fn a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_cras
 /// neither database syncs, and the acknowledged intent is gone.
 #[test]
 fn an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash() {
-    let (Some(engine), Some(no_sync)) = (engine_fixture(&[]), engine_fixture(&["--no-sync"])) else { return };
+    let (engine, no_sync) = (engine_fixture(&[]), engine_fixture(&["--no-sync"]));
     let scenario = scenario("after_submit");
     let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);
     let (verdict, run) = run_scenario(&scenario, &engine, &machine_crash()).expect("it runs");

@@ -18,8 +18,8 @@ fn zombie_exited(run: &killpoint::Run) -> bool {
 /// `fenced-hangs` stays up after finding its fence, and is caught black-box.
 #[test]
 fn zombies_are_frozen_at_system_calls_without_the_probe() {
-    // Where tracing and python3 are there (the fixture is not used).
-    let Some(_) = split_step_fixture() else { return };
+    needs_tracing();
+    killpoint::trials::needs::python3("examples/python-runtime/runtime.py");
     let scenario = scenario("zombie_worker");
     let python = Target { program: root().join("examples/python-runtime/runtime.py"), args: Vec::new() };
     for target in [reference(), python] {
@@ -65,8 +65,8 @@ action = "freeze"
 /// `ignores-fence` sends the request again and fails `fenced`, naming the refusal.
 #[test]
 fn a_zombie_frozen_before_a_request_exits_on_its_409() {
-    // Where tracing and python3 are there (the fixture is not used).
-    let Some(_) = split_step_fixture() else { return };
+    needs_tracing();
+    killpoint::trials::needs::python3("examples/python-runtime/runtime.py");
     let scenario =
         Scenario::parse(Path::new("scenarios/frozen_before_a_request.toml"), FROZEN_BEFORE_A_REQUEST).expect("valid");
     let python = Target { program: root().join("examples/python-runtime/runtime.py"), args: Vec::new() };
