@@ -53,12 +53,7 @@ fn main() -> ExitCode {
 /// listed as ignored, with the reason on stderr — never passed.
 fn concurrent_runtime(wave: &std::path::Path, root: &std::path::Path) -> Vec<Trial> {
     let program = root.join("tests/fixtures/concurrent_runtime.py");
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let python = killpoint::trials::needs::python3_runs();
     if !python {
         eprintln!("python3 not found: the explore::concurrent trials are ignored, not passed");
         return vec![Trial::test("explore::concurrent", || Ok(())).with_ignored_flag(true)];

@@ -202,12 +202,7 @@ fn main() -> ExitCode {
         }
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let python_present = std::process::Command::new("python3")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
+    let python_present = killpoint::trials::needs::python3_runs();
     let python = match std::env::var_os("KILLPOINT_FRAMEWORKS_PYTHON") {
         Some(python) => PathBuf::from(python),
         None => {

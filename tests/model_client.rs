@@ -57,12 +57,7 @@ const DECISIONS: usize = 4;
 fn main() -> ExitCode {
     let args = TestArguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let python_present = Command::new("python3")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
+    let python_present = killpoint::trials::needs::python3_runs();
     if !python_present {
         eprintln!("python3 not found: model_client::openai_python (the real OpenAI client) is ignored, not passed");
     }

@@ -124,8 +124,7 @@ fn a_runtime_that_recreates_a_missing_data_dir_is_caught_starting_afresh() {
 
 #[test]
 fn the_reference_and_the_python_runtime_exit_naming_a_missing_data_dir_and_settle_after() {
-    let python = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
-    assert!(python, "python3 is needed to run the Python example runtime");
+    killpoint::trials::needs::python3("the Python example runtime");
     let cases = [
         ("reference", reference(&[]), RunOptions::default()),
         ("reference without the probe", reference(&[]), RunOptions { probe: false, ..RunOptions::default() }),

@@ -64,12 +64,7 @@ fn python_runtime(reference: &Suite) -> Vec<libtest_mimic::Trial> {
 
 fn python_suite(reference: &Suite, runtime: &std::path::Path, prefix: &str) -> Vec<libtest_mimic::Trial> {
     let runtime = runtime.to_owned();
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let python = killpoint::trials::needs::python3_runs();
     let suite = Suite {
         target: Target { program: runtime, args: Vec::new() },
         broken_variants: false,

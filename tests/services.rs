@@ -87,17 +87,12 @@ use killpoint::model::crash::Crash;
 use killpoint::trials::arguments::TestArguments;
 use killpoint::{Happening, Run, RunOptions, Scenario, run_scenario};
 use libtest_mimic::{Failed, Trial};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let args = TestArguments::from_args();
-    let python = Command::new("python3")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
+    let python = killpoint::trials::needs::python3_runs();
     if !python {
         eprintln!("python3 not found: the services trials (a Python server beside the worker) are ignored, not passed");
     }

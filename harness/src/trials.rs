@@ -17,6 +17,7 @@
 //! ```
 
 pub mod arguments;
+pub mod child;
 pub mod needs;
 
 use crate::judge::run_scenario;

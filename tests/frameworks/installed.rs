@@ -6,7 +6,7 @@
 
 use libtest_mimic::Failed;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 /// The user's runtime: an engine that journals each workflow's step outputs in memory (lost with
@@ -98,29 +98,16 @@ pub fn installed_kit(root: &Path) -> Result<(), Failed> {
 /// Runs `command` in its own process group to completion within `deadline` (killing the group
 /// past it); an error unless it exits 0, with what it printed.
 pub fn within(deadline: Duration, command: &mut Command, what: &str) -> Result<Output, Failed> {
-    use std::os::unix::process::CommandExt;
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("{what}: cannot start: {e}"))?;
-    let group = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || sender.send(child.wait_with_output()));
-    let output = match receiver.recv_timeout(deadline) {
+    use killpoint::trials::child::{NotFinished, output_within};
+    let output = match output_within(command, deadline) {
         Ok(output) => output,
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-            let _ = waiter.join();
+        Err(NotFinished::Start(e)) => return Err(format!("{what}: cannot start: {e}").into()),
+        Err(NotFinished::Late(_)) => {
             return Err(
                 format!("{what}: expected it to finish within {deadline:?}, found it still running: killed").into()
             );
         }
     };
-    let _ = waiter.join();
-    let output = output.map_err(|e| format!("{what}: {e}"))?;
     if output.status.success() {
         return Ok(output);
     }
