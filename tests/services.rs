@@ -24,6 +24,11 @@
 //! - `services::named_ports`: a service declaring `ports = ["admin", "node"]` (ports_server.py)
 //!   is given three distinct ports, binds each, and the worker is told each
 //!   (`KILLPOINT_SERVICE_KV_ADMIN_ADDR`, …); taken down and started again, it has the same three.
+//! - `services::ports_taken_at_first_start`: a service whose first starts exit saying an address
+//!   was in use (a port the harness picked and let go was taken before the service bound it, as
+//!   Temporal's dev server's own pick of its HTTP port once took ours) is started again on fresh
+//!   ports: two such starts and the third is ready, on ports the first did not have; three, and
+//!   the start fails saying it was tried three times.
 //! - `services::power_loss`: under `--crash machine` every kill is a power loss of the server too.
 //!   after_dispatch passes with kv.toml (the server syncs its state file and its directory): each
 //!   kill is followed by the server's power loss and its start again before the worker's, and
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
         Trial::test("services::restarted_under_the_worker", restarted_under_the_worker),
         Trial::test("services::restarted_at_a_delivery", restarted_at_a_delivery),
         Trial::test("services::named_ports", named_ports),
+        Trial::test("services::ports_taken_at_first_start", ports_taken_at_first_start),
         Trial::test("services::power_loss", power_loss),
         Trial::test("services::explored_under_power_loss", explored_under_power_loss),
         Trial::test("services::standard_service_scenarios_pass_a_journaling_worker", standard_pass_a_journaling_worker),
@@ -359,6 +365,37 @@ fn named_ports() -> Result<(), Failed> {
         }
         Ok::<(), String>(())
     })?;
+    Ok(())
+}
+
+fn ports_taken_at_first_start() -> Result<(), Failed> {
+    use killpoint::run::services::Running;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    for (file, ready) in [("ports_taken_2.toml", true), ("ports_taken_3.toml", false)] {
+        let root = tempfile::tempdir()?;
+        let (logs, services) = (root.path().join("logs"), options(file, root.path()).services);
+        std::fs::create_dir_all(&logs)?;
+        let started = runtime.block_on(async {
+            let (mut running, started) = Running::start(&services, root.path(), &logs, None).await;
+            running.stop().await;
+            started
+        });
+        let starts = std::fs::read_to_string(root.path().join("services/kv/starts")).unwrap_or_default();
+        let ports: Vec<&str> = starts.lines().collect();
+        let fresh = ports.len() == 3 && ports[0] != ports[2];
+        let said = match &started {
+            Ok(_) => ready,
+            Err(e) => !ready && e.to_string().contains("started 3 times, each on fresh ports"),
+        };
+        if !fresh || !said {
+            let outcome = started.map(|_| "ready").map_err(|e| e.to_string());
+            return Err(format!(
+                "{file}: expected three starts, the last on a port the first did not have, and {}; found starts on ports {ports:?} and {outcome:?}",
+                if ready { "the service ready" } else { "the start refused, saying it was tried 3 times" }
+            )
+            .into());
+        }
+    }
     Ok(())
 }
 

@@ -30,14 +30,44 @@ pub(super) struct Spawned {
 /// Starts `service` with its data dir under `run_dir/services/` and its log in `logs`, and waits
 /// for it to be ready. On an error nothing of it is left running: the message says what was
 /// waited for and shows its last lines.
+///
+/// The harness's ports are free when picked but let go before the service binds them, and a
+/// server that picks more ports of its own (Temporal's dev server: its HTTP API, its internal
+/// services) can be handed one of ours in between. So a first start that exits saying an address
+/// was in use is tried again on fresh ports, [`PORT_TRIES`] times in all; the log keeps each try.
 pub(super) async fn spawn(
     service: &Service,
     run_dir: &Path,
     logs: &Path,
     traced: Option<&Traced>,
 ) -> Result<Spawned, String> {
-    let ports = Ports::pick(&service.ports).map_err(|e| format!("no free ports on 127.0.0.1 for it: {e}"))?;
-    spawn_on(service, run_dir, logs, ports, traced).await
+    let log = logs.join(format!("service-{}.log", service.name));
+    let mut tries = 1;
+    loop {
+        let ports = Ports::pick(&service.ports).map_err(|e| format!("no free ports on 127.0.0.1 for it: {e}"))?;
+        let logged = std::fs::metadata(&log).map_or(0, |m| m.len());
+        match spawn_on(service, run_dir, logs, ports, traced).await {
+            Err(_) if tries < PORT_TRIES && port_taken(&log, logged) => tries += 1,
+            Err(e) if tries > 1 => return Err(format!("{e}  (started {tries} times, each on fresh ports)\n")),
+            done => return done,
+        }
+    }
+}
+
+/// How many times a first start is tried when its ports were taken under it ([`spawn`]).
+const PORT_TRIES: u32 = 3;
+
+/// Whether what `log` gained past `from` says a bind found its address in use: Go's and Python's
+/// "address already in use", Node's `EADDRINUSE`.
+fn port_taken(log: &Path, from: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(log) else { return false };
+    let mut text = Vec::new();
+    if file.seek(SeekFrom::Start(from)).is_err() || file.take(1 << 20).read_to_end(&mut text).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&text).to_ascii_lowercase();
+    text.contains("address already in use") || text.contains("eaddrinuse")
 }
 
 /// The service's data dir in the run's directory, made if it is not there yet.
