@@ -4,7 +4,7 @@
 
 use super::abort::Abort;
 use super::record::Happening;
-use super::state::Driver;
+use super::state::{Driver, unless_reached};
 use crate::run::client::{ReadError, Resubmission};
 use crate::run::incarnation::{Incarnation, Launch, StartError};
 use crate::run::traced::Tracing;
@@ -118,10 +118,9 @@ impl Driver<'_> {
                 continue;
             }
             for submission in Resubmission::AGAIN {
-                let answer = self.client.resubmit(op, submission).await;
-                if self.syscall_killed() {
-                    return;
-                }
+                let request = self.client.resubmit(op, submission);
+                let answer = unless_reached(&mut self.syscall_reached, &mut self.reached_early, request).await;
+                let Some(answer) = answer.filter(|_| !self.syscall_killed()) else { return };
                 let operation = Some(id.clone());
                 self.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });
             }

@@ -197,7 +197,9 @@ impl Driver<'_> {
     /// Reads `op` from the current incarnation, keeping the answer as its last seen state —
     /// unless a syscall kill cut the read off (then it is the kill's answer, not the runtime's).
     pub(super) async fn read(&mut self, op: &Operation) -> Result<OperationReport, ReadError> {
-        let read = self.client.read(&op.id).await;
+        let read = unless_reached(&mut self.syscall_reached, &mut self.reached_early, self.client.read(&op.id))
+            .await
+            .unwrap_or_else(|| Err(ReadError::Other("cut off: the tracer reached a fault's point first".into())));
         if !self.syscall_killed() {
             let seen = match &read {
                 Ok(report) => report.summary(),
@@ -220,6 +222,29 @@ impl Driver<'_> {
         let submitted = self.submitted.get(op).copied().unwrap_or(ready);
         let allowed = super::deadline::allowed(self.scenario.deadline, self.traced.is_some());
         super::deadline::deadline(submitted, ready, self.incarnation.start_up, allowed)
+    }
+}
+
+/// `request` (one of the harness's requests to the runtime), unless the tracer's task reaches a
+/// fault's point first: then `None`, the point kept in `early` for the caller's `syscall_killed`.
+/// A kill would cut the request off anyway, but a runtime frozen at the point (held by its
+/// tracer, every thread's next traced call waiting with it) may never answer: the request would
+/// have waited out the client's 5 s timeout before the freeze was even marked.
+pub(super) async fn unless_reached<T>(
+    reached: &mut Option<UnboundedReceiver<Reached>>,
+    early: &mut Option<Reached>,
+    request: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    if early.is_some() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        answer = request => Some(answer),
+        Some(point) = next_syscall(reached) => {
+            *early = Some(point);
+            None
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 //! runtime; what the restarted runtime answers is judged like any other.
 
 use super::settle::settle;
-use super::state::Driver;
+use super::state::{Driver, unless_reached};
 use crate::run::client::{OperationReport, ReadError, Resubmission};
 use crate::run::incarnation::Launch;
 use crate::scenario::Operation;
@@ -79,14 +79,17 @@ async fn malformed_submissions(driver: &mut Driver<'_>) -> bool {
     let incarnation = driver.incarnation.number;
     let op = &driver.scenario.operations[0];
     for submission in Resubmission::MALFORMED {
-        let answer = driver.client.resubmit(op, submission).await;
-        let read_after = match submission.malformed_id() {
-            Some(id) => Some(driver.client.read_answer(id).await),
-            None => None,
+        let client = &driver.client;
+        let request = async {
+            let answer = client.resubmit(op, submission).await;
+            let read_after = match submission.malformed_id() {
+                Some(id) => Some(client.read_answer(id).await),
+                None => None,
+            };
+            (answer, read_after)
         };
-        if driver.syscall_killed() {
-            return false;
-        }
+        let answered = unless_reached(&mut driver.syscall_reached, &mut driver.reached_early, request).await;
+        let Some((answer, read_after)) = answered.filter(|_| !driver.syscall_killed()) else { return false };
         driver.mark(Happening::Resubmitted { operation: None, incarnation, submission, answer, read_after });
     }
     true
@@ -111,10 +114,9 @@ async fn last_word(driver: &mut Driver<'_>) -> Option<LastWord> {
         }
     }
     if driver.incarnation.metrics {
-        word.metrics = Some(driver.client.metrics().await);
-        if driver.syscall_killed() {
-            return None;
-        }
+        let request = driver.client.metrics();
+        let metrics = unless_reached(&mut driver.syscall_reached, &mut driver.reached_early, request).await;
+        word.metrics = Some(metrics.filter(|_| !driver.syscall_killed())?);
     }
     Some(word)
 }

@@ -3,7 +3,7 @@
 
 use super::record::{Happening, Hit};
 use super::settle::settle;
-use super::state::Driver;
+use super::state::{Driver, unless_reached};
 use super::tail::{self, LastWord};
 use crate::model::boundary::Boundary;
 use crate::run::incarnation::{Launch, describe_status, tail_of_logs};
@@ -49,11 +49,14 @@ pub(super) async fn drive(
 
 /// One submission, the harness's turn told (a controlled schedule's): sending, then acting on
 /// the answer until the driver next waits on the runtime.
-async fn submit_in_turn(driver: &Driver<'_>, op: &Operation) -> Result<u16, String> {
+async fn submit_in_turn(driver: &mut Driver<'_>, op: &Operation) -> Result<u16, String> {
     if let Some(turn) = driver.turn() {
         turn.submitting().await;
     }
-    let submitted = driver.client.submit(op).await;
+    let request = driver.client.submit(op);
+    let submitted = unless_reached(&mut driver.syscall_reached, &mut driver.reached_early, request)
+        .await
+        .unwrap_or_else(|| Err("cut off: the tracer reached a fault's point first".to_owned()));
     if let Some(turn) = driver.turn() {
         turn.answered();
     }
