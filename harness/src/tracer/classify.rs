@@ -196,7 +196,7 @@ impl Tracer {
             let address = match self.sockets.get(&inode) {
                 Some(address) => *address,
                 None => {
-                    let address = socket_peer(tid, inode).filter(|a| self.config.is_world(*a));
+                    let address = socket_peer(tid, fd, inode).filter(|a| self.config.is_world(*a));
                     self.sockets.insert(inode, address);
                     address
                 }

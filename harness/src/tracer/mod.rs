@@ -21,9 +21,10 @@
 //! The parts, a file each: the point vocabulary the harness reads (`point`), the environment
 //! (`config`), the traced-call table and its filter (`seccomp`), starting the program (`launch`),
 //! the wait loop (`ptrace`), what the runtime does outside its data dir and the world (`escape`,
-//! not crash points: reported in a file), which calls are points (`classify`, reading the tracee's arguments
-//! through `memory` and `sockets`), the HTTP bytes on a world socket (`exchange`), the socket
-//! protocol (`announce`), the errors (`error`) and the count printed at exit (`tally`).
+//! not crash points: reported in a file), which calls are points (`classify`, reading the
+//! tracee's arguments through `memory` and `sockets`, and the kernel's TCP table through `diag`),
+//! the HTTP bytes on a world socket (`exchange`), the socket protocol (`announce`), the errors
+//! (`error`) and the count printed at exit (`tally`).
 //!
 //! Under `$KILLPOINT_SCHEDULE` (`schedule`) the tracer holds every crash-point call at its entry
 //! and lets them go one at a time, in an order drawn from a seed, once the runtime has settled;
@@ -34,6 +35,7 @@
 mod announce;
 mod classify;
 mod config;
+mod diag;
 mod error;
 mod escape;
 mod exchange;
@@ -55,4 +57,5 @@ pub use launch::run;
 pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 pub use schedule::{PEER_WAIT, SETTLE_LIMIT, Schedule};
 pub use seccomp::Call;
-pub use sockets::{TcpRow, find_tcp_row};
+pub use diag::tcp_row;
+pub use sockets::{TcpRow, find_tcp_row, socket_names};
