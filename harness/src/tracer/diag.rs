@@ -13,9 +13,27 @@
 //! `linux/inet_diag.h`, one request per address family, against three more crates in every cold
 //! build of the suite.
 
-use super::sockets::TcpRow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// One row of the kernel's TCP table (`/proc/net/tcp` and `tcp6`, or `sock_diag`'s `inet_diag_msg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpRow {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// The kernel's `TCP_*` state number (`0x0A`: listening).
+    pub state: u8,
+    /// Bytes sent and not yet acknowledged by the peer.
+    pub tx_queue: u64,
+    /// Bytes received and not yet read by the socket's owner (for a listening socket: the
+    /// connections waiting to be accepted).
+    pub rx_queue: u64,
+    pub inode: u64,
+}
+
+impl TcpRow {
+    pub const LISTEN: u8 = 0x0A;
+}
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 /// `TCP_TIME_WAIT`, the state left out.

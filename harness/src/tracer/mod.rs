@@ -57,5 +57,5 @@ pub use launch::run;
 pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 pub use schedule::{PEER_WAIT, SETTLE_LIMIT, Schedule};
 pub use seccomp::Call;
-pub use diag::tcp_row;
-pub use sockets::{TcpRow, find_tcp_row, socket_names};
+pub use diag::{TcpRow, tcp_row};
+pub use sockets::{find_tcp_row, socket_names};

@@ -3,6 +3,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use super::diag::TcpRow;
 use super::memory::read_memory;
 
 /// The address a `connect` names, if it is an IPv4 or IPv6 one.
@@ -66,25 +67,6 @@ pub fn socket_names(fd: i32) -> Option<(SocketAddr, SocketAddr)> {
         address(unsafe { std::slice::from_raw_parts((&raw const storage).cast::<u8>(), len as usize) })
     };
     Some((name(libc::getsockname)?, name(libc::getpeername)?))
-}
-
-/// One row of the kernel's TCP table (`/proc/net/tcp` and `tcp6`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpRow {
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-    /// The kernel's `TCP_*` state number (`0x0A`: listening).
-    pub state: u8,
-    /// Bytes sent and not yet acknowledged by the peer.
-    pub tx_queue: u64,
-    /// Bytes received and not yet read by the socket's owner (for a listening socket: the
-    /// connections waiting to be accepted).
-    pub rx_queue: u64,
-    pub inode: u64,
-}
-
-impl TcpRow {
-    pub const LISTEN: u8 = 0x0A;
 }
 
 /// The first row of the TCP tables of thread `of`'s network namespace (`None`: the caller's),
