@@ -31,6 +31,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
+    killpoint::trials::interpreter::python3_first_on_path();
     let args = TestArguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };

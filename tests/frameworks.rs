@@ -193,6 +193,7 @@ impl Version {
 }
 
 fn main() -> ExitCode {
+    killpoint::trials::interpreter::python3_first_on_path();
     let args = TestArguments::from_args();
     let matrix = match Matrix::from_env() {
         Ok(matrix) => matrix,

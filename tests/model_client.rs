@@ -55,6 +55,7 @@ const ASKED: [(&str, bool); 6] = [
 const DECISIONS: usize = 4;
 
 fn main() -> ExitCode {
+    killpoint::trials::interpreter::python3_first_on_path();
     let args = TestArguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let python_present = killpoint::trials::needs::python3_runs();

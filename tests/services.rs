@@ -96,6 +96,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
+    killpoint::trials::interpreter::python3_first_on_path();
     let args = TestArguments::from_args();
     let python = killpoint::trials::needs::python3_runs();
     if !python {

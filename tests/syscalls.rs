@@ -5,8 +5,11 @@
 //! probe, no timing: the kill lands exactly at the call.
 
 use killpoint::search::explore::{self, CaseStatus, ExploreOptions, Points, Workload};
+use killpoint::trials::arguments::TestArguments;
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
+use libtest_mimic::Trial;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 #[path = "syscalls/addresses.rs"]
 mod addresses;
@@ -16,6 +19,111 @@ mod black_box;
 mod machine;
 #[path = "syscalls/zombies.rs"]
 mod zombies;
+
+fn main() -> ExitCode {
+    killpoint::trials::interpreter::python3_first_on_path();
+    let args = TestArguments::from_args();
+    // A trial that panics fails (libtest-mimic catches it), as a `#[test]` would.
+    let trials = vec![
+        Trial::test("the_reference_runtime_passes_every_syscall_point_without_the_probe", || {
+            the_reference_runtime_passes_every_syscall_point_without_the_probe();
+            Ok(())
+        }),
+        Trial::test("split_outbox_is_caught_at_a_syscall_point_without_the_probe", || {
+            split_outbox_is_caught_at_a_syscall_point_without_the_probe();
+            Ok(())
+        }),
+        Trial::test("no_write_ahead_is_caught_at_a_syscall_point_without_the_probe", || {
+            no_write_ahead_is_caught_at_a_syscall_point_without_the_probe();
+            Ok(())
+        }),
+        Trial::test("result_before_call_is_caught_at_a_syscall_point_without_the_probe", || {
+            result_before_call_is_caught_at_a_syscall_point_without_the_probe();
+            Ok(())
+        }),
+        Trial::test("a_bug_between_two_durable_writes_is_caught_only_at_syscall_points", || {
+            a_bug_between_two_durable_writes_is_caught_only_at_syscall_points();
+            Ok(())
+        }),
+        Trial::test("a_syscall_fault_is_written_and_read_back", || {
+            a_syscall_fault_is_written_and_read_back();
+            Ok(())
+        }),
+        Trial::test("a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls", || {
+            a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls();
+            Ok(())
+        }),
+        Trial::test("addresses::requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm", || {
+            addresses::requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm();
+            Ok(())
+        }),
+        Trial::test("addresses::a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm", || {
+            addresses::a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm();
+            Ok(())
+        }),
+        Trial::test("addresses::a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake", || {
+            addresses::a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake();
+            Ok(())
+        }),
+        Trial::test("addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt", || {
+            addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt();
+            Ok(())
+        }),
+        Trial::test("black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe", || {
+            black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe();
+            Ok(())
+        }),
+        Trial::test("black_box::black_box_after_provider_success_gives_the_same_verdict_every_run", || {
+            black_box::black_box_after_provider_success_gives_the_same_verdict_every_run();
+            Ok(())
+        }),
+        Trial::test("black_box::a_syscall_fault_can_count_from_a_boundary", || {
+            black_box::a_syscall_fault_can_count_from_a_boundary();
+            Ok(())
+        }),
+        Trial::test("black_box::refused_tracing_falls_back_in_one_line", || {
+            black_box::refused_tracing_falls_back_in_one_line();
+            Ok(())
+        }),
+        Trial::test("black_box::a_traced_black_box_is_killed_at_the_first_commit_after_the_answer", || {
+            black_box::a_traced_black_box_is_killed_at_the_first_commit_after_the_answer();
+            Ok(())
+        }),
+        Trial::test("black_box::an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm", || {
+            black_box::an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm();
+            Ok(())
+        }),
+        Trial::test("black_box::the_naive_twin_is_failed_where_its_duplicate_began", || {
+            black_box::the_naive_twin_is_failed_where_its_duplicate_began();
+            Ok(())
+        }),
+        Trial::test("black_box::a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed", || {
+            black_box::a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed();
+            Ok(())
+        }),
+        Trial::test("black_box::writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced", || {
+            black_box::writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced();
+            Ok(())
+        }),
+        Trial::test("machine::a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash", || {
+            machine::a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash();
+            Ok(())
+        }),
+        Trial::test("machine::an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash", || {
+            machine::an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash();
+            Ok(())
+        }),
+        Trial::test("zombies::zombies_are_frozen_at_system_calls_without_the_probe", || {
+            zombies::zombies_are_frozen_at_system_calls_without_the_probe();
+            Ok(())
+        }),
+        Trial::test("zombies::a_zombie_frozen_before_a_request_exits_on_its_409", || {
+            zombies::a_zombie_frozen_before_a_request_exits_on_its_409();
+            Ok(())
+        }),
+    ];
+    args.run(trials).exit_code()
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -97,7 +205,6 @@ fn found(workload: &Scenario, target: &Target) -> Option<(String, Vec<String>)> 
     Some((finding.case.name(), again.iter().map(|i| i.as_str().to_owned()).collect()))
 }
 
-#[test]
 fn the_reference_runtime_passes_every_syscall_point_without_the_probe() {
     needs_tracing();
     let result = explore::explore(&workload(), &reference(), &options(false), &|_, _, _, _| {}).expect("explore runs");
@@ -110,7 +217,6 @@ fn the_reference_runtime_passes_every_syscall_point_without_the_probe() {
 
 /// The result and the outbox in two transactions: a kill between the two commits — no probe
 /// boundary there without the probe — leaves a success that is never delivered.
-#[test]
 fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
     needs_tracing();
     let (case, violated) =
@@ -121,7 +227,6 @@ fn split_outbox_is_caught_at_a_syscall_point_without_the_probe() {
 
 /// The provider called before DISPATCHED is written: a kill after the request and before the
 /// commit leaves an intent that the next incarnation executes again.
-#[test]
 fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
     needs_tracing();
     let (_, violated) =
@@ -131,7 +236,6 @@ fn no_write_ahead_is_caught_at_a_syscall_point_without_the_probe() {
 
 /// The success written before the provider is called: a kill after that commit and before the
 /// request leaves a success the provider never performed.
-#[test]
 fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
     needs_tracing();
     let (case, violated) =
@@ -143,7 +247,6 @@ fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
 /// The bug between two of the runtime's own durable writes (`tests/fixtures/split_step_runtime.py`):
 /// it passes every scenario with the probe (the `split_step::` trials), and a syscall point
 /// between its two commits catches it.
-#[test]
 fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
     let fixture = split_step_fixture();
     // At the boundaries, with the probe, explore finds nothing: no boundary lies between the writes.
@@ -156,7 +259,6 @@ fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
     assert!(violated.iter().any(|i| i == "delivered_once" || i == "settled"), "{violated:?}");
 }
 
-#[test]
 fn a_syscall_fault_is_written_and_read_back() {
     let text = "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"set_status\"\nexpect = \"succeeded\"\n\n[[syscall_fault]]\nkind = \"sync\"\noccurrence = 2\nwhen = \"after\"\n";
     let scenario = Scenario::parse(Path::new("scenarios/s.toml"), text).expect("valid");
@@ -185,7 +287,6 @@ fn scenario(name: &str) -> Scenario {
 /// A runtime that, killed while it reconciles, forgets that its lookup failed and attempts again:
 /// the crash is in the recovery of a first crash, so only depth 2 over system calls reaches it
 /// without the probe (at depth 1 every case passes or is not reached).
-#[test]
 fn a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls() {
     needs_tracing();
     let workload = scenario("kill_while_reconciling");

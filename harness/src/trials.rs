@@ -18,6 +18,7 @@
 
 pub mod arguments;
 pub mod child;
+pub mod interpreter;
 pub mod needs;
 
 use crate::judge::run_scenario;

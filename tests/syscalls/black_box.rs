@@ -6,8 +6,7 @@ use super::*;
 /// Without the probe, the tracer reaches the four boundaries the world cannot see at the system
 /// call that is their edge (CONTRACT.md section 7): every fault of the scenarios that kill there
 /// is hit exactly, and the reference runtime passes.
-#[test]
-fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
+pub fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
     needs_tracing();
     for name in ["before_dispatch", "after_provider_success", "after_result_write", "after_policy_revocation"] {
         let scenario = scenario(name);
@@ -34,8 +33,7 @@ fn every_boundary_is_hit_exactly_at_system_calls_without_the_probe() {
 /// The black box's old `after_provider_success` was a kill as soon as the provider answered:
 /// wherever the runtime then was, so a runtime that retries blindly passed when the kill landed
 /// after its commit. At the receive that completes the answer, the verdict is the same every time.
-#[test]
-fn black_box_after_provider_success_gives_the_same_verdict_every_run() {
+pub fn black_box_after_provider_success_gives_the_same_verdict_every_run() {
     needs_tracing();
     // The reference runtime's passing verdict under the tracer is every_boundary_…'s; here, the
     // runtime whose verdict used to depend on where the kill landed.
@@ -48,8 +46,7 @@ fn black_box_after_provider_success_gives_the_same_verdict_every_run() {
     assert!(verdicts.iter().all(|v| *v == verdicts[0]), "verdicts differ between runs: {verdicts:?}");
 }
 
-#[test]
-fn a_syscall_fault_can_count_from_a_boundary() {
+pub fn a_syscall_fault_can_count_from_a_boundary() {
     let text = "description = \"x\"\n[[operation]]\nid = \"a\"\ntool = \"set_status\"\nexpect = \"succeeded\"\n\n[[syscall_fault]]\nkind = \"sync\"\noccurrence = 2\nwhen = \"before\"\nsince = { boundary = \"after_provider_success\", operation = \"a\" }\n";
     let scenario = Scenario::parse(Path::new("scenarios/s.toml"), text).expect("valid");
     assert_eq!(scenario.syscall_faults[0].describe(), "sync before #2 after after_provider_success #1 of a");
@@ -76,8 +73,7 @@ fn a_syscall_fault_can_count_from_a_boundary() {
 /// Where the system refuses tracing (a tracer that exits 125, as `killpoint-tracer` does when
 /// ptrace or seccomp is refused), `--points syscalls` says so in one line and certifies without
 /// it: the boundaries only the tracer or the probe reach are partial, nothing fails.
-#[test]
-fn refused_tracing_falls_back_in_one_line() {
+pub fn refused_tracing_falls_back_in_one_line() {
     use std::os::unix::fs::PermissionsExt;
     let exe = std::env::current_exe().unwrap();
     let cli = exe.parent().and_then(Path::parent).unwrap().join("killpoint");
@@ -106,8 +102,7 @@ fn refused_tracing_falls_back_in_one_line() {
 /// announced after both of its commits). A black box under the tracer is killed at the commit that
 /// follows the provider's answer — the first of its two — and the bug shows in the plain
 /// `after_result_write` scenario, no exploration needed.
-#[test]
-fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
+pub fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
     let fixture = split_step_fixture();
     let scenario = scenario("after_result_write");
     let (with_probe, _run) = run_scenario(&scenario, &fixture, &RunOptions::default()).expect("it runs");
@@ -127,8 +122,7 @@ fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
 /// commit. Taken for the commit, the kill left a no-lookup tool rightly paused, and the old
 /// harness failed it on `expected_outcome` every time. The verdict now places the kill by what
 /// the runtime did next: before its commit, so the case tested `after_provider_success`.
-#[test]
-fn an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm() {
+pub fn an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm() {
     let engine = engine_fixture(&[]);
     for name in ["after_result_write", "after_policy_revocation"] {
         let scenario = scenario(name);
@@ -144,8 +138,7 @@ fn an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm() {
 /// The same engine with a fresh key per call: its duplicate begins when a kill comes after the
 /// provider's answer and before the commit, and the report names that boundary — not the
 /// `after_result_write` the scenario aimed at, where nothing was written yet.
-#[test]
-fn the_naive_twin_is_failed_where_its_duplicate_began() {
+pub fn the_naive_twin_is_failed_where_its_duplicate_began() {
     let naive = engine_fixture(&["--naive"]);
     let scenario = scenario("after_result_write");
     let (verdict, _run) = run_scenario(&scenario, &naive, &traced_black_box()).expect("it runs");
@@ -157,8 +150,7 @@ fn the_naive_twin_is_failed_where_its_duplicate_began() {
 /// A runtime that never syncs (correct against a process crash, which keeps the page cache):
 /// the refused operation's commit is neither a sync nor followed by a request, so the tracer
 /// cannot reach `after_policy_revocation`. Not exercised (partial), never "fault never reached".
-#[test]
-fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
+pub fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
     let no_sync = engine_fixture(&["--no-sync"]);
     let scenario = scenario("after_policy_revocation");
     let (verdict, run) = run_scenario(&scenario, &no_sync, &traced_black_box()).expect("it runs");
@@ -171,8 +163,7 @@ fn a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed() {
 /// its data dir and one that connects a socket to an address outside the world are each reported
 /// for it alone, naming the path or the address; without the tracer nothing is seen, and nothing
 /// is judged. The reference passes traced (every_boundary_is_hit_exactly_…, and here).
-#[test]
-fn writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced() {
+pub fn writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced() {
     needs_tracing();
     let scenario = scenario("after_submit");
     let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);

@@ -10,8 +10,7 @@ fn machine_crash() -> RunOptions {
 /// A runtime whose store never syncs (`--broken no-sync`, SQLite `synchronous=OFF`) survives
 /// every process kill, which keeps the page cache, and loses the intent its `202` promised when
 /// the machine goes down with it. The reference, which syncs every commit, passes both.
-#[test]
-fn a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash() {
+pub fn a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash() {
     needs_tracing();
     let scenario = scenario("after_submit");
     let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);
@@ -26,8 +25,7 @@ fn a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_cras
 /// Another design of the same mistake and of its fix: a Python runtime with an engine database
 /// beside its store (rollback journal). Syncing, it survives the power loss; with `--no-sync`
 /// neither database syncs, and the acknowledged intent is gone.
-#[test]
-fn an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash() {
+pub fn an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash() {
     let (engine, no_sync) = (engine_fixture(&[]), engine_fixture(&["--no-sync"]));
     let scenario = scenario("after_submit");
     let story = |v: &killpoint::Verdict, r: &killpoint::Run| killpoint::report::story::story(&scenario, v, r);

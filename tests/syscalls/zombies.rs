@@ -16,8 +16,7 @@ fn zombie_exited(run: &killpoint::Run) -> bool {
 /// the held one is resumed once its operation settled. The reference runtime and the Python one
 /// (another design: a store fence checked per transaction in Python's sqlite3) exit at their fence;
 /// `fenced-hangs` stays up after finding its fence, and is caught black-box.
-#[test]
-fn zombies_are_frozen_at_system_calls_without_the_probe() {
+pub fn zombies_are_frozen_at_system_calls_without_the_probe() {
     needs_tracing();
     killpoint::trials::needs::python3("examples/python-runtime/runtime.py");
     let scenario = scenario("zombie_worker");
@@ -63,8 +62,7 @@ action = "freeze"
 /// §9-3 black-box: the world's `409 fenced` is what a zombie frozen before a request meets first
 /// (its store fence comes later). The reference and the Python runtime exit on it and pass;
 /// `ignores-fence` sends the request again and fails `fenced`, naming the refusal.
-#[test]
-fn a_zombie_frozen_before_a_request_exits_on_its_409() {
+pub fn a_zombie_frozen_before_a_request_exits_on_its_409() {
     needs_tracing();
     killpoint::trials::needs::python3("examples/python-runtime/runtime.py");
     let scenario =
