@@ -135,7 +135,7 @@ impl Tracer {
         }
         exchange.holder = Some((tid, args[0] as i32));
         let request = exchange.request.clone();
-        Pending { request, ..Pending::new(call, PointKind::Request, None, Some(peer), bytes) }
+        Pending { request, sending: Some(inode), ..Pending::new(call, PointKind::Request, None, Some(peer), bytes) }
     }
 
     /// A receive from the world (its bytes are read at its exit); any other read is no point.

@@ -20,6 +20,9 @@ pub(super) struct Pending {
     pub(super) request: Option<HttpRequest>,
     /// A receive from the world: its socket and where the bytes land, to read them at its exit.
     pub(super) receive: Option<Receive>,
+    /// A send to the world: its socket's inode. Its bytes are in the socket's exchange from the
+    /// call's entry on, but reach the world only once the call runs.
+    pub(super) sending: Option<u64>,
 }
 
 impl Pending {
@@ -31,7 +34,7 @@ impl Pending {
         peer: Option<Peer>,
         bytes: Option<u64>,
     ) -> Pending {
-        Pending { call, kind, path, to: None, peer, bytes, synced: false, request: None, receive: None }
+        Pending { call, kind, path, to: None, peer, bytes, synced: false, request: None, receive: None, sending: None }
     }
 }
 

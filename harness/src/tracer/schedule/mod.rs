@@ -20,7 +20,8 @@
 //!   another thread, on time or on a peer: settled, unless an answer is on its way to it. Such a
 //!   thread is woken only by a thread that runs (and that thread's next traced call is held), by
 //!   its timer, or by a peer.
-//! - An answer is on its way when a world exchange has its request sent whole and no byte of its
+//! - An answer is on its way when a world exchange has its request sent whole (its last send ran,
+//!   not merely reached: a held send has reached no one) and no byte of its
 //!   answer in the socket yet (`FIONREAD` on a copy of the runtime's descriptor), or when the runtime
 //!   sent on a Unix socket (the probe's: a boundary announced) and no receive on it returned
 //!   bytes since. Where it lands in the order would be the peer's timing, so it is waited for — up

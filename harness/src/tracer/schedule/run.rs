@@ -98,10 +98,13 @@ impl Tracer {
         // An answer already in the socket has landed: when a thread reads it is the runtime's
         // (tokio reads it once a worker is free, and every worker may be held).
         let landed = |holder: Option<(i32, i32)>| holder.and_then(|(tid, fd)| unread(tid, fd)).is_none_or(|n| n > 0);
+        // A request whose send is held has not reached the world: no answer is on its way to it
+        // (waiting for one held every request of a scheduled run for PEER_WAIT).
+        let sending: Vec<u64> = self.scheduler().held.values().filter_map(|p| p.sending).collect();
         let exchanges: Vec<(u64, u64)> = self
             .exchanges
             .iter()
-            .filter(|(_, e)| e.awaiting_answer() && !landed(e.holder))
+            .filter(|(inode, e)| e.awaiting_answer() && !landed(e.holder) && !sending.contains(inode))
             .map(|(i, e)| (*i, e.serial))
             .collect();
         let s = self.scheduler();
