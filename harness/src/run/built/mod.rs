@@ -66,6 +66,7 @@ pub mod capture;
 mod disk;
 pub mod marks;
 mod quiet;
+pub(crate) use quiet::request_waiting;
 
 pub use capture::{BuiltStates, Capture};
 pub use disk::DiskImage;

@@ -32,6 +32,14 @@ pub fn nothing_on_the_way(port: u16) -> bool {
     looked_up.unwrap_or_else(|| find_tcp_row(None, |row| on_the_way(row, port)).is_none())
 }
 
+/// Whether bytes the harness sent wait unread in the runtime's side of one of its connections to
+/// the API at `port` (127.0.0.1): a request the runtime has, accepted or not, and has not read.
+pub fn request_waiting(port: u16) -> bool {
+    own_connections(port).unwrap_or_default().into_iter().any(|(_, local, api)| {
+        tcp_row(api, local).ok().flatten().is_some_and(|row| row.state != TcpRow::LISTEN && row.rx_queue > 0)
+    })
+}
+
 /// This process's TCP connections to 127.0.0.1:`port`: each fd, its own address and the API's.
 /// `None` where `/proc/self/fd` cannot be listed.
 fn own_connections(port: u16) -> Option<Vec<(i32, SocketAddr, SocketAddr)>> {
@@ -78,6 +86,22 @@ mod tests {
         // Connections waiting to be accepted, and other ports.
         assert!(!on_the_way(&row("127.0.0.1:8080", "0.0.0.0:0", TcpRow::LISTEN, 0, 2), api));
         assert!(!on_the_way(&row("127.0.0.1:9090", "127.0.0.1:50001", 1, 120, 0), api));
+    }
+
+    #[test]
+    fn a_request_waits_in_the_runtime_s_socket_before_it_is_accepted_and_until_it_is_read() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        assert!(!request_waiting(port), "nothing sent yet");
+        client.write_all(b"POST /operations HTTP/1.1\r\n\r\n").expect("the request");
+        assert!(request_waiting(port), "sent on a connection the runtime has not accepted: it has it, unread");
+        let (mut api, _) = listener.accept().expect("accept");
+        assert!(request_waiting(port), "accepted, not read");
+        let mut read = [0u8; 64];
+        assert_eq!(api.read(&mut read).expect("read the request"), 29);
+        assert!(!request_waiting(port), "read");
     }
 
     #[test]

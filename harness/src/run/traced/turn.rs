@@ -17,8 +17,10 @@
 //!   grows) or it waits in the socket the runtime read the last one from (`waiting`: `FIONREAD`
 //!   there; a runtime whose every IO thread is held — tokio's workers read sockets between tasks
 //!   — reads it only once a call goes), no call goes: else the request would land after
-//!   whichever calls went meanwhile. On a new connection neither shows until it is read: past
-//!   [`DELIVERY_GRACE`] the request is taken as in its socket;
+//!   whichever calls went meanwhile. On a new connection neither shows until it is read, so the
+//!   harness looks in the runtime's side of its own connections for the request's bytes (the
+//!   kernel holds them there, accepted or not); past [`DELIVERY_GRACE`] the request is taken as in
+//!   its socket (each submission on a new connection waited the whole grace before that look);
 //! - then, until the driver has the answer: if the runtime sent an answer (`said` grew), no call
 //!   goes until the driver has it; if not, the runtime must go on to answer;
 //! - [`Turn::answered`], once the answer is in: the driver acts on it (fires an `after_submit`
@@ -38,6 +40,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+
+/// Whether a request the harness sent to the API on `port` waits unread in the runtime's side of
+/// one of the harness's connections (accepted or not yet: the kernel holds it either way).
+fn in_socket(port: u16) -> bool {
+    port != 0 && crate::run::built::request_waiting(port)
+}
 
 /// How long a submission not yet read by the runtime is waited for before it is taken as in the
 /// runtime's socket (see the file's comment).
@@ -70,10 +78,12 @@ enum Expect {
     Nothing,
     /// The driver has a submission to send and waits for the runtime to settle.
     Ready,
-    /// A submission sent at `since`, when the runtime had `heard` receives.
+    /// A submission sent at `since` to the API on `port` (0: unknown), when the runtime had
+    /// `heard` receives.
     Delivery {
         heard: u64,
         since: Instant,
+        port: u16,
     },
     /// A submission read by the runtime (at `since`), its answer not yet in the driver's hands;
     /// the runtime had `said` sends before it.
@@ -126,8 +136,9 @@ impl Turn {
     /// Before a submission: waits for a settled report after this call (answered `settle`: no
     /// call goes), so the request lands at a settled point of the order, not while a thread runs
     /// (an idle runtime is reported every `IDLE_LOOK` of the tracer); then holds every call until
-    /// the runtime has the request. Past [`TURN_LIMIT`] it is sent anyway (counted).
-    pub async fn submitting(&self) {
+    /// the runtime has the request. Past [`TURN_LIMIT`] it is sent anyway (counted). `api_port`:
+    /// the runtime's API's, where the harness sees a request in the runtime's socket itself.
+    pub async fn submitting(&self, api_port: u16) {
         let since = Instant::now();
         let before = self.reports.load(Ordering::SeqCst);
         self.set(Expect::Ready);
@@ -142,7 +153,8 @@ impl Turn {
                 break;
             }
         }
-        self.set(Expect::Delivery { heard: self.heard.load(Ordering::SeqCst), since: Instant::now() });
+        let heard = self.heard.load(Ordering::SeqCst);
+        self.set(Expect::Delivery { heard, since: Instant::now(), port: api_port });
     }
 
     pub fn answered(&self) {
@@ -192,8 +204,10 @@ impl Turn {
         };
         // Counted from when the runtime has the request: its sends until then (the answer to
         // the driver's previous request, read by the tracer after its last report) are not it.
-        if let Expect::Delivery { heard: before, since, .. } = *expect
-            && (heard > before || waiting > 0 || late(since, DELIVERY_GRACE))
+        // A new connection's request shows in neither count until the runtime accepts it and
+        // reads: the harness looks in the runtime's side of its own connections for it.
+        if let Expect::Delivery { heard: before, since, port } = *expect
+            && (heard > before || waiting > 0 || in_socket(port) || late(since, DELIVERY_GRACE))
         {
             *expect = Expect::Answer { said, since: now };
         }
@@ -236,7 +250,7 @@ mod tests {
     fn a_submission_holds_the_calls_until_the_runtime_read_it_and_the_driver_acted_on_its_answer() {
         let turn = Turn::default();
         assert!(turn.decide((4, 1, 0)), "nothing expected: a call goes");
-        turn.set(Expect::Delivery { heard: 4, since: Instant::now() });
+        turn.set(Expect::Delivery { heard: 4, since: Instant::now(), port: 0 });
         assert!(!turn.decide((4, 1, 0)), "the runtime has not read the submission yet");
         assert!(turn.decide((4, 1, 310)), "in its socket, unread: delivered, and not answered: a call goes");
         assert!(turn.decide((5, 1, 0)), "read, not answered: the runtime goes on to answer");
@@ -251,7 +265,7 @@ mod tests {
     #[test]
     fn a_submission_the_runtime_cannot_read_yet_is_taken_as_delivered_after_the_grace() {
         let turn = Turn::default();
-        turn.set(Expect::Delivery { heard: 0, since: Instant::now() });
+        turn.set(Expect::Delivery { heard: 0, since: Instant::now(), port: 0 });
         assert!(!turn.decide((0, 0, 0)));
         let deadline = Instant::now() + DELIVERY_GRACE;
         // Waits out the grace on the clock: the grace is what is under test.
@@ -266,7 +280,7 @@ mod tests {
         let turn = std::sync::Arc::new(Turn::default());
         let driver = tokio::spawn({
             let turn = turn.clone();
-            async move { turn.submitting().await }
+            async move { turn.submitting(0).await }
         });
         tokio::task::yield_now().await;
         assert!(!driver.is_finished(), "no settled report yet: the driver waits");
