@@ -204,11 +204,8 @@ fn explore_in_restore_mode_passes_the_reference_with_the_probe_and_traced() {
                 .unwrap_or_else(|e| panic!("{name}, probe {probe}: exploring could not run: {e}"));
             let ran: usize = result.ran.iter().sum();
             assert!(ran >= 5, "{name}, probe {probe}: only {ran} case(s) ran");
-            let failed: Vec<String> = result
-                .failures
-                .iter()
-                .map(|f| format!("{}: {}", f.case.name(), failures(&f.verdict)))
-                .collect();
+            let failed: Vec<String> =
+                result.failures.iter().map(|f| format!("{}: {}", f.case.name(), failures(&f.verdict))).collect();
             assert!(failed.is_empty(), "{name}, probe {probe}: restored, the reference failed:\n{}", failed.join("\n"));
         }
     }

@@ -23,105 +23,105 @@ mod zombies;
 fn main() -> ExitCode {
     killpoint::trials::interpreter::python3_first_on_path();
     let args = TestArguments::from_args();
-    // A trial that panics fails (libtest-mimic catches it), as a `#[test]` would.
-    let trials = vec![
-        Trial::test("the_reference_runtime_passes_every_syscall_point_without_the_probe", || {
-            the_reference_runtime_passes_every_syscall_point_without_the_probe();
-            Ok(())
-        }),
-        Trial::test("split_outbox_is_caught_at_a_syscall_point_without_the_probe", || {
-            split_outbox_is_caught_at_a_syscall_point_without_the_probe();
-            Ok(())
-        }),
-        Trial::test("no_write_ahead_is_caught_at_a_syscall_point_without_the_probe", || {
-            no_write_ahead_is_caught_at_a_syscall_point_without_the_probe();
-            Ok(())
-        }),
-        Trial::test("result_before_call_is_caught_at_a_syscall_point_without_the_probe", || {
-            result_before_call_is_caught_at_a_syscall_point_without_the_probe();
-            Ok(())
-        }),
-        Trial::test("a_bug_between_two_durable_writes_is_caught_only_at_syscall_points", || {
-            a_bug_between_two_durable_writes_is_caught_only_at_syscall_points();
-            Ok(())
-        }),
-        Trial::test("a_syscall_fault_is_written_and_read_back", || {
-            a_syscall_fault_is_written_and_read_back();
-            Ok(())
-        }),
-        Trial::test("a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls", || {
-            a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls();
-            Ok(())
-        }),
-        Trial::test("addresses::requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm", || {
-            addresses::requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm();
-            Ok(())
-        }),
-        Trial::test("addresses::a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm", || {
-            addresses::a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm();
-            Ok(())
-        }),
-        Trial::test("addresses::a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake", || {
-            addresses::a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake();
-            Ok(())
-        }),
-        Trial::test("addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt", || {
-            addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt();
-            Ok(())
-        }),
-        Trial::test("black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe", || {
-            black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe();
-            Ok(())
-        }),
-        Trial::test("black_box::black_box_after_provider_success_gives_the_same_verdict_every_run", || {
-            black_box::black_box_after_provider_success_gives_the_same_verdict_every_run();
-            Ok(())
-        }),
-        Trial::test("black_box::a_syscall_fault_can_count_from_a_boundary", || {
-            black_box::a_syscall_fault_can_count_from_a_boundary();
-            Ok(())
-        }),
-        Trial::test("black_box::refused_tracing_falls_back_in_one_line", || {
-            black_box::refused_tracing_falls_back_in_one_line();
-            Ok(())
-        }),
-        Trial::test("black_box::a_traced_black_box_is_killed_at_the_first_commit_after_the_answer", || {
-            black_box::a_traced_black_box_is_killed_at_the_first_commit_after_the_answer();
-            Ok(())
-        }),
-        Trial::test("black_box::an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm", || {
-            black_box::an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm();
-            Ok(())
-        }),
-        Trial::test("black_box::the_naive_twin_is_failed_where_its_duplicate_began", || {
-            black_box::the_naive_twin_is_failed_where_its_duplicate_began();
-            Ok(())
-        }),
-        Trial::test("black_box::a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed", || {
-            black_box::a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed();
-            Ok(())
-        }),
-        Trial::test("black_box::writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced", || {
-            black_box::writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced();
-            Ok(())
-        }),
-        Trial::test("machine::a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash", || {
-            machine::a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash();
-            Ok(())
-        }),
-        Trial::test("machine::an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash", || {
-            machine::an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash();
-            Ok(())
-        }),
-        Trial::test("zombies::zombies_are_frozen_at_system_calls_without_the_probe", || {
-            zombies::zombies_are_frozen_at_system_calls_without_the_probe();
-            Ok(())
-        }),
-        Trial::test("zombies::a_zombie_frozen_before_a_request_exits_on_its_409", || {
-            zombies::a_zombie_frozen_before_a_request_exits_on_its_409();
-            Ok(())
-        }),
+    let tests: [(&str, fn()); 24] = [
+        (
+            "the_reference_runtime_passes_every_syscall_point_without_the_probe",
+            the_reference_runtime_passes_every_syscall_point_without_the_probe,
+        ),
+        (
+            "split_outbox_is_caught_at_a_syscall_point_without_the_probe",
+            split_outbox_is_caught_at_a_syscall_point_without_the_probe,
+        ),
+        (
+            "no_write_ahead_is_caught_at_a_syscall_point_without_the_probe",
+            no_write_ahead_is_caught_at_a_syscall_point_without_the_probe,
+        ),
+        (
+            "result_before_call_is_caught_at_a_syscall_point_without_the_probe",
+            result_before_call_is_caught_at_a_syscall_point_without_the_probe,
+        ),
+        (
+            "a_bug_between_two_durable_writes_is_caught_only_at_syscall_points",
+            a_bug_between_two_durable_writes_is_caught_only_at_syscall_points,
+        ),
+        ("a_syscall_fault_is_written_and_read_back", a_syscall_fault_is_written_and_read_back),
+        (
+            "a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls",
+            a_bug_in_the_recovery_is_caught_at_depth_2_over_syscalls,
+        ),
+        (
+            "addresses::requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm",
+            addresses::requests_a_kill_cut_off_before_they_were_sent_are_no_false_alarm,
+        ),
+        (
+            "addresses::a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm",
+            addresses::a_rejection_a_kill_took_before_it_was_recorded_is_no_false_alarm,
+        ),
+        (
+            "addresses::a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake",
+            addresses::a_syscall_fault_counted_past_the_next_boundary_is_the_scenarios_mistake,
+        ),
+        (
+            "addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt",
+            addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt,
+        ),
+        (
+            "black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe",
+            black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe,
+        ),
+        (
+            "black_box::black_box_after_provider_success_gives_the_same_verdict_every_run",
+            black_box::black_box_after_provider_success_gives_the_same_verdict_every_run,
+        ),
+        ("black_box::a_syscall_fault_can_count_from_a_boundary", black_box::a_syscall_fault_can_count_from_a_boundary),
+        ("black_box::refused_tracing_falls_back_in_one_line", black_box::refused_tracing_falls_back_in_one_line),
+        (
+            "black_box::a_traced_black_box_is_killed_at_the_first_commit_after_the_answer",
+            black_box::a_traced_black_box_is_killed_at_the_first_commit_after_the_answer,
+        ),
+        (
+            "black_box::an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm",
+            black_box::an_engine_that_syncs_before_the_runtime_commits_is_no_false_alarm,
+        ),
+        (
+            "black_box::the_naive_twin_is_failed_where_its_duplicate_began",
+            black_box::the_naive_twin_is_failed_where_its_duplicate_began,
+        ),
+        (
+            "black_box::a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed",
+            black_box::a_boundary_the_tracer_cannot_see_is_not_exercised_not_failed,
+        ),
+        (
+            "black_box::writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced",
+            black_box::writes_outside_the_data_dir_and_contact_outside_the_world_are_reported_when_traced,
+        ),
+        (
+            "machine::a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash",
+            machine::a_store_that_never_syncs_loses_the_acknowledged_intent_only_in_a_machine_crash,
+        ),
+        (
+            "machine::an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash",
+            machine::an_engine_runtime_that_never_syncs_loses_the_acknowledged_intent_in_a_machine_crash,
+        ),
+        (
+            "zombies::zombies_are_frozen_at_system_calls_without_the_probe",
+            zombies::zombies_are_frozen_at_system_calls_without_the_probe,
+        ),
+        (
+            "zombies::a_zombie_frozen_before_a_request_exits_on_its_409",
+            zombies::a_zombie_frozen_before_a_request_exits_on_its_409,
+        ),
     ];
+    // A test that panics fails its trial (libtest-mimic catches it), as a `#[test]` would.
+    let trials = tests
+        .into_iter()
+        .map(|(name, test)| {
+            Trial::test(name, move || {
+                test();
+                Ok(())
+            })
+        })
+        .collect();
     args.run(trials).exit_code()
 }
 

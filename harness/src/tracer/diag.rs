@@ -72,9 +72,7 @@ pub fn tcp_row(local: SocketAddr, remote: SocketAddr) -> std::io::Result<Option<
 
 fn diag_socket() -> std::io::Result<OwnedFd> {
     // SAFETY: a plain socket(2) call; its result is checked before use.
-    let fd = unsafe {
-        libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG)
-    };
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -54,6 +54,9 @@ mod tests {
         let late = output_within(Command::new("sleep").arg("30"), Duration::from_millis(100));
         assert!(matches!(late, Err(NotFinished::Late(_))), "{late:?}");
         assert!(started.elapsed() < Duration::from_secs(10), "the 30 s sleep was waited for");
-        assert!(matches!(output_within(&mut Command::new("/nonexistent"), Duration::from_secs(1)), Err(NotFinished::Start(_))));
+        assert!(matches!(
+            output_within(&mut Command::new("/nonexistent"), Duration::from_secs(1)),
+            Err(NotFinished::Start(_))
+        ));
     }
 }

@@ -12,11 +12,17 @@ pub fn tracing(what: &str) {
 
 /// Fails the calling test where `python3` does not run; `what` names the Python program it needs.
 pub fn python3(what: &str) {
-    assert!(python3_runs(), "{what} needs python3 on PATH, and `python3 --version` did not succeed within 10 s (the test fails rather than pass unchecked)");
+    assert!(
+        python3_runs(),
+        "{what} needs python3 on PATH, and `python3 --version` did not succeed within 10 s (the test fails rather than pass unchecked)"
+    );
 }
 
 /// Whether `python3 --version` succeeds within 10 s (a hung interpreter is killed, not waited for).
 pub fn python3_runs() -> bool {
-    super::child::output_within(std::process::Command::new("python3").arg("--version"), std::time::Duration::from_secs(10))
-        .is_ok_and(|output| output.status.success())
+    super::child::output_within(
+        std::process::Command::new("python3").arg("--version"),
+        std::time::Duration::from_secs(10),
+    )
+    .is_ok_and(|output| output.status.success())
 }

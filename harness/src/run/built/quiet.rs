@@ -46,7 +46,10 @@ fn own_connections(port: u16) -> Option<Vec<(i32, SocketAddr, SocketAddr)>> {
     let api = SocketAddr::from(([127, 0, 0, 1], port));
     let fds = std::fs::read_dir("/proc/self/fd").ok()?;
     let fds = fds.flatten().filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok());
-    Some(fds.filter_map(|fd| socket_names(fd).filter(|(_, peer)| *peer == api).map(|(local, peer)| (fd, local, peer))).collect())
+    Some(
+        fds.filter_map(|fd| socket_names(fd).filter(|(_, peer)| *peer == api).map(|(local, peer)| (fd, local, peer)))
+            .collect(),
+    )
 }
 
 /// Bytes received on the caller's socket `fd` and not read yet (`FIONREAD`); 0 if it cannot say.
