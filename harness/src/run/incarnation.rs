@@ -549,6 +549,12 @@ pub(crate) fn read_end(path: &Path, n: u64) -> (Vec<u8>, bool) {
     (bytes, cut)
 }
 
+/// The port of an API base address (`http://127.0.0.1:PORT`, an incarnation's `api`); 0 when it
+/// has none.
+pub(crate) fn api_port(base: &str) -> u16 {
+    base.rsplit_once(':').and_then(|(_, port)| port.trim_end_matches('/').parse().ok()).unwrap_or(0)
+}
+
 /// The reference runtime built beside the running executable (`target/<profile>/killpoint-runtime`),
 /// if it is there. Test executables live one level deeper, in `deps/`.
 pub fn reference_runtime() -> Option<PathBuf> {

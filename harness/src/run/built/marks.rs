@@ -43,8 +43,7 @@ impl SharedMarks {
 
     /// The driver's client now talks to the API at `base` (`http://127.0.0.1:PORT`).
     pub fn serving(&self, base: &str) {
-        let port = base.rsplit_once(':').and_then(|(_, port)| port.trim_end_matches('/').parse().ok());
-        self.api.store(port.unwrap_or(0), Ordering::SeqCst);
+        self.api.store(crate::run::incarnation::api_port(base), Ordering::SeqCst);
     }
 
     /// The marks, locked: the driver ticks the clock and pushes under this lock, so a capture

@@ -7,7 +7,6 @@
 //! it yet), or unread on the harness's side, or read, and its mark follows once the driver has
 //! had its turn. When neither side holds a byte, a submission with no answer marked had none
 //! sent: a kill at the point leaves it unanswered, and a built state can say so.
-
 //!
 //! The harness's own connections to the API are found among its own fds, and the runtime's side
 //! of each is looked up in the kernel's hash by its address pair: a walk of the whole table

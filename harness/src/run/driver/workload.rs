@@ -51,8 +51,7 @@ pub(super) async fn drive(
 /// the answer until the driver next waits on the runtime.
 async fn submit_in_turn(driver: &mut Driver<'_>, op: &Operation) -> Result<u16, String> {
     if let Some(turn) = driver.turn() {
-        let port = driver.incarnation.api.rsplit_once(':').and_then(|(_, port)| port.parse().ok());
-        turn.submitting(port.unwrap_or(0)).await;
+        turn.submitting(crate::run::incarnation::api_port(&driver.incarnation.api)).await;
     }
     let request = driver.client.submit(op);
     let submitted = unless_reached(&mut driver.syscall_reached, &mut driver.reached_early, request)
