@@ -23,6 +23,8 @@ mod zombies;
 fn main() -> ExitCode {
     killpoint::trials::interpreter::python3_first_on_path();
     let args = TestArguments::from_args();
+    // Every test of this binary and its modules is listed here: with `harness = false` a
+    // `#[test]` attribute is compiled away, and a test missing from the table never runs.
     let tests: [(&str, fn()); 24] = [
         (
             "the_reference_runtime_passes_every_syscall_point_without_the_probe",
