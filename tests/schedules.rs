@@ -6,6 +6,7 @@
 //! that made it and the decision that let it go, decisions numbered in the order they were taken.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+use killpoint::search::schedules::Budget;
 use killpoint::tracer::Schedule;
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use std::path::PathBuf;
@@ -88,6 +89,10 @@ incarnation = 1
 /// exploration, so one that finds it finds it every time the schedule replays.
 const BUDGET: u64 = 6;
 
+fn budget() -> Budget {
+    Budget { seeds: BUDGET, depth: 1, first_failure: false, keep_failures: false }
+}
+
 fn race_fixture(twin: bool) -> Target {
     let args = if twin { vec!["--twin".to_owned()] } else { Vec::new() };
     Target { program: root().join("tests/fixtures/race_step_runtime.py"), args }
@@ -102,8 +107,8 @@ fn the_racing_step_s_bad_order_is_found_by_explore_over_schedules_every_time_and
             &scenario,
             &race_fixture(false),
             &RunOptions::default(),
-            BUDGET,
-            1,
+            budget(),
+            &mut |_| {},
         )
         .expect("the runs run");
         let Some((schedule, written)) = explored.first_failure(&scenario) else {
@@ -138,8 +143,8 @@ fn the_racing_step_s_twin_passes_every_schedule_of_the_budget() {
         &racing_step(),
         &race_fixture(true),
         &RunOptions::default(),
-        BUDGET,
-        1,
+        budget(),
+        &mut |_| {},
     )
     .expect("the runs run");
     let failures: Vec<_> = explored.runs.iter().filter(|r| !r.violated.is_empty()).collect();

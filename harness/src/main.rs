@@ -341,6 +341,12 @@ struct ExploreArgs {
     operations: u32,
     #[command(flatten)]
     records: RecordArgs,
+    /// Explore the orders in which the runtime's threads meet, not crash points: the scenario as written (its kills kept) under the controlled schedules of seeds 1..=N (traced, Linux x86_64); each failing schedule is written with its seed pinned
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["depth", "points", "rerun_prefix", "jobs", "shard", "operations", "json", "junit"])]
+    schedules: Option<u64>,
+    /// With --schedules: PCT's depth, 1 to 4 (1: drawn priorities only; each more adds a priority change point)
+    #[arg(long, value_name = "D", requires = "schedules", value_parser = clap::value_parser!(u32).range(1..=4))]
+    pct_depth: Option<u32>,
 }
 
 /// Where a campaign's records go (`explore`, `random`, `merge`).
@@ -547,6 +553,7 @@ impl From<ExploreArgs> for cli::explore::ExploreCommand {
             quiet: a.quiet,
             operations: a.operations,
             records: a.records.into(),
+            schedules: a.schedules.map(|seeds| (seeds, a.pct_depth.unwrap_or(1))),
         }
     }
 }

@@ -429,3 +429,54 @@ fn a_venv_runtimes_replay_from_another_directory_fails_the_same_way() {
         "the replay failed otherwise:\n{again}"
     );
 }
+
+/// `explore --schedules` (issue 33) on langgraph#8039's shape (`tests/fixtures/race_step_runtime.py`):
+/// the bad order is written with its seed pinned, every replay of it fails (the schedule holds it),
+/// and the kept `rerun.sh` fails the same way; the `--twin`, ordered by design, passes every seed.
+#[test]
+fn explore_over_schedules_writes_the_bad_order_with_its_seed_and_its_rerun_sh_fails_the_same_way() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/race_step_runtime.py");
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let scenario = "description = \"one charge, killed after its step's completion record\"\ndeadline_seconds = 20\n\n\
+        [[operation]]\nid = \"charge\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n\n\
+        [[syscall_fault]]\nkind = \"unlink\"\nwhen = \"after\"\noccurrence = 1\nincarnation = 1\n";
+    std::fs::write(cwd.join("race.toml"), scenario).unwrap();
+    let explore = |twin: bool| {
+        let mut command = Command::new(killpoint_binary());
+        command.args(["explore", "race.toml", "--schedules", "6", "--out", "out", "--runtime"]).arg(&fixture);
+        if twin {
+            command.args(["--", "--twin"]);
+        }
+        output_within(command, &cwd, tmp.path(), "explore over schedules")
+    };
+
+    let output = explore(false);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "expected the bad order found:\n{stdout}\n{stderr}");
+    let written = names_between(&stderr, "written to ", "\n");
+    assert_eq!(written.len(), 1, "the seeds that went the bad order are one case:\n{stderr}");
+    let file = cwd.join(written.iter().next().unwrap());
+    let toml = std::fs::read_to_string(&file).unwrap();
+    assert!(toml.contains("[schedule]\nseed = "), "the written case pins its seed:\n{toml}");
+    let violated = names_between(&toml, ", violated ", ".\n");
+    assert!(violated.contains("at_most_once"), "the duplicate charge: {violated:?}");
+    let line = stderr.lines().find_map(|l| l.trim().strip_prefix("reproduced ")).expect("a replay line");
+    assert!(line.starts_with("5 of 5 replays: "), "the pinned schedule replays every time: {line}");
+    assert!(stdout.contains("distinct orders of the runtime's crash-point calls: 2"), "both orders covered:\n{stdout}");
+
+    let dir = kept_dir(&stderr);
+    assert_whole(&dir);
+    let mut rerun = Command::new("/bin/sh");
+    rerun.arg(dir.join("rerun.sh")).args(["--json", "again.json", "--artifacts-dir", "again"]);
+    let output = output_within(rerun, &cwd, tmp.path(), "rerun.sh of a scheduled case");
+    let (_, status, again) = certificate(&cwd.join("again.json"));
+    let (stdout, stderr) = text(&output);
+    assert_eq!((status.as_str(), &again), ("fail", &violated), "rerun.sh went otherwise:\n{stdout}\n{stderr}");
+
+    let output = explore(true);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "the twin failed a schedule:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("schedules run: 6 (6 passed, 0 failed)"), "{stdout}");
+}

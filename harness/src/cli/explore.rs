@@ -10,6 +10,7 @@ use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::search::explore::{self, CaseStatus, Exploration, ExploreOptions, Finding, Points};
 use crate::search::replay;
+use crate::search::schedules::Budget;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -51,6 +52,9 @@ pub struct ExploreCommand {
     pub operations: u32,
     /// `--json`, `--junit`: every case's record, for a CI system (and `killpoint merge`).
     pub records: super::campaign::Records,
+    /// `--schedules N --pct-depth D`: explore the orders the runtime's threads meet in, not crash
+    /// points (seeds 1..=N at PCT depth D).
+    pub schedules: Option<(u64, u32)>,
 }
 
 impl ExploreCommand {
@@ -62,6 +66,10 @@ impl ExploreCommand {
         args.knobs.points = points(args.knobs.points, &args.runtime);
         let output = super::Output { artifacts_dir: self.artifacts_dir.clone(), ..super::Output::default() };
         let run = RunOptions { artifacts_root: super::setup::artifacts_root(&output)?, ..run_options(&args.runtime) };
+        if let Some((seeds, depth)) = self.schedules {
+            let budget = Budget { seeds, depth, first_failure: self.first_failure, keep_failures: true };
+            return Ok(super::schedules::explore(self, &scenario, &target, run, budget));
+        }
         Ok(args.explore(&scenario, &target, run))
     }
 

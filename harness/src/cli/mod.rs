@@ -19,6 +19,7 @@ mod options;
 mod progress;
 pub mod random;
 pub mod run;
+mod schedules;
 mod setup;
 mod stats;
 mod usage;

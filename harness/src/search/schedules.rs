@@ -25,6 +25,10 @@ pub struct ScheduleRun {
     pub violated: BTreeSet<Invariant>,
     /// The calls in the order they went: `incarnation/thread what`, one per decision.
     pub order: Vec<String>,
+    /// Where a failing run's evidence was kept (asked for by [`Budget::keep_failures`]).
+    pub artifacts: Option<std::path::PathBuf>,
+    /// A failing run's story: what happened, step by step.
+    pub story: Option<String>,
 }
 
 /// What an exploration over schedules found.
@@ -46,18 +50,30 @@ impl ScheduleExploration {
     }
 }
 
-/// Runs `scenario` under seeds `1..=budget` at `depth` (a run that cannot start is an error).
+/// How an exploration over schedules goes: seeds `1..=budget` at PCT `depth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub seeds: u64,
+    pub depth: u32,
+    /// Stop after the first failing run.
+    pub first_failure: bool,
+    /// Keep a failing run's data dir and logs ([`ScheduleRun::artifacts`]).
+    pub keep_failures: bool,
+}
+
+/// Runs `scenario` under each seed of `budget` (a run that cannot start is an error); `progress`
+/// is told of each run as it ends.
 pub fn explore_schedules(
     scenario: &Scenario,
     target: &Target,
     options: &RunOptions,
-    budget: u64,
-    depth: u32,
+    budget: Budget,
+    progress: &mut dyn FnMut(&ScheduleRun),
 ) -> std::io::Result<ScheduleExploration> {
     let mut exploration = ScheduleExploration::default();
     let mut orders = HashSet::new();
-    for seed in 1..=budget {
-        let schedule = Schedule { depth, ..Schedule::seeded(seed) };
+    for seed in 1..=budget.seeds {
+        let schedule = Schedule { depth: budget.depth, ..Schedule::seeded(seed) };
         let pinned = Scenario { schedule: Some(schedule), ..scenario.clone() };
         let (verdict, run) = run_scenario(&pinned, target, options)?;
         let order: Vec<String> = run
@@ -67,7 +83,22 @@ pub fn explore_schedules(
             .map(|p| format!("{}/{} {}", p.incarnation, p.thread.as_deref().unwrap_or("?"), p.what))
             .collect();
         orders.insert(order.clone());
-        exploration.runs.push(ScheduleRun { schedule, violated: verdict.failed_invariants(), order });
+        let violated = verdict.failed_invariants();
+        let failed = !violated.is_empty();
+        let story = failed.then(|| crate::report::story::story(&pinned, &verdict, &run));
+        let (artifacts, story) = match budget.keep_failures && failed {
+            true => {
+                let (path, story) = crate::report::evidence::keep_case(&pinned, &verdict, story, run, target, options);
+                (Some(path), story)
+            }
+            false => (None, story),
+        };
+        let done = ScheduleRun { schedule, violated, order, artifacts, story };
+        progress(&done);
+        exploration.runs.push(done);
+        if failed && budget.first_failure {
+            break;
+        }
     }
     exploration.distinct_orders = orders.len();
     Ok(exploration)
