@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     let args = TestArguments::from_args();
     // Every test of this binary and its modules is listed here: with `harness = false` a
     // `#[test]` attribute is compiled away, and a test missing from the table never runs.
-    let tests: [(&str, fn()); 24] = [
+    let tests: [(&str, fn()); 25] = [
         (
             "the_reference_runtime_passes_every_syscall_point_without_the_probe",
             the_reference_runtime_passes_every_syscall_point_without_the_probe,
@@ -66,6 +66,10 @@ fn main() -> ExitCode {
         (
             "addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt",
             addresses::a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_attempt,
+        ),
+        (
+            "addresses::a_kill_counted_among_one_operations_exchanges_lands_there_whatever_runs_beside_it",
+            addresses::a_kill_counted_among_one_operations_exchanges_lands_there_whatever_runs_beside_it,
         ),
         (
             "black_box::every_boundary_is_hit_exactly_at_system_calls_without_the_probe",

@@ -132,3 +132,50 @@ pub fn a_kill_between_a_dead_consumers_retries_is_addressed_by_its_delivery_atte
     assert_eq!(before, 2, "killed before the mailer's third attempt: {story}");
     assert!(story.contains("#2 since after_delivery_send #2 of charge to mailer"), "{story}");
 }
+
+/// Issue 33: with operations in flight together, a kill counted from a boundary lands after
+/// whichever exchange came next, which another operation's may be in one run and not the next.
+/// Counted among one operation's exchanges (`operation = "charge"`: the points whose request names
+/// it), the kill lands at that operation's exchange in every run, and `--broken blind-retry` is
+/// caught at it every time. A mistaken address (an unknown operation, a `since` beside it, a point
+/// that is no exchange) is refused where it is written.
+pub fn a_kill_counted_among_one_operations_exchanges_lands_there_whatever_runs_beside_it() {
+    needs_tracing();
+    let text = |fault: &str| {
+        format!(
+            "description = \"d\"\n\
+             [[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\nwave = 1\n\
+             [[operation]]\nid = \"sms\"\ntool = \"send_sms\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\nwave = 1\n\
+             [[operation]]\nid = \"refund\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\nwave = 1\n\
+             [[syscall_fault]]\nkind = \"answer\"\nwhen = \"after\"\noccurrence = 2\nincarnation = 1\n{fault}\n"
+        )
+    };
+    let path = Path::new("scenarios/among_exchanges.toml");
+    for (fault, error) in [
+        ("operation = \"nobody\"", "which this scenario does not have"),
+        ("operation = \"charge\"\nsince = { boundary = \"before_dispatch\", operation = \"charge\" }", "not both"),
+    ] {
+        let refused = Scenario::parse(path, &text(fault)).map(|_| ()).unwrap_err().to_string();
+        assert!(refused.contains(error), "{refused}");
+    }
+    let sync = text("operation = \"charge\"").replace("kind = \"answer\"", "kind = \"sync\"");
+    let refused = Scenario::parse(path, &sync).map(|_| ()).unwrap_err().to_string();
+    assert!(refused.contains("names no operation"), "{refused}");
+
+    // The charge's second answer is the provider's (its first is the policy's).
+    let scenario = Scenario::parse(path, &text("operation = \"charge\"")).expect("valid");
+    for run_number in 1..=3 {
+        let (verdict, run) = run_scenario(&scenario, &broken("blind-retry"), &traced_black_box()).expect("it runs");
+        let story = killpoint::report::story::story(&scenario, &verdict, &run);
+        let killed = run.timeline.iter().find_map(|m| match &m.happening {
+            killpoint::run::driver::Happening::SyscallKill { point, .. } => Some(point.clone()),
+            _ => None,
+        });
+        let killed = killed.unwrap_or_else(|| panic!("run {run_number}: no kill at a system call: {story}"));
+        assert_eq!(killed.exchange, Some(("charge".to_owned(), 2)), "run {run_number}: {story}");
+        assert!(
+            verdict.failed_invariants().iter().any(|i| i.as_str() == "no_blind_retry"),
+            "run {run_number}: the blind retry after the charge's answer: {story}"
+        );
+    }
+}

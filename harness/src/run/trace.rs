@@ -201,8 +201,10 @@ pub fn describe_mark(mark: &Mark) -> String {
         ),
         Happening::SyscallKill { incarnation, point } => {
             let delivery = point.since_delivery.as_ref().map(|(a, n)| format!(", #{n} since {a}"));
-            let from =
-                point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default() + &delivery.unwrap_or_default();
+            let exchange = point.exchange.as_ref().map(|(op, n)| format!(", #{n} for {op}"));
+            let from = point.since.as_ref().map(|a| format!(" since {a}")).unwrap_or_default()
+                + &delivery.unwrap_or_default()
+                + &exchange.unwrap_or_default();
             let boundaries: Vec<String> = point.boundaries.iter().map(|b| format!(" = {b}")).collect();
             // Under a controlled schedule: which thread made the call, at which decision.
             let scheduled = match (&point.thread, point.step) {

@@ -294,6 +294,11 @@ pub struct SyscallFault {
     pub incarnation: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Anchor>,
+    /// Only exchanges for this operation count (`request` and `answer` points whose request names
+    /// it), from `incarnation`'s ready line: an address that stays put however the exchanges of
+    /// operations in flight beside it interleave (CONTRACT.md section 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
     /// A kill (the default) or a freeze: held at the call, outlived, resumed (CONTRACT.md §9).
     #[serde(default, skip_serializing_if = "SyscallAction::is_kill")]
     pub action: SyscallAction,
@@ -324,11 +329,13 @@ impl SyscallFault {
         self.incarnation.unwrap_or(1)
     }
 
-    /// `sync before #3 after after_provider_success #1 of op-1`, `sync before #3 of incarnation 2`.
+    /// `sync before #3 after after_provider_success #1 of op-1`, `sync before #3 of incarnation 2`,
+    /// `answer after #1 for op-1 of incarnation 1`.
     pub fn describe(&self) -> String {
-        let from = match &self.since {
-            Some(anchor) => format!("after {anchor}"),
-            None => format!("of incarnation {}", self.incarnation()),
+        let from = match (&self.since, &self.operation) {
+            (Some(anchor), _) => format!("after {anchor}"),
+            (None, Some(op)) => format!("for {op} of incarnation {}", self.incarnation()),
+            (None, None) => format!("of incarnation {}", self.incarnation()),
         };
         let freeze = if self.action == SyscallAction::Freeze { " (freeze)" } else { "" };
         format!("{} {} #{} {from}{freeze}", self.kind.name(), self.when.name(), self.occurrence)

@@ -12,6 +12,7 @@
 //! never got ready.
 
 mod boundaries;
+mod counting;
 mod turn;
 
 use super::held::{self, Held};
@@ -19,8 +20,8 @@ use crate::run::power_loss::PowerLoss;
 use crate::scenario::{Anchor, SyscallFault};
 use crate::tracer::{Point, PointKind, When};
 use boundaries::Boundaries;
+use counting::{Counted, Counting};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -109,6 +110,11 @@ pub struct SyscallPoint {
     /// The boundaries reached exactly at this point (CONTRACT.md section 7, "Boundaries at
     /// system calls"), each with its occurrence for its operation, counted across incarnations.
     pub boundaries: Vec<Anchor>,
+    /// On an exchange whose request names an operation: that operation, and this point's
+    /// occurrence among the exchange points of its kind and `when` for it in this incarnation (a
+    /// third address, which operations in flight beside it do not move).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<(String, u32)>,
     /// What a kill here leaves behind, as far as the calls tell: see [`CrashState`].
     pub state: CrashState,
     /// The call and what it touched, for people: `fsync runtime.sqlite3-wal`, `sendto provider`.
@@ -161,15 +167,30 @@ impl CrashState {
 }
 
 impl SyscallPoint {
-    /// A kill here, as a scenario's `[[syscall_fault]]`.
+    /// A kill here, as a scenario's `[[syscall_fault]]`: counted among its operation's exchanges
+    /// where its request names one (other operations' exchanges may come between a boundary and
+    /// this point in one run and not in the next), else from the last boundary or the ready line.
     pub fn fault(&self) -> SyscallFault {
-        SyscallFault {
-            kind: self.kind,
-            occurrence: self.occurrence,
-            when: self.when,
-            incarnation: self.since.is_none().then_some(self.incarnation),
-            since: self.since.clone(),
-            action: crate::scenario::SyscallAction::Kill,
+        let kill = crate::scenario::SyscallAction::Kill;
+        match &self.exchange {
+            Some((operation, n)) => SyscallFault {
+                kind: self.kind,
+                occurrence: *n,
+                when: self.when,
+                incarnation: Some(self.incarnation),
+                since: None,
+                operation: Some(operation.clone()),
+                action: kill,
+            },
+            None => SyscallFault {
+                kind: self.kind,
+                occurrence: self.occurrence,
+                when: self.when,
+                incarnation: self.since.is_none().then_some(self.incarnation),
+                since: self.since.clone(),
+                operation: None,
+                action: kill,
+            },
         }
     }
 }
@@ -453,67 +474,6 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     }
 }
 
-/// Points counted by (kind, when).
-type Counts = HashMap<(PointKind, When), u32>;
-
-/// One incarnation's counts of (kind, when) from the ready line, and from the last boundary
-/// reached.
-#[derive(Default)]
-struct Counting {
-    from_ready: Counts,
-    since: Option<(Anchor, Counts)>,
-    /// From the last delivery attempt answered, which starts no other count again.
-    since_delivery: Option<(Anchor, Counts)>,
-}
-
-/// Where a point stands in its incarnation's counts.
-struct Counted {
-    /// Its occurrence from the ready line.
-    from_ready: u32,
-    /// The last boundary this incarnation reached, if any.
-    anchor: Option<Anchor>,
-    /// Its occurrence from `anchor` (from the ready line without one).
-    occurrence: u32,
-    /// The last delivery attempt answered since then, and its occurrence from it.
-    delivery: Option<(Anchor, u32)>,
-}
-
-impl Counting {
-    fn count(&mut self, point: &Point) -> Counted {
-        let key = (point.kind, point.when);
-        let from_ready_count = {
-            let count = self.from_ready.entry(key).or_default();
-            *count += 1;
-            *count
-        };
-        let since = |counting: &mut Option<(Anchor, Counts)>| {
-            counting.as_mut().map(|(anchor, counts)| {
-                let count = counts.entry(key).or_default();
-                *count += 1;
-                (anchor.clone(), *count)
-            })
-        };
-        let (anchor, occurrence) = match since(&mut self.since) {
-            Some((anchor, count)) => (Some(anchor), count),
-            None => (None, from_ready_count),
-        };
-        let delivery = since(&mut self.since_delivery);
-        Counted { from_ready: from_ready_count, anchor, occurrence, delivery }
-    }
-
-    /// The boundaries `point` reached start their counts again: a boundary's, every count; a
-    /// delivery attempt's, its own.
-    fn reached(&mut self, boundaries: &[Anchor]) {
-        if let Some(last) = boundaries.iter().rev().find(|a| !a.is_delivery()) {
-            self.since = Some((last.clone(), HashMap::new()));
-            self.since_delivery = None;
-        }
-        if let Some(last) = boundaries.iter().rev().find(|a| a.is_delivery()) {
-            self.since_delivery = Some((last.clone(), HashMap::new()));
-        }
-    }
-}
-
 impl Shared {
     /// Records a point the incarnation passed after its ready line, and says which fault it is
     /// the crash point of, if any (that fault is hit), and whether that fault freezes; with the
@@ -525,7 +485,7 @@ impl Shared {
         crash_state: CrashState,
         counts: &mut Counting,
     ) -> (SyscallPoint, Option<(Reached, bool)>) {
-        let Counted { from_ready: from_ready_count, anchor, occurrence, delivery } = counts.count(point);
+        let Counted { from_ready: from_ready_count, anchor, occurrence, delivery, exchange } = counts.count(point);
         let mut state = self.lock();
         let boundaries = state.boundaries.observe(point);
         let seen_point = SyscallPoint {
@@ -536,6 +496,7 @@ impl Shared {
             since: anchor.clone(),
             since_delivery: delivery.clone(),
             boundaries: boundaries.clone(),
+            exchange: exchange.clone(),
             state: crash_state,
             what: describe(point),
             thread: point.thread.clone(),
@@ -548,6 +509,12 @@ impl Shared {
             f.kind == point.kind
                 && f.when == point.when
                 && match &f.since {
+                    None if f.operation.is_some() => {
+                        f.incarnation() == incarnation
+                            && exchange
+                                .as_ref()
+                                .is_some_and(|(op, n)| Some(op) == f.operation.as_ref() && *n == f.occurrence)
+                    }
                     None => f.incarnation() == incarnation && f.occurrence == from_ready_count,
                     Some(a) if a.is_delivery() => delivery.as_ref() == Some(&(a.clone(), f.occurrence)),
                     Some(a) => anchor.as_ref() == Some(a) && f.occurrence == occurrence,

@@ -26,9 +26,10 @@ impl Case {
     /// `after_dispatch.charge.1/after_provider_success.charge.2`.
     pub fn name(&self) -> String {
         let syscalls = self.syscalls.iter().map(|f| {
-            let from = match &f.since {
-                Some(a) => format!("{}.{}.{}", a.boundary, a.operation, a.occurrence),
-                None => f.incarnation().to_string(),
+            let from = match (&f.since, &f.operation) {
+                (Some(a), _) => format!("{}.{}.{}", a.boundary, a.operation, a.occurrence),
+                (None, Some(op)) => format!("{}.{op}", f.incarnation()),
+                (None, None) => f.incarnation().to_string(),
             };
             format!("syscall.{from}.{}.{}.{}", f.kind.name(), f.occurrence, f.when.name())
         });

@@ -130,6 +130,7 @@ mod tests {
             occurrence,
             since: None,
             since_delivery: None,
+            exchange: None,
             boundaries: boundary.map(|b| crate::scenario::Anchor::at(b, "charge".into(), 1)).into_iter().collect(),
             state: CrashState { durable, sent, synced: 0 },
             what: String::new(),
