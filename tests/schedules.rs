@@ -15,31 +15,40 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn wave(seed: u64) -> Scenario {
+fn wave(schedule: Schedule) -> Scenario {
     let mut scenario = Scenario::load(&root().join("scenarios/concurrent_wave.toml")).expect("the wave parses");
-    scenario.schedule = Some(Schedule::seeded(seed));
+    scenario.schedule = Some(schedule);
     scenario
 }
 
-/// Runs the wave under `seed` against `target`: it passes, and its points tell the schedule.
-fn passes_under(seed: u64, target: &Target) {
-    let (verdict, run) = run_scenario(&wave(seed), target, &RunOptions::default()).expect("it runs");
+/// Two seeds at PCT depth 1, and one at depth 2 (a priority change point: the call that went at
+/// a drawn step goes last from then on).
+const WAVE_SCHEDULES: [Schedule; 3] = [
+    Schedule { seed: 1, depth: 1, horizon: 64 },
+    Schedule { seed: 2, depth: 1, horizon: 64 },
+    Schedule { seed: 3, depth: 2, horizon: 64 },
+];
+
+/// Runs the wave under `schedule` against `target`: it passes, and its points tell the schedule.
+fn passes_under(schedule: Schedule, target: &Target) {
+    let seed = schedule.to_variable();
+    let (verdict, run) = run_scenario(&wave(schedule), target, &RunOptions::default()).expect("it runs");
     assert!(
         verdict.passed(),
-        "seed {seed}: a correct runtime failed under a schedule:\n{:#?}",
+        "{seed}: a correct runtime failed under a schedule:\n{:#?}",
         verdict.failed_invariants()
     );
     assert!(!run.syscall_points.is_empty(), "a scheduled run is traced");
     for incarnation in 1..=run.syscall_points.iter().map(|p| p.incarnation).max().unwrap_or(0) {
         let points: Vec<_> = run.syscall_points.iter().filter(|p| p.incarnation == incarnation).collect();
-        assert!(points.iter().all(|p| p.thread.is_some()), "seed {seed}: every point names its thread");
+        assert!(points.iter().all(|p| p.thread.is_some()), "{seed}: every point names its thread");
         let steps: Vec<u64> = points
             .iter()
             .filter_map(|p| (p.when == killpoint::tracer::When::Before).then_some(p.step).flatten())
             .collect();
         assert!(
             steps.windows(2).all(|w| w[0] < w[1]),
-            "seed {seed}, incarnation {incarnation}: decisions in order: {steps:?}"
+            "{seed}, incarnation {incarnation}: decisions in order: {steps:?}"
         );
     }
 }
@@ -47,16 +56,16 @@ fn passes_under(seed: u64, target: &Target) {
 #[test]
 fn the_reference_passes_the_concurrent_wave_under_schedules() {
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
-    for seed in [1, 2] {
-        passes_under(seed, &target);
+    for schedule in WAVE_SCHEDULES {
+        passes_under(schedule, &target);
     }
 }
 
 #[test]
 fn the_thread_per_piece_runtime_passes_the_concurrent_wave_under_schedules() {
     let target = Target { program: root().join("tests/fixtures/concurrent_runtime.py"), args: Vec::new() };
-    for seed in [1, 2] {
-        passes_under(seed, &target);
+    for schedule in WAVE_SCHEDULES {
+        passes_under(schedule, &target);
     }
 }
 
