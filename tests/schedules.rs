@@ -33,11 +33,7 @@ const WAVE_SCHEDULES: [Schedule; 3] = [
 fn passes_under(schedule: Schedule, target: &Target) {
     let seed = schedule.to_variable();
     let (verdict, run) = run_scenario(&wave(schedule), target, &RunOptions::default()).expect("it runs");
-    assert!(
-        verdict.passed(),
-        "{seed}: a correct runtime failed under a schedule:\n{:#?}",
-        verdict.failed_invariants()
-    );
+    assert!(verdict.passed(), "{seed}: a correct runtime failed under a schedule:\n{:#?}", verdict.failed_invariants());
     assert!(!run.syscall_points.is_empty(), "a scheduled run is traced");
     for incarnation in 1..=run.syscall_points.iter().map(|p| p.incarnation).max().unwrap_or(0) {
         let points: Vec<_> = run.syscall_points.iter().filter(|p| p.incarnation == incarnation).collect();

@@ -22,7 +22,8 @@
 # (the harness's end of a run). So initdb and the server run in namespaces of their own (`unshare`,
 # no privilege needed): a user namespace in which the invoking user is an ordinary user (uid 1000
 # there), an IPC namespace that takes the segment with it when its last process dies, and a mount
-# namespace whose /dev/shm is a private tmpfs (initdb's bootstrap uses POSIX shared memory).
+# namespace in which initdb has a private tmpfs as /dev/shm (its bootstrap uses POSIX shared
+# memory, which a killed initdb would leave in the real one).
 set -eu
 # Debian installs PostgreSQL's server programs outside PATH (/usr/lib/postgresql/VERSION/bin).
 if ! command -v initdb >/dev/null 2>&1; then
@@ -34,12 +35,24 @@ if ! command -v initdb >/dev/null 2>&1; then
 fi
 inside=$(cat <<'EOF'
 set -eu
-mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm
 mode=$1 data=$2
 shift 2
 if [ "$mode" = initdb ]; then
+    # A cluster that is itself under /dev/shm (killpoint keeps run directories in memory) would be
+    # hidden by the private /dev/shm: it is reached through a bind mount of its parent, made first
+    # on a private /tmp (this namespace's alone; initdb writes nothing there).
+    case "$data" in
+    /dev/shm/*)
+        mount -t tmpfs -o size=1m,mode=0755 tmpfs /tmp
+        mkdir /tmp/parent
+        mount --bind "$(dirname "$data")" /tmp/parent
+        data="/tmp/parent/$(basename "$data")"
+        ;;
+    esac
+    mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm
     exec unshare --user --map-user=1000 --map-group=1000 initdb -D "$data" -U dbos --auth=trust -E UTF8 --locale=C.UTF-8 --no-instructions
 fi
+# The server needs no /dev/shm: its dynamic shared memory is in the cluster (`mmap`).
 exec unshare --user --map-user=1000 --map-group=1000 postgres -D "$data" \
     -c listen_addresses=127.0.0.1 -c port="$KILLPOINT_SERVICE_PORT" -c unix_socket_directories= \
     -c dynamic_shared_memory_type=mmap -c recovery_init_sync_method=syncfs "$@"

@@ -182,11 +182,14 @@ pub fn write_evidence(
 /// Keeps `run`'s directory with its whole evidence ([`write_evidence`], and `report.html` of
 /// `outcome`): sets `outcome.artifacts` and `outcome.rerun`. A file that cannot be written is said
 /// at the end of the outcome's story, where the failure is told, not lost.
-pub fn keep(outcome: &mut ScenarioOutcome, scenario: &Scenario, run: Run, target: &Target, options: &RunOptions) {
+pub fn keep(outcome: &mut ScenarioOutcome, scenario: &Scenario, mut run: Run, target: &Target, options: &RunOptions) {
     let timeline = outcome.timeline.get_or_insert_with(|| Timeline::of(&run)).clone();
-    let dir = run.artifacts_path().to_owned();
-    let written = write_evidence(&dir, scenario, &run.ledger, &timeline, target, options);
-    outcome.artifacts = Some(run.keep_artifacts());
+    let ledger = std::mem::take(&mut run.ledger);
+    // Kept first, then written: a run in memory moves out when kept, and `rerun.sh` names the
+    // scenario file where it ends up.
+    let dir = run.keep_artifacts();
+    let written = write_evidence(&dir, scenario, &ledger, &timeline, target, options);
+    outcome.artifacts = Some(dir.clone());
     match written {
         Ok(rerun) => {
             outcome.rerun = Some(rerun);

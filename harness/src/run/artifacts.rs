@@ -96,21 +96,26 @@ impl Artifacts {
         self.dir.as_ref().expect("present until kept or dropped").path()
     }
 
-    /// Keeps the directory on disk; returns where.
+    /// Keeps the directory on disk (moved out of memory into the system's temp dir if it was
+    /// there; left where it is if it cannot be); returns where.
     pub fn keep(mut self) -> PathBuf {
         let dir = self.dir.take().expect("present until kept or dropped");
         // The run is over: its sockets are of no use to anyone.
         drop(self.sockets.take());
         // Moved from one list to the other in one step.
         let mut dirs = dirs();
-        let kept = dir.keep();
+        let in_memory = dir.keep();
+        dirs.live.retain(|p| *p != in_memory);
+        let kept = match crate::run::ram::holds(&in_memory) {
+            true => crate::run::ram::move_out(&in_memory, &std::env::temp_dir()).unwrap_or(in_memory),
+            false => in_memory,
+        };
         let limit = KEEP_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
         let mut size = crate::run::sparse::allocated(&kept);
         if dirs.kept_bytes + size > limit {
             size = leave_data_out(&kept, dirs.kept_bytes, limit);
         }
         dirs.kept_bytes += size;
-        dirs.live.retain(|p| *p != kept);
         dirs.kept.push(kept.clone());
         kept
     }
@@ -202,4 +207,28 @@ pub fn frozen() -> (Vec<PathBuf>, Vec<PathBuf>) {
     let view = (dirs.kept.clone(), dirs.live.clone());
     std::mem::forget(dirs);
     view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run made where `crate::run::ram` says (in memory when `TMPDIR` is unset and `/dev/shm`
+    /// serves) and kept is in the system's temp dir, whole, and no longer in memory.
+    #[test]
+    fn a_kept_run_is_in_the_temp_dir_whole_wherever_it_ran() {
+        let run = Artifacts::create_in(crate::run::ram::root(), "keep-test").expect("a run dir");
+        let made = run.path().to_owned();
+        match crate::run::ram::root() {
+            Some(ram) => assert!(made.starts_with(ram), "{} is not in {}", made.display(), ram.display()),
+            None => assert!(made.starts_with(std::env::temp_dir()), "{}", made.display()),
+        }
+        std::fs::create_dir(made.join("data")).unwrap();
+        std::fs::write(made.join("data/store"), b"rows").unwrap();
+        let kept = run.keep();
+        assert!(kept.starts_with(std::env::temp_dir()) && !crate::run::ram::holds(&kept), "{}", kept.display());
+        assert_eq!(std::fs::read(kept.join("data/store")).unwrap(), b"rows");
+        assert!(crate::run::ram::root().is_none() || !made.exists(), "the copy in memory is gone");
+        std::fs::remove_dir_all(&kept).unwrap();
+    }
 }

@@ -17,6 +17,7 @@ pub mod incarnation;
 pub mod power_loss;
 pub mod preflight;
 pub mod probe;
+pub mod ram;
 pub mod retry_log;
 pub mod scratch;
 pub mod sent;

@@ -10,7 +10,8 @@ use std::sync::Mutex;
 /// The scratch directories that exist right now in this process.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// One scratch directory in the system's temp dir, owner only.
+/// One scratch directory in the system's temp dir (in memory where `crate::run::ram` says so),
+/// owner only.
 #[derive(Debug)]
 pub struct Scratch {
     dir: tempfile::TempDir,
@@ -20,8 +21,12 @@ impl Scratch {
     /// A new `<prefix>XXXXXX` directory, known to [`remove_all`] from the moment it exists.
     pub fn new(prefix: &str) -> std::io::Result<Scratch> {
         let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-        let dir =
-            tempfile::Builder::new().prefix(prefix).permissions(std::fs::Permissions::from_mode(0o700)).tempdir()?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(prefix).permissions(std::fs::Permissions::from_mode(0o700));
+        let dir = match crate::run::ram::root() {
+            Some(root) => builder.tempdir_in(root)?,
+            None => builder.tempdir()?,
+        };
         live.push(dir.path().to_owned());
         Ok(Scratch { dir })
     }

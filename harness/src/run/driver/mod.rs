@@ -122,7 +122,9 @@ async fn play(
         );
         return Err(std::io::Error::other(why));
     }
-    let artifacts = Artifacts::create_in(options.artifacts_root.as_deref(), &scenario.name)?;
+    // In memory unless asked otherwise (`crate::run::ram`).
+    let root = options.artifacts_root.as_deref().or(crate::run::ram::root());
+    let artifacts = Artifacts::create_in(root, &scenario.name)?;
     let (ground, mut points) = match start.from {
         Some(state) => Ground::resume(&artifacts, state, options).await?,
         None => Ground::prepare(&artifacts, scenario, options).await?,
