@@ -71,7 +71,7 @@ impl Driver<'_> {
                 return self.freeze(Frozen::Boundary(message), Some(held), launch).await;
             }
             (Target::Syscall(_), Some(held)) => {
-                return self.freeze(Frozen::Syscall(reached.point), Some(held), launch).await;
+                return self.freeze(Frozen::Syscall(Box::new(reached.point)), Some(held), launch).await;
             }
             (_, None) => {}
         }

@@ -34,7 +34,7 @@ impl Driver<'_> {
                 Some(message)
             }
             Frozen::Syscall(point) => {
-                self.mark(Happening::SyscallFrozen { incarnation: number, point });
+                self.mark(Happening::SyscallFrozen { incarnation: number, point: *point });
                 None
             }
         };

@@ -23,7 +23,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 /// reached it), or at a `[[syscall_fault]]`'s point.
 pub(super) enum Frozen {
     Boundary(ProbeMessage),
-    Syscall(crate::run::traced::SyscallPoint),
+    Syscall(Box<crate::run::traced::SyscallPoint>),
 }
 
 pub(super) struct Zombie {
