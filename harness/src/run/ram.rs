@@ -32,7 +32,7 @@ pub fn root() -> Option<&'static Path> {
 /// Whether `dir` is a tmpfs this user can make directories in, with room.
 fn usable(dir: &Path) -> bool {
     let Ok(fs) = nix::sys::statfs::statfs(dir) else { return false };
-    let free = fs.blocks_available() as u64 * fs.block_size() as u64;
+    let free = fs.blocks_available().saturating_mul(u64::try_from(fs.block_size()).unwrap_or(0));
     fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC
         && free >= LEAST_FREE
         && tempfile::Builder::new().prefix("killpoint-probe-").tempdir_in(dir).is_ok()

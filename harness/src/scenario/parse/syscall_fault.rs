@@ -38,10 +38,8 @@ impl Source<'_> {
                     return Err(self.at(Some(span), why));
                 }
             }
-            if let Some(op) = &f.operation {
-                if let Some(why) = exchange_mistake(&f, op, operations) {
-                    return Err(self.at(Some(span), why));
-                }
+            if let Some(why) = f.operation.as_deref().and_then(|op| exchange_mistake(&f, op, operations)) {
+                return Err(self.at(Some(span), why));
             }
             if f.kind == crate::tracer::PointKind::Answer && f.when == crate::tracer::When::Before {
                 return Err(self.at(
