@@ -68,7 +68,8 @@ impl ExploreCommand {
         let run = RunOptions { artifacts_root: super::setup::artifacts_root(&output)?, ..run_options(&args.runtime) };
         if let Some((seeds, depth)) = self.schedules {
             let budget = Budget { seeds, depth, first_failure: self.first_failure, keep_failures: true };
-            return Ok(super::schedules::explore(self, &scenario, &target, run, budget));
+            let told = super::schedules::Told { out: &self.out, quiet: self.quiet };
+            return Ok(super::schedules::explore(told, &scenario, &target, run, budget));
         }
         Ok(args.explore(&scenario, &target, run))
     }

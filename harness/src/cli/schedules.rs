@@ -3,7 +3,6 @@
 //! failing schedule written as a scenario file that pins its seed, replayed, and the number of
 //! distinct orders covered said.
 
-use super::explore::ExploreCommand;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::{Action, Scenario};
@@ -13,15 +12,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Where failing schedules go (`--out`), and whether each seed gets a line (not with `--quiet`).
+pub struct Told<'a> {
+    pub out: &'a std::path::Path,
+    pub quiet: bool,
+}
+
 /// Runs the exploration over schedules `budget` of `scenario`; the exit code says whether a
 /// schedule failed (1) or the runs could not run (2).
-pub fn explore(
-    command: &ExploreCommand,
-    scenario: &Scenario,
-    target: &Target,
-    run: RunOptions,
-    budget: Budget,
-) -> ExitCode {
+pub fn explore(command: Told<'_>, scenario: &Scenario, target: &Target, run: RunOptions, budget: Budget) -> ExitCode {
     if let Err(e) = crate::run::traced::permitted() {
         errln!("killpoint: explore over schedules runs under the tracer, which cannot trace here: {e}");
         return ExitCode::from(2);
@@ -67,7 +66,7 @@ pub fn explore(
         }
     }
     for (failed, same) in &cases {
-        report(command, scenario, target, &run, failed, until);
+        report(&command, scenario, target, &run, failed, until);
         if !same.is_empty() {
             let seeds: Vec<String> = same.iter().map(u64::to_string).collect();
             errln!("  the same order and failure under seed(s) {}: not written again", seeds.join(", "));
@@ -95,7 +94,7 @@ fn verdict(run: &ScheduleRun) -> String {
 
 /// A failing schedule: written to `--out` with its seed pinned, replayed, and where its evidence is.
 fn report(
-    command: &ExploreCommand,
+    command: &Told<'_>,
     scenario: &Scenario,
     target: &Target,
     run: &RunOptions,
@@ -116,7 +115,7 @@ fn report(
     if let Some(story) = &failed.story {
         errln!("{story}");
     }
-    match write(&command.out, &pinned) {
+    match write(command.out, &pinned) {
         Ok(path) => {
             // The schedule is pinned, but where the tracer cannot hold the runtime to it (threads
             // that hand work over without a traced call) a replay may go otherwise: say how often
