@@ -144,3 +144,23 @@ fn a_failing_test_run_keeps_its_temp_dir_for_the_reports_that_point_into_it() {
         kept.join("killpoint-kept").display()
     );
 }
+
+/// The run's temp dir is `TMPDIR` when set; unset, it is `/dev/shm` where the harness would keep
+/// its run directories in memory (a tmpfs with room: `killpoint::run::ram`), else `/tmp`.
+#[test]
+fn the_run_s_temp_dir_is_tmpdir_when_set_else_in_memory_where_the_harness_would_be() {
+    let root_of = |tmpdir: Option<&str>| {
+        let mut command = Command::new("bash");
+        command.args(["-c", "source .ci/run && temp_root"]).current_dir(root());
+        match tmpdir {
+            Some(dir) => command.env("TMPDIR", dir),
+            None => command.env_remove("TMPDIR"),
+        };
+        let output = command.output().expect("bash runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert_eq!(root_of(Some("/somewhere/else")), "/somewhere/else");
+    let expected = if killpoint::run::ram::shm_usable() { "/dev/shm" } else { "/tmp" };
+    assert_eq!(root_of(None), expected);
+}

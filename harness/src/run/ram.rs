@@ -24,9 +24,15 @@ pub fn root() -> Option<&'static Path> {
         if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
             return None;
         }
-        usable(Path::new(SHM)).then(|| PathBuf::from(SHM))
+        shm_usable().then(|| PathBuf::from(SHM))
     })
     .as_deref()
+}
+
+/// Whether `/dev/shm` could hold run directories, whatever `TMPDIR` says (`.ci/run` chooses its
+/// temp dir by the same rule).
+pub fn shm_usable() -> bool {
+    usable(Path::new(SHM))
 }
 
 /// Whether `dir` is a tmpfs this user can make directories in, with room.
