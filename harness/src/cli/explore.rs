@@ -359,7 +359,6 @@ fn write_case(
     target: &Target,
     replay: &RunOptions,
 ) -> std::io::Result<(PathBuf, String)> {
-    std::fs::create_dir_all(dir)?;
     let mut scenario = finding.scenario.clone();
     let broken: Vec<&str> = finding.verdict.failed_invariants().iter().map(|i| i.as_str()).collect();
     scenario.description = format!(
@@ -370,9 +369,7 @@ fn write_case(
         scenario.description
     );
     let path = dir.join(format!("{}.toml", scenario.name));
-    let aside = dir.join(format!(".{}.toml.part", scenario.name));
-    std::fs::write(&aside, scenario.to_toml())?;
-    std::fs::rename(&aside, &path)?;
+    scenario.write_whole(&path)?;
     let command = crate::search::random::rerun_command(&path, target, replay);
     Ok((path, command))
 }

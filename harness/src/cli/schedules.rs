@@ -8,7 +8,6 @@ use crate::run::incarnation::Target;
 use crate::scenario::{Action, Scenario};
 use crate::search::replay;
 use crate::search::schedules::{Budget, ScheduleRun, explore_schedules};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -55,13 +54,7 @@ pub fn explore(command: Told<'_>, scenario: &Scenario, target: &Target, run: Run
     let mut cases: Vec<(&ScheduleRun, Vec<u64>)> = Vec::new();
     for failed in &failing {
         match cases.iter_mut().find(|(first, _)| first.order == failed.order && first.violated == failed.violated) {
-            Some((_, same)) => {
-                same.push(failed.schedule.seed);
-                // Its evidence is the first one's: not kept twice.
-                if let Some(kept) = &failed.artifacts {
-                    let _ = std::fs::remove_dir_all(kept);
-                }
-            }
+            Some((_, same)) => same.push(failed.schedule.seed),
             None => cases.push((failed, Vec::new())),
         }
     }
@@ -85,11 +78,12 @@ pub fn explore(command: Told<'_>, scenario: &Scenario, target: &Target, run: Run
 }
 
 fn verdict(run: &ScheduleRun) -> String {
-    if run.violated.is_empty() {
-        return "passed".to_owned();
-    }
-    let names: Vec<&str> = run.violated.iter().map(|i| i.as_str()).collect();
-    format!("FAILED, violated {}", names.join(", "))
+    if run.violated.is_empty() { "passed".to_owned() } else { format!("FAILED, violated {}", violated(run)) }
+}
+
+/// `at_most_once, no_blind_retry`.
+fn violated(run: &ScheduleRun) -> String {
+    run.violated.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// A failing schedule: written to `--out` with its seed pinned, replayed, and where its evidence is.
@@ -108,14 +102,15 @@ fn report(
         scenario.name,
         failed.schedule.seed,
         failed.schedule.depth,
-        failed.violated.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", "),
+        violated(failed),
         scenario.description
     );
     errln!("seed {}: {}", failed.schedule.seed, verdict(failed));
     if let Some(story) = &failed.story {
         errln!("{story}");
     }
-    match write(command.out, &pinned) {
+    let path = command.out.join(format!("{}.toml", pinned.name));
+    match pinned.write_whole(&path).map(|()| path) {
         Ok(path) => {
             // The schedule is pinned, but where the tracer cannot hold the runtime to it (threads
             // that hand work over without a traced call) a replay may go otherwise: say how often
@@ -130,14 +125,4 @@ fn report(
     if let Some(path) = &failed.artifacts {
         errln!("  {}", crate::run::artifacts::kept_at(path));
     }
-}
-
-/// Writes `scenario` into `dir` whole (aside, then renamed); returns its path.
-fn write(dir: &std::path::Path, scenario: &Scenario) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join(format!("{}.toml", scenario.name));
-    let aside = dir.join(format!(".{}.toml.part", scenario.name));
-    std::fs::write(&aside, scenario.to_toml())?;
-    std::fs::rename(&aside, &path)?;
-    Ok(path)
 }

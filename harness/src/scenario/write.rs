@@ -160,6 +160,19 @@ fn is_default_status(status: &u16) -> bool {
 }
 
 impl Scenario {
+    /// Writes [`Scenario::to_toml`] to `path` so that the file appears whole: written aside in the
+    /// same directory (made if missing), then renamed, so whoever watches the directory never
+    /// reads half of one.
+    pub fn write_whole(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let name =
+            path.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", path.display())))?;
+        let aside = dir.join(format!(".{}.part", name.to_string_lossy()));
+        std::fs::write(&aside, self.to_toml())?;
+        std::fs::rename(&aside, path)
+    }
+
     /// The scenario as a file in the documented grammar (`scenarios/README.md`): parsing it gives
     /// this scenario back. Fields at their defaults are left out, as a person would.
     pub fn to_toml(&self) -> String {

@@ -25,7 +25,8 @@ pub struct ScheduleRun {
     pub violated: BTreeSet<Invariant>,
     /// The calls in the order they went: `incarnation/thread what`, one per decision.
     pub order: Vec<String>,
-    /// Where a failing run's evidence was kept (asked for by [`Budget::keep_failures`]).
+    /// Where a failing run's evidence was kept (asked for by [`Budget::keep_failures`]; not for a
+    /// seed that went an earlier one's order and failed the same way).
     pub artifacts: Option<std::path::PathBuf>,
     /// A failing run's story: what happened, step by step.
     pub story: Option<String>,
@@ -86,7 +87,10 @@ pub fn explore_schedules(
         let violated = verdict.failed_invariants();
         let failed = !violated.is_empty();
         let story = failed.then(|| crate::report::story::story(&pinned, &verdict, &run));
-        let (artifacts, story) = match budget.keep_failures && failed {
+        // A seed that went an earlier seed's order and failed the same way is that seed's case:
+        // its evidence is not kept twice.
+        let seen = exploration.runs.iter().any(|r| r.order == order && r.violated == violated);
+        let (artifacts, story) = match budget.keep_failures && failed && !seen {
             true => {
                 let (path, story) = crate::report::evidence::keep_case(&pinned, &verdict, story, run, target, options);
                 (Some(path), story)

@@ -248,10 +248,7 @@ fn write_case(
         target_words(target),
         if names.is_empty() { "nothing the checker names (it could not run)".to_owned() } else { names.join(", ") },
     );
-    std::fs::create_dir_all(&options.out)?;
-    let aside = options.out.join(format!(".random-{}.toml.part", options.seed));
-    std::fs::write(&aside, scenario.to_toml())?;
-    std::fs::rename(&aside, &file)?;
+    scenario.write_whole(&file)?;
     Ok((scenario, file, command))
 }
 
