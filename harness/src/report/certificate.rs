@@ -191,6 +191,10 @@ impl Certificate {
                     faults: o.verdict.as_ref().map(|v| v.coverage.clone()).unwrap_or_default(),
                     artifacts: o.artifacts.as_ref().map(|p| p.display().to_string()),
                     story: o.story.clone(),
+                    schedule: match status_of(o) {
+                        ScenarioStatus::Fail => o.timeline.as_ref().and_then(|t| t.schedule.clone()),
+                        _ => None,
+                    },
                 })
                 .collect(),
             matrix: matrix(&judged)

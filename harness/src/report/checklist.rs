@@ -373,6 +373,7 @@ mod tests {
             faults: Vec::new(),
             artifacts: None,
             story: None,
+            schedule: None,
         }
     }
 

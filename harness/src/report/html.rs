@@ -211,6 +211,9 @@ fn scenario(out: &mut String, entry: &ScenarioEntry, timeline: Option<&Timeline>
         }
         out.push_str("</ol>\n");
     }
+    if let Some(schedule) = timeline.and_then(|t| t.schedule.as_ref()) {
+        schedule.html(out);
+    }
     if let Some(timeline) = timeline {
         let _ = writeln!(
             out,
@@ -288,6 +291,7 @@ mod tests {
             duplicate_keys: vec![("provider".into(), 0), ("consumer ledger".into(), 0)],
             retried: vec![6],
             retried_after_restore: Vec::new(),
+            schedule: None,
         };
         let violation = Violation::new(
             crate::judge::rules::breach::breach!(AtMostOnce, "§5-1"),

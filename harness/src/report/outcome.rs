@@ -52,6 +52,9 @@ pub struct ScenarioEntry {
     pub artifacts: Option<String>,
     /// For a failure: the story (violations, evidence, trace, the runtime's last output).
     pub story: Option<String>,
+    /// For a failure under a controlled schedule: which thread's call went at each decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::report::schedule::ScheduleView>,
 }
 
 /// A scenario's line in the certificate.

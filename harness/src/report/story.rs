@@ -173,6 +173,10 @@ fn short(kind: ToolKind) -> &'static str {
     }
 }
 
+/// How many of each incarnation's last decisions a story quotes (the certificate and the HTML
+/// report hold them all).
+const STORY_DECISIONS: usize = 12;
+
 /// A failure told as a story: what was meant to happen, what broke, the proof, the whole trace,
 /// and the runtime's last words. The caller says where the artifacts were kept.
 /// "the model was asked for 2 decisions of `charge`, 3 of `sms`"
@@ -229,6 +233,9 @@ pub fn story(scenario: &Scenario, verdict: &Verdict, run: &Run) -> String {
     let _ = writeln!(out, "\n  trace (harness, runtime, provider, consumers, policy on one clock):");
     for line in trace::lines(run) {
         let _ = writeln!(out, "    #{:<4} {}", line.seq, line.text);
+    }
+    if let Some(schedule) = crate::report::schedule::ScheduleView::of(run) {
+        let _ = write!(out, "\n{}", schedule.story(STORY_DECISIONS));
     }
     // A run that stopped early already quoted the runtime's last output in its reason (above):
     // once is enough.

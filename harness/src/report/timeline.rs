@@ -87,13 +87,17 @@ pub struct Timeline {
     /// owed": counts of what the lost host did).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub retried_after_restore: Vec<u64>,
+    /// Under a controlled schedule: which thread's call went at each decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::report::schedule::ScheduleView>,
 }
 
 impl Timeline {
     /// The harness's marks and the fake world's ledger, merged on their clock, with the runtime's
     /// retry lines from its stderr.
     pub fn of(run: &Run) -> Timeline {
-        Timeline::merged(&run.ledger, &run.timeline, &crate::run::retry_log::stderr_of(run))
+        let schedule = crate::report::schedule::ScheduleView::of(run);
+        Timeline { schedule, ..Timeline::merged(&run.ledger, &run.timeline, &crate::run::retry_log::stderr_of(run)) }
     }
 
     /// [`Timeline::of`] from its parts: the ledger, the harness's marks, the runtime's stderr.
@@ -110,7 +114,7 @@ impl Timeline {
         let restored_at = marks.iter().find(|m| matches!(m.happening, Happening::Restored { .. })).map(|m| m.seq);
         let (retried, retried_after_restore) =
             retried(ledger).into_iter().partition(|seq| restored_at.is_none_or(|at| *seq < at));
-        Timeline { events, duplicate_keys, retried, retried_after_restore }
+        Timeline { events, duplicate_keys, retried, retried_after_restore, schedule: None }
     }
 
     /// The lanes this timeline uses, in the order they are drawn.
