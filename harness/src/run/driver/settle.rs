@@ -10,7 +10,7 @@ use crate::model::boundary::Boundary;
 use crate::run::client::ReadError;
 use crate::run::incarnation::{Launch, describe_status, tail_of_logs};
 use crate::run::probe::ProbeMessage;
-use crate::run::traced::Reached;
+use crate::run::traced::{Reached, listening};
 use crate::scenario::{Action, Operation};
 use fake_tool::KillPoint;
 use std::process::ExitStatus;
@@ -52,11 +52,12 @@ pub(super) async fn settle(
         let incarnation = &mut driver.incarnation;
         let services = &mut driver.services;
         let next_poll = pace.next();
+        let turn = driver.traced.as_ref().and_then(|t| t.turn()).cloned();
         tokio::select! {
             biased;
             // Each marks activity once handled: a kill's restart takes a runtime's start-up, and
             // its recovery is read at the fast pace from its ready line on.
-            message = next_probe(&mut incarnation.probe) => {
+            message = listening(turn, next_probe(&mut incarnation.probe)) => {
                 wave.announced(message).await?;
                 pace.activity();
             }

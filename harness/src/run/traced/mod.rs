@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-pub use turn::{DELIVERY_GRACE, Settled, TURN_LIMIT, Turn};
+pub use turn::{DELIVERY_GRACE, Settled, TURN_LIMIT, Turn, listening};
 
 /// The variable that tells the tracer where to announce its points.
 pub const SOCKET_VARIABLE: &str = "KILLPOINT_TRACE_SOCKET";

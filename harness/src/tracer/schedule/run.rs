@@ -4,7 +4,7 @@
 
 use super::choice::Candidate;
 use super::events::Events;
-use super::threads::{Activity, activity, is_unix, socket_inode, unread};
+use super::threads::{Activity, activity, is_unix, readable, socket_inode, unread};
 use super::{Awaited, PEER_WAIT, SETTLE_LIMIT, Scheduler};
 use crate::tracer::error::TracerError;
 use crate::tracer::pending::Pending;
@@ -93,11 +93,13 @@ impl Tracer {
         }
     }
 
-    /// Whether every thread not held is asleep with no answer on its way (or the limit passed).
+    /// Whether every thread not held is asleep with no world answer on its way (or the limit
+    /// passed); a probe answer on its way is the harness's to wait for (`asked` in the report).
     fn settled(&mut self) -> Next {
-        // An answer already in the socket has landed: when a thread reads it is the runtime's
-        // (tokio reads it once a worker is free, and every worker may be held).
-        let landed = |holder: Option<(i32, i32)>| holder.and_then(|(tid, fd)| unread(tid, fd)).is_none_or(|n| n > 0);
+        // An answer already in the socket has landed (bytes, or the world's close): when a thread
+        // reads it is the runtime's (tokio reads it once a worker is free, and every worker may be
+        // held).
+        let landed = |holder: Option<(i32, i32)>| holder.and_then(|(tid, fd)| readable(tid, fd)).is_none_or(|r| r);
         // A request whose send is held has not reached the world: no answer is on its way to it
         // (waiting for one held every request of a scheduled run for PEER_WAIT).
         let sending: Vec<u64> = self.scheduler().held.values().filter_map(|p| p.sending).collect();
@@ -124,9 +126,7 @@ impl Tracer {
             Activity::Stopped => !s.frozen.contains(&t),
             Activity::Asleep | Activity::Gone => false,
         });
-        let mut waiting: Vec<Awaited> =
-            exchanges.into_iter().map(|(inode, serial)| Awaited::Exchange { inode, serial }).collect();
-        waiting.extend(s.asked.iter().map(|(inode, serial)| Awaited::Peer { inode: *inode, serial: *serial }));
+        let waiting: Vec<Awaited> = exchanges.into_iter().map(|(inode, serial)| Awaited { inode, serial }).collect();
         let now = Instant::now();
         s.awaited.retain(|a, _| waiting.contains(a));
         let due = waiting.iter().any(|a| now.duration_since(*s.awaited.entry(*a).or_insert(now)) < PEER_WAIT);
@@ -163,12 +163,12 @@ impl Tracer {
 
     /// The harness's turn, then one held call goes (when one is held and the harness says so).
     fn turn(&mut self) -> Result<(), TracerError> {
-        let (step, held, heard, said) = {
+        let (step, held, heard, said, asked) = {
             let s = self.scheduler();
-            (s.step, s.held.len(), s.heard, s.said)
+            (s.step, s.held.len(), s.heard, s.said, s.asked.len())
         };
         let waiting = self.waiting_requests();
-        if !self.harness_says_decide(step, held, (heard, said, waiting))? {
+        if !self.harness_says_decide(step, (held, asked), (heard, said, waiting))? {
             return Ok(());
         }
         let s = self.scheduler();
@@ -207,14 +207,14 @@ impl Tracer {
     fn harness_says_decide(
         &mut self,
         step: u64,
-        held: usize,
+        (held, asked): (usize, usize),
         (heard, said, waiting): (u64, u64, u64),
     ) -> Result<bool, TracerError> {
         let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(true) };
         let socket = |source| TracerError::Socket { path: path.clone(), source };
         let line = format!(
-            "{{\"settled\":{{\"step\":{step},\"held\":{held},\"heard\":{heard},\"said\":{said},\"waiting\":{waiting}}}}}\n"
+            "{{\"settled\":{{\"step\":{step},\"held\":{held},\"asked\":{asked},\"heard\":{heard},\"said\":{said},\"waiting\":{waiting}}}}}\n"
         );
         channel.writer.write_all(line.as_bytes()).map_err(socket)?;
         let mut answer = String::new();

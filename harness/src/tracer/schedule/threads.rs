@@ -102,6 +102,28 @@ pub(super) fn unread(tid: i32, fd: i32) -> Option<u64> {
     }
 }
 
+/// Whether socket `fd` of thread `tid` has an answer for a reader: bytes, or the peer's close (a
+/// world fault that drops the connection answers with an end of file). `None` when it cannot be
+/// asked (the thread is gone).
+pub(super) fn readable(tid: i32, fd: i32) -> Option<bool> {
+    // SAFETY: raw system calls on ids we own; every fd opened here is closed here.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
+        if pidfd < 0 {
+            return None;
+        }
+        let copy = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32;
+        libc::close(pidfd);
+        if copy < 0 {
+            return None;
+        }
+        let mut poll = libc::pollfd { fd: copy, events: libc::POLLIN | libc::POLLRDHUP, revents: 0 };
+        let n = libc::poll(&mut poll, 1, 0);
+        libc::close(copy);
+        (n >= 0).then_some(n > 0)
+    }
+}
+
 /// Whether socket `inode` (of process `pid`) is a Unix-domain one: the probe's, or another
 /// process of the harness's side. Its peer is the harness: an answer is on its way.
 pub(super) fn is_unix(pid: i32, inode: u64) -> bool {
