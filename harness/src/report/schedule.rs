@@ -73,7 +73,7 @@ impl ScheduleView {
         );
         for i in &self.incarnations {
             let end = if i.killed { "killed after its last" } else { "its last" };
-            let _ = writeln!(out, "    incarnation {} ({} decision(s)), {end}:", i.incarnation, i.decisions.len());
+            let _ = writeln!(out, "    incarnation {} ({} crash-point call(s) decided), {end}:", i.incarnation, i.decisions.len());
             let width = i.threads.iter().map(String::len).max().unwrap_or(4);
             for d in &i.decisions[i.decisions.len().saturating_sub(last)..] {
                 let _ = writeln!(out, "      step {:<5} {:<width$}  {}", d.step, d.thread, d.call);
@@ -149,10 +149,10 @@ mod tests {
     #[test]
     fn the_story_quotes_the_last_decisions_of_each_incarnation_and_says_which_was_killed() {
         let story = view().story(2);
-        assert!(story.contains("incarnation 1 (3 decision(s)), killed after its last:"), "{story}");
+        assert!(story.contains("incarnation 1 (3 crash-point call(s) decided), killed after its last:"), "{story}");
         assert!(!story.contains("pwrite64"), "only the last two of incarnation 1: {story}");
         assert!(story.contains("step 2     main.2  writev provider"), "{story}");
-        assert!(story.contains("incarnation 2 (1 decision(s)), its last:"), "{story}");
+        assert!(story.contains("incarnation 2 (1 crash-point call(s) decided), its last:"), "{story}");
     }
 
     #[test]
