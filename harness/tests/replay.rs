@@ -474,6 +474,16 @@ fn explore_over_schedules_writes_the_bad_order_with_its_seed_and_its_rerun_sh_fa
     let (_, status, again) = certificate(&cwd.join("again.json"));
     let (stdout, stderr) = text(&output);
     assert_eq!((status.as_str(), &again), ("fail", &violated), "rerun.sh went otherwise:\n{stdout}\n{stderr}");
+    // Which thread's call went when: in the certificate of the failure, and drawn in its report.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("again.json")).unwrap()).unwrap();
+    let first = &json["scenarios"][0]["schedule"]["incarnations"][0];
+    assert_eq!(first["killed"], true, "the kill came after the first incarnation's last decision: {first}");
+    let threads = first["threads"].as_array().map_or(0, Vec::len);
+    assert!(threads >= 2, "the step's two racing threads, each named: {first}");
+    assert!(first["decisions"].as_array().is_some_and(|d| !d.is_empty()), "{first}");
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(report.contains("schedule: which thread went when"), "the kept report draws the schedule");
 
     let output = explore(true);
     let (stdout, stderr) = text(&output);

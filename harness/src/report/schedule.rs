@@ -73,7 +73,12 @@ impl ScheduleView {
         );
         for i in &self.incarnations {
             let end = if i.killed { "killed after its last" } else { "its last" };
-            let _ = writeln!(out, "    incarnation {} ({} crash-point call(s) decided), {end}:", i.incarnation, i.decisions.len());
+            let _ = writeln!(
+                out,
+                "    incarnation {} ({} crash-point call(s) decided), {end}:",
+                i.incarnation,
+                i.decisions.len()
+            );
             let width = i.threads.iter().map(String::len).max().unwrap_or(4);
             for d in &i.decisions[i.decisions.len().saturating_sub(last)..] {
                 let _ = writeln!(out, "      step {:<5} {:<width$}  {}", d.step, d.thread, d.call);
