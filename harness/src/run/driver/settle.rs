@@ -26,6 +26,8 @@ pub(super) async fn settle(
     wave: &[&Operation],
     unsettled: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
+    // Told that the driver listens for the probe, each time it waits for the next event.
+    let turn = driver.turn().cloned();
     let mut wave = Settling::new(driver, launch, wave);
     let mut pace = Pace::new();
     // After a world entry, the runtime's last commit follows within a millisecond or two: read
@@ -52,12 +54,11 @@ pub(super) async fn settle(
         let incarnation = &mut driver.incarnation;
         let services = &mut driver.services;
         let next_poll = pace.next();
-        let turn = driver.traced.as_ref().and_then(|t| t.turn()).cloned();
         tokio::select! {
             biased;
             // Each marks activity once handled: a kill's restart takes a runtime's start-up, and
             // its recovery is read at the fast pace from its ready line on.
-            message = listening(turn, next_probe(&mut incarnation.probe)) => {
+            message = listening(turn.clone(), next_probe(&mut incarnation.probe)) => {
                 wave.announced(message).await?;
                 pace.activity();
             }

@@ -28,7 +28,7 @@
 //!   report: the tracer looked at the runtime's threads before it answered, perhaps before the
 //!   request landed, when the worker it wakes (asleep in `epoll_wait`) was still asleep; one
 //!   more look sees that worker run. (Without it, the reference runtime's runs under one seed
-//!   parted at their 11th decision, quiet machine, 3 of 3.);
+//!   parted at their 11th decision in 6 of 8, quiet machine);
 //! - then, until the driver has the answer: if the runtime sent an answer (`said` grew), no call
 //!   goes until the driver has it; if not, the runtime must go on to answer;
 //! - [`Turn::answered`], once the answer is in: the driver acts on it (fires an `after_submit`

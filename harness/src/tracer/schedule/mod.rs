@@ -30,8 +30,9 @@
 //!   answer comes from the harness, which knows whether it is giving one: the tracer tells it
 //!   how many are outstanding (`asked` in its settled report) and the harness says whether to
 //!   wait (`run::traced::turn` in the harness: a driver busy submitting answers no probe, and
-//!   waiting for it there held every such submission for the whole wait). Bytes that landed while every thread that
-//!   could read them is held (tokio's workers read sockets between tasks) are read when one goes.
+//!   waiting for it there held every such submission for the whole wait). Bytes that landed
+//!   while every thread that could read them is held (tokio's workers read sockets between
+//!   tasks) are read when one goes.
 //! - A thread that will not settle (it spins) does not stall the run: past [`SETTLE_LIMIT`] the
 //!   tracer decides among the held calls anyway and counts the decision as unsettled.
 //!

@@ -80,48 +80,49 @@ pub(super) fn socket_inode(tid: i32, fd: i64) -> Option<u64> {
     text.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// Bytes received and not yet read on file descriptor `fd` of thread `tid` (a socket): the
-/// descriptor is copied into the tracer (`pidfd_getfd`, which a tracer may do) and asked
-/// (`FIONREAD`). `None` when it cannot be (the thread is gone, an old kernel).
-pub(super) fn unread(tid: i32, fd: i32) -> Option<u64> {
+/// Asks `ask` of a copy of file descriptor `fd` of thread `tid` (a socket), copied into the tracer
+/// (`pidfd_getfd`, which a tracer may do) and closed after. `None` when it cannot be copied (the
+/// thread is gone, an old kernel) or `ask` cannot tell.
+fn ask_copy<T>(tid: i32, fd: i32, ask: impl FnOnce(i32) -> Option<T>) -> Option<T> {
     // SAFETY: raw system calls on ids we own; every fd opened here is closed here.
-    unsafe {
+    let copy = unsafe {
         let pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
         if pidfd < 0 {
             return None;
         }
         let copy = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32;
         libc::close(pidfd);
-        if copy < 0 {
-            return None;
-        }
-        let mut n: libc::c_int = 0;
-        let ok = libc::ioctl(copy, libc::FIONREAD, &mut n) == 0;
-        libc::close(copy);
-        ok.then_some(n as u64)
+        copy
+    };
+    if copy < 0 {
+        return None;
     }
+    let answer = ask(copy);
+    // SAFETY: the copy is ours, and closed once.
+    unsafe { libc::close(copy) };
+    answer
+}
+
+/// Bytes received and not yet read on file descriptor `fd` of thread `tid` (a socket), asked of a
+/// copy (`FIONREAD`).
+pub(super) fn unread(tid: i32, fd: i32) -> Option<u64> {
+    ask_copy(tid, fd, |copy| {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int, ours.
+        let ok = unsafe { libc::ioctl(copy, libc::FIONREAD, &mut n) } == 0;
+        ok.then_some(n as u64)
+    })
 }
 
 /// Whether socket `fd` of thread `tid` has an answer for a reader: bytes, or the peer's close (a
-/// world fault that drops the connection answers with an end of file). `None` when it cannot be
-/// asked (the thread is gone).
+/// world fault that drops the connection answers with an end of file), asked of a copy (`poll`).
 pub(super) fn readable(tid: i32, fd: i32) -> Option<bool> {
-    // SAFETY: raw system calls on ids we own; every fd opened here is closed here.
-    unsafe {
-        let pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
-        if pidfd < 0 {
-            return None;
-        }
-        let copy = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32;
-        libc::close(pidfd);
-        if copy < 0 {
-            return None;
-        }
+    ask_copy(tid, fd, |copy| {
         let mut poll = libc::pollfd { fd: copy, events: libc::POLLIN | libc::POLLRDHUP, revents: 0 };
-        let n = libc::poll(&mut poll, 1, 0);
-        libc::close(copy);
+        // SAFETY: one pollfd, ours; no wait.
+        let n = unsafe { libc::poll(&mut poll, 1, 0) };
         (n >= 0).then_some(n > 0)
-    }
+    })
 }
 
 /// Whether socket `inode` (of process `pid`) is a Unix-domain one: the probe's, or another
