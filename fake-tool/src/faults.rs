@@ -43,6 +43,10 @@ pub enum FaultResponse {
     /// it can: the closest an outsider gets to "after the provider's success, before the result
     /// is written". The runtime may or may not have written the result by then.
     AnswerAndSignal,
+    /// Tell the harness, and answer once it releases the tag ([`crate::World::release`]): what
+    /// the harness does meanwhile (a service taken down and started again) is done before the
+    /// runtime reads a byte of the answer. Released by the world's shutdown too.
+    SignalThenAnswer,
 }
 
 /// A fault on one provider call.
@@ -55,7 +59,7 @@ pub struct ProviderFault {
     /// Whether the side effect happens before the fault (the dangerous case).
     pub effect: bool,
     pub response: FaultResponse,
-    /// Echoed in the kill point signal (`Hold`, `AnswerAndSignal`).
+    /// Echoed in the kill point signal (`Hold`, `AnswerAndSignal`, `SignalThenAnswer`).
     pub tag: u64,
     /// Put in force when the provider receives the call, before it answers.
     #[serde(default)]

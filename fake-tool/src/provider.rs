@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
@@ -46,6 +46,8 @@ pub(crate) struct Provider {
     pub(crate) faults: Arc<Faults>,
     pub(crate) held: mpsc::UnboundedSender<KillPoint>,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// The tags the harness released (`SignalThenAnswer`).
+    pub(crate) released: watch::Receiver<BTreeSet<u64>>,
     /// Where a fault's revocations are put in force.
     policy: Policy,
     fence: Arc<Fence>,
@@ -59,10 +61,11 @@ impl Provider {
         faults: Arc<Faults>,
         held: mpsc::UnboundedSender<KillPoint>,
         shutdown: watch::Receiver<bool>,
+        released: watch::Receiver<BTreeSet<u64>>,
         policy: Policy,
         fence: Arc<Fence>,
     ) -> Self {
-        Provider { ledger, faults, held, shutdown, policy, fence, effects: Arc::default() }
+        Provider { ledger, faults, held, shutdown, released, policy, fence, effects: Arc::default() }
     }
 }
 
@@ -275,7 +278,9 @@ fn sent(response: Option<FaultResponse>) -> (StatusCode, Response) {
         Some(FaultResponse::Cut) => (StatusCode::OK, Response::Cut),
         Some(FaultResponse::Garbage) => (StatusCode::OK, Response::Garbage),
         Some(FaultResponse::NoRef) => (StatusCode::OK, Response::NoRef),
-        Some(FaultResponse::Delay(_) | FaultResponse::AnswerAndSignal) | None => (StatusCode::OK, Response::Sent(200)),
+        Some(FaultResponse::Delay(_) | FaultResponse::AnswerAndSignal | FaultResponse::SignalThenAnswer) | None => {
+            (StatusCode::OK, Response::Sent(200))
+        }
     }
 }
 
@@ -327,6 +332,16 @@ async fn send_answer(provider: &Provider, taken: TakenCall) -> axum::response::R
         Some((FaultResponse::AnswerAndSignal, operation, call, tag)) => {
             let what = format!("provider answers call {call} of {operation}");
             let _ = provider.held.send(KillPoint { seq, tag, what });
+            (status, Json(answer)).into_response()
+        }
+        Some((FaultResponse::SignalThenAnswer, operation, call, tag)) => {
+            let what = format!("provider answers call {call} of {operation} once the harness says so");
+            let _ = provider.held.send(KillPoint { seq, tag, what });
+            let (mut released, mut shutdown) = (provider.released.clone(), provider.shutdown.clone());
+            tokio::select! {
+                _ = released.wait_for(|tags| tags.contains(&tag)) => {}
+                _ = shutdown.wait_for(|down| *down) => {}
+            }
             (status, Json(answer)).into_response()
         }
         Some((FaultResponse::Status(_) | FaultResponse::Reject(_), ..)) | None => {

@@ -16,6 +16,7 @@ use crate::revocation::Revocation;
 use crate::snapshot::{WorldSnapshot, WorldState};
 use axum::Router;
 use axum::routing::{get, post};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
@@ -31,6 +32,8 @@ pub struct World {
     fence: Arc<Fence>,
     state: WorldState,
     shutdown: watch::Sender<bool>,
+    /// The kill point tags whose held answers may go (`FaultResponse::SignalThenAnswer`).
+    released: watch::Sender<BTreeSet<u64>>,
     server: Option<JoinHandle<()>>,
 }
 
@@ -62,6 +65,7 @@ impl World {
         let faults = Arc::new(faults);
         let (points_tx, points_rx) = mpsc::unbounded_channel();
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let (released, released_rx) = watch::channel(BTreeSet::new());
         let fence = Arc::new(Fence::default());
         fence.raise(current);
         let policy = Policy::new(ledger.clone(), faults.clone(), fence.clone());
@@ -74,6 +78,7 @@ impl World {
             faults.clone(),
             points_tx.clone(),
             shutdown_rx.clone(),
+            released_rx,
             policy.clone(),
             fence.clone(),
         );
@@ -135,7 +140,9 @@ impl World {
                 eprintln!("killpoint fake world: server error: {e}");
             }
         });
-        Ok((World { addr, ledger, faults, policy, model, fence, state, shutdown, server: Some(server) }, points_rx))
+        let world =
+            World { addr, ledger, faults, policy, model, fence, state, shutdown, released, server: Some(server) };
+        Ok((world, points_rx))
     }
 
     pub fn base_url(&self) -> String {
@@ -212,6 +219,14 @@ impl World {
     /// Withdraws a permission from now on; returns the revocation's sequence number.
     pub fn revoke(&self, revocation: Revocation) -> u64 {
         self.policy.revoke(revocation)
+    }
+
+    /// Lets the answer held at kill point `tag` go (armed `FaultResponse::SignalThenAnswer`); a
+    /// tag released before its point is reached is not held there at all.
+    pub fn release(&self, tag: u64) {
+        self.released.send_modify(|tags| {
+            tags.insert(tag);
+        });
     }
 
     /// Releases every held answer and stops the server.

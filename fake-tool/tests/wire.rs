@@ -1,6 +1,7 @@
 //! What the fake world's spoilt answers look like on the wire, read with a raw TCP socket so that
 //! no HTTP client can tidy them up: a `cut` must deliver a complete head and a short body, a
-//! `drop` no complete head at all, `garbage` a complete 200 that is not JSON.
+//! `drop` no complete head at all, `garbage` a complete 200 that is not JSON; a `signal_then_answer`
+//! nothing until the harness releases it.
 
 use fake_tool::{Clock, FaultResponse, Injected, LookupFault, ProviderFault, World};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -170,4 +171,39 @@ async fn a_stale_incarnation_is_fenced_and_applies_nothing() {
         .collect();
     assert_eq!(seen, [("fenced", Some(1)), ("call", Some(2)), ("call", None)]);
     world.shutdown().await;
+}
+
+/// `SignalThenAnswer`: the harness hears of the call, and the runtime reads nothing of the answer
+/// until the harness releases the tag; then a complete 200.
+#[tokio::test]
+async fn signal_then_answer_holds_the_answer_until_released() {
+    use std::time::Duration;
+    let (world, mut points) = World::start(Clock::default()).await.expect("start the fake world");
+    let fault = |tag| ProviderFault {
+        operation: "op-held".to_owned(),
+        call: 1,
+        effect: true,
+        response: FaultResponse::SignalThenAnswer,
+        tag,
+        revocations: Vec::new(),
+    };
+    world.arm_provider(fault(7));
+    let world = std::sync::Arc::new(world);
+    let caller = world.clone();
+    let mut answer = tokio::spawn(async move { exchange(&caller, call("op-held")).await });
+    let point = tokio::time::timeout(Duration::from_secs(5), points.recv())
+        .await
+        .expect("the provider signals the call within 5 s")
+        .expect("the world's kill point channel is open");
+    assert_eq!(point.tag, 7, "{point:?}");
+    // Long past a loopback answer's time: an answer sent with the signal would be here.
+    let early = tokio::time::timeout(Duration::from_millis(300), &mut answer).await;
+    assert!(early.is_err(), "expected no answer before the release, found one");
+    world.release(7);
+    let answer = tokio::time::timeout(Duration::from_secs(5), answer)
+        .await
+        .expect("the answer comes within 5 s of the release")
+        .expect("the caller task ends");
+    let (head, _) = split(&answer).unwrap_or_else(|| panic!("no complete head: {answer:?}"));
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
 }

@@ -2,8 +2,9 @@
 //! and started again on the same data dir and port while the worker lives on, or held for a while
 //! (frozen, or cut off from the worker: `service_windows.rs`). At a probe's boundary the worker
 //! waits for the harness's answer while a service goes down and comes back; at `after_dispatch`
-//! the fake provider signals as it answers the call (armed here, tagged past the worker faults'
-//! indices). A service the harness took down is no service that "exited on its own": the run goes
+//! the fake provider applies the call, signals, and holds its answer until the service is back
+//! (armed here, tagged past the worker faults' indices): the worker reads the answer only after
+//! the service went down, however late the driver comes to the signal. A service the harness took down is no service that "exited on its own": the run goes
 //! on. `service = "*"` acts on every declared service, in the order declared.
 
 use super::record::Happening;
@@ -18,14 +19,14 @@ use fake_tool::{FaultResponse, ProviderFault, World};
 pub(super) const SERVICE_TAG: u64 = 1 << 32;
 
 /// Arms the provider for the service faults at `after_dispatch`: it applies the call, signals,
-/// and answers.
+/// and answers once released (`service_kill_point`).
 pub(super) fn arm(world: &World, scenario: &Scenario) {
     for (i, fault) in scenario.service_faults.iter().enumerate().filter(|(_, f)| f.at == Boundary::AfterDispatch) {
         world.arm_provider(ProviderFault {
             operation: fault.operation.clone(),
             call: fault.occurrence,
             effect: true,
-            response: FaultResponse::AnswerAndSignal,
+            response: FaultResponse::SignalThenAnswer,
             tag: SERVICE_TAG + i as u64,
             revocations: Vec::new(),
         });
@@ -79,12 +80,14 @@ impl Driver<'_> {
         Ok(())
     }
 
-    /// The provider signalled kill point `tag`: a service fault's (true, fired) or not (false).
+    /// The provider signalled kill point `tag`: a service fault's (true: fired, and the provider's
+    /// held answer released) or not (false).
     pub(super) async fn service_kill_point(&mut self, tag: u64) -> Result<bool, String> {
         let Some(index) = tag.checked_sub(SERVICE_TAG) else { return Ok(false) };
         if self.service_hits.get(index as usize) == Some(&false) {
             self.fire_service(index as usize).await?;
         }
+        self.world.release(tag);
         Ok(true)
     }
 

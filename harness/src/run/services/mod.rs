@@ -3,28 +3,32 @@
 //! runtime (`--services FILE`, [`Services::load`]; CONTRACT.md section 2, "Services").
 //!
 //! The harness starts each before the first incarnation, in a process group of its own outside
-//! the worker's, on a data dir of its own in the run's directory and a loopback port it picked;
-//! waits until its declared readiness check passes; tells every incarnation of the worker where
-//! it is; and kills and reaps it when the run ends. In process-crash mode a kill of the worker
-//! never reaches a service: every fault of a scenario is "the worker died, the server lived on".
-//! A service that exits while the run goes on stops the run, said as such.
+//! the worker's, on a data dir of its own in the run's directory and loopback ports it picked
+//! (below the kernel's ephemeral range: `ports`); waits until its declared readiness check
+//! passes; tells every incarnation of the worker where it is; and kills and reaps it when the run
+//! ends. In process-crash mode a kill of the worker never reaches a service: every fault of a
+//! scenario is "the worker died, the server lived on". A service that exits while the run goes on
+//! stops the run, said as such.
 //!
 //! In machine-crash mode (`--crash machine`) each service runs under `killpoint-tracer`, and a kill
 //! of the worker is a power loss of the machine: every service is killed too, its data dir rebuilt
 //! to what it synced, and started again before the worker (`traced`).
 //!
-//! `declare` reads the file, `spawn` starts one service and waits for it, `running` holds the
-//! started ones (their exits, the worker's environment, the faults' holds, the power loss, the
-//! stop), `traced` is one service's tracing and power-loss model, `proxy` the worker's way to each
-//! (the harness's loopback proxy, which an `unreachable` cuts).
+//! `declare` reads the file, `ports` picks where a service binds, `spawn` starts one service and
+//! waits for it, `running` holds the started ones (their exits, the worker's environment, the
+//! faults' holds, the power loss, the stop), `traced` is one service's tracing and power-loss
+//! model, `proxy` the worker's way to each (the harness's loopback proxy, which an `unreachable`
+//! cuts).
 
 mod declare;
+mod ports;
 mod proxy;
 mod running;
 mod spawn;
 mod traced;
 
 pub use declare::ServicesError;
+pub use ports::Ports;
 pub use running::{Hold, Machine, PowerLost, Running, ServiceExit, ServiceStart, Stop, TakenDown};
 pub use traced::Lost;
 
@@ -61,31 +65,6 @@ pub struct Service {
     /// The ports it needs besides its own (`ports = ["admin", "node"]`): a server with an API,
     /// an admin API and a port between its nodes (Restate) binds each where the harness says.
     pub ports: Vec<PortName>,
-}
-
-/// The ports the harness picked for one service: its own, and one per name it declared. Kept
-/// across a `[[service_fault]]`, so that the worker's variables stay true.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ports {
-    pub main: u16,
-    pub named: Vec<(PortName, u16)>,
-}
-
-impl Ports {
-    /// Free ports on 127.0.0.1 for `names` besides the main one, all distinct: each listener is
-    /// held until every port is picked. The service binds them after the harness let them go, so
-    /// another process could take one in between — rare on loopback; the alternative (the service
-    /// reports the ports it bound) would ask every server for a ready line of its own.
-    pub fn pick(names: &[PortName]) -> std::io::Result<Ports> {
-        let bind = || std::net::TcpListener::bind("127.0.0.1:0");
-        let main = bind()?;
-        let held: Vec<_> = names.iter().map(|_| bind()).collect::<std::io::Result<_>>()?;
-        let mut named = Vec::new();
-        for (name, listener) in names.iter().zip(&held) {
-            named.push((name.clone(), listener.local_addr()?.port()));
-        }
-        Ok(Ports { main: main.local_addr()?.port(), named })
-    }
 }
 
 /// The name of a port a service declared: like a service's name, it is part of environment

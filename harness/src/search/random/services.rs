@@ -70,9 +70,8 @@ pub(super) fn place(
 
 /// The first-time boundaries of a succeeding `op`, in its order. With the probe, only the probe's:
 /// there the worker waits for the harness, which takes a service down and up again, or opens a
-/// window, before answering it, so a case runs the same way each time. At the provider's answer
-/// the worker is not held: what it asks of the service next races the harness's act, so it is
-/// drawn only where nothing else is seen (without the probe), and such a case may need replays.
+/// window, before answering it, so a case runs the same way each time. Without the probe, at the
+/// provider's answer, which the provider holds until the harness has acted: the same holds.
 fn points(op: &Operation, probe: bool) -> Vec<(Boundary, Option<String>)> {
     if !probe {
         return vec![(Boundary::AfterDispatch, None)];
