@@ -15,6 +15,7 @@ The server retries an invocation whose worker went away quickly (the service's r
 import asyncio
 import json
 import os
+import random
 import socket
 import sys
 import threading
@@ -72,9 +73,7 @@ class Engine:
     def _port(self):
         path = os.path.join(ks.running().env.data_dir, "restate-deployment-port")
         if not os.path.exists(path):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+            port = _free_port()
             with open(path + ".tmp", "w") as f:
                 f.write(str(port))
                 f.flush()
@@ -101,3 +100,21 @@ class Engine:
 
     def serve(self):
         ks.serve(run=self.run, start=self.start)
+
+
+def _free_port():
+    """A free loopback port below the kernel's ephemeral range, at random: each incarnation binds
+    it again, and a port in that range could be any outgoing connection's between two of them."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 10_000
+    for port in [random.randrange(10_000, low) for _ in range(64) if low > 10_000] + [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError("no free port on 127.0.0.1")
