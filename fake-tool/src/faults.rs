@@ -43,7 +43,7 @@ pub enum FaultResponse {
     /// it can: the closest an outsider gets to "after the provider's success, before the result
     /// is written". The runtime may or may not have written the result by then.
     AnswerAndSignal,
-    /// Tell the harness, and answer once it releases the tag ([`crate::World::release`]): what
+    /// Tell the harness, and answer once it releases the tag (`World::release`, in `world.rs`): what
     /// the harness does meanwhile (a service taken down and started again) is done before the
     /// runtime reads a byte of the answer. Released by the world's shutdown too.
     SignalThenAnswer,
