@@ -2,10 +2,11 @@
 //! and started again on the same data dir and port while the worker lives on, or held for a while
 //! (frozen, or cut off from the worker: `service_windows.rs`). At a probe's boundary the worker
 //! waits for the harness's answer while a service goes down and comes back; at `after_dispatch`
-//! the fake provider applies the call, signals, and holds its answer until the service is back
-//! (armed here, tagged past the worker faults' indices): the worker reads the answer only after
-//! the service went down, however late the driver comes to the signal. A service the harness took down is no service that "exited on its own": the run goes
-//! on. `service = "*"` acts on every declared service, in the order declared.
+//! the fake provider applies the call, signals, and holds its answer until the fault has acted
+//! (the service back, or its window opened; armed here, tagged past the worker faults' indices),
+//! so the worker reads the answer after the fault however late the driver comes to the signal.
+//! A service the harness took down is no service that "exited on its own": the run goes on.
+//! `service = "*"` acts on every declared service, in the order declared.
 
 use super::record::Happening;
 use super::state::Driver;
