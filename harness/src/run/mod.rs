@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod built;
 pub mod client;
 pub mod driver;
+pub(crate) mod gone;
 pub mod held;
 pub mod incarnation;
 pub mod power_loss;

@@ -207,14 +207,25 @@ impl Running {
             if let Some(status) = self.reaped(index, TERM_DEADLINE).await {
                 // What it started may outlive it (a server's helpers): the group and token go too.
                 kill_group_and_token(pgid, &token);
-                return Ok(self.down(index, status));
+                return self.gone(index, status).await;
             }
         }
         kill_group_and_token(pgid, &token);
         match self.reaped(index, REAP_DEADLINE).await {
-            Some(status) => Ok(self.down(index, status)),
+            Some(status) => self.gone(index, status).await,
             None => Err(format!("service `{name}` was not reaped within {REAP_DEADLINE:?} of its SIGKILL")),
         }
+    }
+
+    /// Service `index`, reaped: down once every process of its group and token has exited too (a
+    /// traced server outlives its tracer for a moment, its ports still bound: `run::gone`).
+    async fn gone(&mut self, index: usize, status: String) -> Result<TakenDown, String> {
+        let (pgid, token) = (self.started[index].pgid, self.started[index].token.clone());
+        let name = self.started[index].name.to_string();
+        crate::run::gone::gone_within(pgid, &token, REAP_DEADLINE)
+            .await
+            .map_err(|why| format!("service `{name}` was reaped, but not all of it died: {why}"))?;
+        Ok(self.down(index, status))
     }
 
     fn down(&mut self, index: usize, status: String) -> TakenDown {
