@@ -143,6 +143,12 @@ fn a_failing_test_run_keeps_its_temp_dir_for_the_reports_that_point_into_it() {
         "expected {} kept, and named; .ci/run said:\n{text}",
         kept.join("killpoint-kept").display()
     );
+    // The report's first lines again below the 200 lines after it: a tail shows why.
+    let after = text.rsplit_once("\n200\n").map_or("", |(_, after)| after);
+    assert!(
+        after.contains("---- some::trial ----\nexpected it to pass, found why it did not\n"),
+        "expected the failing trial's report again in the last lines; .ci/run said:\n{text}"
+    );
 }
 
 /// The run's temp dir is `TMPDIR` when set; unset, it is `/dev/shm` where the harness would keep
