@@ -9,17 +9,17 @@
 //! So a service taken down is waited for until every process of its group, and every process
 //! carrying its token, has exited (a zombie has closed its files), each through a pidfd.
 
+use super::incarnation::carries_token;
 use nix::unistd::Pid;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-/// Waits until no process of group `pgid` and none carrying `token` in its environment (as
-/// `incarnation::TOKEN_VARIABLE`) is alive, up to `deadline`; past it, says which are left.
+/// Waits until no process of group `pgid` and none carrying `token` in its environment
+/// (`incarnation::carries_token`) is alive, up to `deadline`; past it, says which are left.
 pub(crate) async fn gone_within(pgid: Pid, token: &str, deadline: Duration) -> Result<(), String> {
-    let wanted = format!("{}={token}", super::incarnation::TOKEN_VARIABLE);
     let until = Instant::now() + deadline;
     loop {
-        let alive = living(pgid, &wanted);
+        let alive = living(pgid, token);
         if alive.is_empty() {
             return Ok(());
         }
@@ -43,9 +43,9 @@ fn any_exits(pidfds: &[OwnedFd], within: Duration) {
     unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, millis) };
 }
 
-/// The processes of group `pgid`, or carrying the `KEY=VALUE` variable `wanted`, that have not
-/// exited (not zombies): read from `/proc`.
-fn living(pgid: Pid, wanted: &str) -> Vec<Pid> {
+/// The processes of group `pgid`, or carrying `token`, that have not exited (not zombies): read
+/// from `/proc`.
+fn living(pgid: Pid, token: &str) -> Vec<Pid> {
     let Ok(processes) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut alive = Vec::new();
     for entry in processes.flatten() {
@@ -59,9 +59,7 @@ fn living(pgid: Pid, wanted: &str) -> Vec<Pid> {
         if *state == "Z" || *state == "X" {
             continue;
         }
-        let ours = group.parse::<i32>().ok() == Some(pgid.as_raw())
-            || std::fs::read(entry.path().join("environ"))
-                .is_ok_and(|environ| environ.split(|&b| b == 0).any(|v| v == wanted.as_bytes()));
+        let ours = group.parse::<i32>().ok() == Some(pgid.as_raw()) || carries_token(&entry.path(), token);
         if ours {
             alive.push(Pid::from_raw(pid));
         }

@@ -380,16 +380,21 @@ impl Incarnation {
 pub(crate) fn kill_group_and_token(pgid: Pid, token: &str) {
     // ESRCH (already gone) is fine: the group is dead either way.
     let _ = killpg(pgid, Signal::SIGKILL);
-    let wanted = format!("{TOKEN_VARIABLE}={token}");
     let Ok(processes) = std::fs::read_dir("/proc") else { return };
     for entry in processes.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        // Unreadable (gone, a zombie, another user's): not ours to kill anyway.
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-        if environ.split(|&b| b == 0).any(|variable| variable == wanted.as_bytes()) {
+        if carries_token(&entry.path(), token) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
+}
+
+/// Whether the process whose `/proc` directory is `dir` carries `token` in its environment.
+/// Unreadable (gone, a zombie, another user's): no, and not ours to kill or wait for anyway.
+pub(crate) fn carries_token(dir: &Path, token: &str) -> bool {
+    let wanted = format!("{TOKEN_VARIABLE}={token}");
+    std::fs::read(dir.join("environ"))
+        .is_ok_and(|environ| environ.split(|&b| b == 0).any(|variable| variable == wanted.as_bytes()))
 }
 
 impl Drop for Incarnation {
