@@ -24,13 +24,31 @@ fn target() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
-/// The wheel, built into `dir/wheels`.
+/// The wheel, built into `dir/wheels`. Its build must compile no dependency again: maturin builds
+/// the harness alone and build-wheel the runtime alone, and only `workspace-hack` (cargo-hakari's)
+/// makes such a build choose the same features of every dependency as the tests' build, so that
+/// it reuses it rather than taking half a minute of the suite to make a second copy.
 fn wheel(dir: &Path) -> PathBuf {
+    let started = std::time::SystemTime::now();
     let mut build = Command::new(root().join("scripts/build-wheel"));
     build.arg(dir.join("wheels")).arg("dev");
     let built = output_within(build, Duration::from_secs(900), "scripts/build-wheel");
     assert!(built.status.success(), "scripts/build-wheel: {}", said(&built));
+    let again = libraries_compiled_since(started);
+    assert!(
+        again.is_empty(),
+        "expected scripts/build-wheel to reuse every dependency the tests' build made, found it compiled {again:?} again \
+         (a dependency's features differ between a build of one package and the workspace's: run `cargo hakari generate && cargo hakari manage-deps`, cargo-hakari from crates.io)"
+    );
     std::fs::read_dir(dir.join("wheels")).unwrap().flatten().map(|e| e.path()).next().expect("a wheel")
+}
+
+/// The dependencies a debug build compiled at or after `since` (`target/debug/deps/lib*.rlib`).
+fn libraries_compiled_since(since: std::time::SystemTime) -> Vec<String> {
+    let deps = std::fs::read_dir(target().join("debug/deps")).expect("the tests' debug build");
+    let compiled = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= since);
+    let rlib = |e: &std::fs::DirEntry| e.file_name().to_string_lossy().ends_with(".rlib");
+    deps.flatten().filter(|e| rlib(e) && compiled(e)).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
 }
 
 /// A fresh virtualenv `dir/venv` with the wheel and pytest installed.
