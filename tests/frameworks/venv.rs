@@ -57,11 +57,17 @@ pub fn make_venv(root: &Path, venv: &Path) -> Result<(), String> {
         let mut uv = Command::new("python3");
         uv.args(["-m", "pip", "--python"]).arg(&python).args(["install", "--quiet", UV]);
         within(minutes(5), &mut uv, &format!("pip install {UV}")).map_err(failed)?;
-        // Its cache beside the virtualenv (not in the temp dir, where a killed uv would leave it)
-        // and gone once the frameworks are in: hard links keep what was installed from it.
+        // Its cache beside the virtualenv, and its temp dir in it (it leaves a lock file there
+        // after building the kit, which `.ci/run` found left behind), all gone once the frameworks
+        // are in: hard links keep what was installed from the cache.
         let cache = PathBuf::from(format!("{}.uv-cache", venv.display()));
+        let tmp = cache.join("tmp");
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         let mut install = Command::new(venv.join("bin/uv"));
-        install.args(["pip", "install", "--quiet", "--compile-bytecode", "--cache-dir"]).arg(&cache);
+        install
+            .env("TMPDIR", &tmp)
+            .args(["pip", "install", "--quiet", "--compile-bytecode", "--cache-dir"])
+            .arg(&cache);
         install.arg("--python").arg(&python).arg("-r").arg(&requirements).arg(&kit);
         let installed = within(
             minutes(15),
