@@ -14,9 +14,7 @@ use killpoint::{Happening, Hit, Invariant, Run, Scenario, check};
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// A run being written: the ledger and the timeline on one clock.
-mod written_run;
-use written_run::Story;
+use crate::written_run::Story;
 
 impl Story {
     fn submitted(&mut self, op: &str) {
@@ -72,7 +70,7 @@ impl Story {
         });
     }
 
-    fn judged(self, reports: Vec<Value>, hits: Vec<Hit>, metrics: Option<String>) -> Run {
+    fn judged_on(self, reports: Vec<Value>, hits: Vec<Hit>, metrics: Option<String>) -> Run {
         let reports = reports
             .into_iter()
             .map(|r| {
@@ -136,7 +134,7 @@ fn a_send_in_flight_beside_the_killed_one_may_count_one_more() {
     story.sent("charge", "ledger", 202, false);
     story.sent("charge", "mailer", 202, true);
     let reports = vec![report("charge", 1, &[("ledger", "ACKED", 2), ("mailer", "ACKED", 2)])];
-    let run = story.judged(reports, vec![Hit::Exact], None);
+    let run = story.judged_on(reports, vec![Hit::Exact], None);
     let found = violations_of(&run, &scenario(TWO_DESTINATIONS), Invariant::TruthfulStatus);
     assert!(found.is_empty(), "a send in flight at the kill may count once more than received: {found:#?}");
 }
@@ -153,7 +151,7 @@ fn a_send_counted_twice_with_nothing_in_flight_fails() {
     story.sent("charge", "ledger", 202, false);
     story.sent("charge", "mailer", 202, true);
     let reports = vec![report("charge", 1, &[("ledger", "ACKED", 2), ("mailer", "ACKED", 2)])];
-    let run = story.judged(reports, vec![Hit::Exact], None);
+    let run = story.judged_on(reports, vec![Hit::Exact], None);
     let found = violations_of(&run, &scenario(TWO_DESTINATIONS), Invariant::TruthfulStatus);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(found[0].contains("reports 2 send(s) to `mailer` but that consumer received 1"), "{}", found[0]);
@@ -207,7 +205,7 @@ fn reconciling(claimed: u32, lookups_in_flight: bool) -> Vec<String> {
         "killpoint_reconciliations_total{{outcome=\"found\"}} {claimed}\nkillpoint_refusals_total{{reason=\"policy\"}} 0\n"
     );
     let reports = ["a", "b", "c"].map(|op| report(op, 1, &[])).to_vec();
-    let run = story.judged(reports, Vec::new(), Some(metrics));
+    let run = story.judged_on(reports, Vec::new(), Some(metrics));
     violations_of(&run, &scenario(THREE_RECONCILING), Invariant::TruthfulStatus)
 }
 
@@ -256,7 +254,7 @@ fn dead_lettered(fourth_in_flight: bool) -> Vec<String> {
     };
     let mut reports = vec![report("charge", 1, &[("mailer", "DEAD_LETTERED", counted)])];
     reports[0]["deliveries"][0]["last_error"] = json!(format!("send {counted}: 503"));
-    let run = story.judged(reports, Vec::new(), None);
+    let run = story.judged_on(reports, Vec::new(), None);
     let scenario = scenario(DEAD_LETTER);
     let mut found = violations_of(&run, &scenario, Invariant::DeadLetterBound);
     found.extend(violations_of(&run, &scenario, Invariant::TruthfulStatus));

@@ -4,7 +4,7 @@
 //! library's name) and fails on a module the block does not place, an import from a lower layer to
 //! a higher one, an import circle between files, or a path the document names that does not exist.
 //!
-//! Run it alone with `cargo test --test layers`. Like `../shared/tools/rust_layers.py`, it reads
+//! Run it alone with `cargo test --test integration layers::`. Like `../shared/tools/rust_layers.py`, it reads
 //! paths as text (doc links included: a doc link up a layer is a dependency a reader follows) and
 //! stops reading a file at its first `#[cfg(test)] mod`, since tests may reach anywhere.
 

@@ -22,8 +22,7 @@ use killpoint::{Boundary, Happening, Hit, Invariant, Run, Scenario, check};
 use serde_json::json;
 use std::path::Path;
 
-mod written_run;
-use written_run::Story;
+use crate::written_run::Story;
 
 impl Story {
     fn call_of(&mut self, incarnation: u32, op: &str, tool: &str) {
