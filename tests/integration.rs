@@ -41,22 +41,14 @@ mod verdicts;
 /// The runs written by hand that `kill_slack` and `policy_in_flight` judge.
 mod written_run;
 
-/// Sets `RUST_TEST_THREADS` to twice the cores where it is not set. libtest reads it as `main`
-/// starts, so this runs before `main` (a constructor), with libc alone: Rust's runtime is not
-/// up yet.
+/// Sets `RUST_TEST_THREADS` to twice the cores where it is not set, as
+/// `killpoint::trials::arguments` counts them. libtest reads it as `main` starts, so this runs
+/// before `main` (a constructor, as test suites use one to start a logger).
 #[ctor::ctor(unsafe)]
 fn twice_as_many_tests_at_once_as_cores() {
-    use nix::libc;
-    // SAFETY: before main, on the one thread there is; the strings are NUL-terminated.
-    unsafe {
-        if !libc::getenv(c"RUST_TEST_THREADS".as_ptr()).is_null() {
-            return;
-        }
-        let threads = 2 * libc::sysconf(libc::_SC_NPROCESSORS_ONLN).clamp(1, 64);
-        let digits = [b'0' + (threads / 100) as u8, b'0' + (threads / 10 % 10) as u8, b'0' + (threads % 10) as u8];
-        let first = digits.iter().position(|&d| d != b'0').unwrap_or(2);
-        let mut value = [0u8; 4];
-        value[..3 - first].copy_from_slice(&digits[first..]);
-        libc::setenv(c"RUST_TEST_THREADS".as_ptr(), value.as_ptr().cast(), 0);
+    if std::env::var_os("RUST_TEST_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // SAFETY: before main, on the one thread there is: nothing reads the environment at once.
+        unsafe { std::env::set_var("RUST_TEST_THREADS", (2 * cores).to_string()) };
     }
 }
