@@ -41,14 +41,9 @@ mod verdicts;
 /// The runs written by hand that `kill_slack` and `policy_in_flight` judge.
 mod written_run;
 
-/// Sets `RUST_TEST_THREADS` to twice the cores where it is not set, as
-/// `killpoint::trials::arguments` counts them. libtest reads it as `main` starts, so this runs
-/// before `main` (a constructor, as test suites use one to start a logger).
+/// Twice as many tests at once as cores (`RUST_TEST_THREADS`, unless set), before libtest reads it.
 #[ctor::ctor(unsafe)]
 fn twice_as_many_tests_at_once_as_cores() {
-    if std::env::var_os("RUST_TEST_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        // SAFETY: before main, on the one thread there is: nothing reads the environment at once.
-        unsafe { std::env::set_var("RUST_TEST_THREADS", (2 * cores).to_string()) };
-    }
+    // SAFETY: before main, on the one thread there is.
+    unsafe { killpoint::trials::arguments::default_test_threads_before_main() }
 }

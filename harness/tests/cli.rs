@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod child;
+use crate::child;
 use child::{output_within, text};
 
 fn killpoint() -> Command {

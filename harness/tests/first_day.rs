@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-mod child;
+use crate::child;
 use child::{output_within, text};
 
 fn reference_runtime() -> PathBuf {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-mod child;
+use crate::child;
 use child::{output_within, text};
 
 /// `certify --filter after_dispatch --otlp` of the reference runtime (`-- ARGS`), read back.

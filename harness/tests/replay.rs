@@ -15,7 +15,7 @@ use std::time::Duration;
 /// A whole CLI command here takes a few seconds; this leaves room for a busy machine.
 const DEADLINE: Duration = Duration::from_secs(240);
 
-mod child;
+use crate::child;
 use child::text;
 
 fn killpoint_binary() -> PathBuf {

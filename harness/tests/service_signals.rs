@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-mod child;
+use crate::child;
 use child::{output_within, text};
 
 fn repository() -> PathBuf {

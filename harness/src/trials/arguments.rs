@@ -29,6 +29,22 @@ fn default_threads() -> Option<usize> {
     given.or_else(|| std::thread::available_parallelism().ok().map(|cores| cores.get() * 2))
 }
 
+/// Sets `RUST_TEST_THREADS` to [`default_threads`] where it is not set, for a `#[test]` binary
+/// whose tests mostly wait as trials do (`tests/integration.rs`, `harness/tests/integration.rs`):
+/// libtest runs as many as there are cores, and reads the variable as `main` starts, so they call
+/// this from a constructor (`ctor`), before `main`.
+///
+/// # Safety
+/// Only before `main`, or while no other thread reads or writes the environment.
+pub unsafe fn default_test_threads_before_main() {
+    if std::env::var_os("RUST_TEST_THREADS").is_none()
+        && let Some(threads) = default_threads()
+    {
+        // SAFETY: the caller's promise: no other thread touches the environment.
+        unsafe { std::env::set_var("RUST_TEST_THREADS", threads.to_string()) };
+    }
+}
+
 impl TestArguments {
     /// The test binary's own command line.
     pub fn from_args() -> TestArguments {
