@@ -7,11 +7,13 @@
 //! milliseconds after the harness thought it gone. A server started again on the same ports in
 //! that moment cannot bind them, and a readiness check that connects is answered by the dying one.
 //! So a service taken down is waited for until every process of its group, and every process
-//! carrying its token, has exited (a zombie has closed its files), each through a pidfd.
+//! carrying its token, has exited (a zombie whose threads have all exited has closed its files),
+//! each through a pidfd.
 
 use super::incarnation::carries_token;
 use nix::unistd::Pid;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Waits until no process of group `pgid` and none carrying `token` in its environment
@@ -28,9 +30,12 @@ pub(crate) async fn gone_within(pgid: Pid, token: &str, deadline: Duration) -> R
             let left: Vec<i32> = alive.iter().map(|p| p.as_raw()).collect();
             return Err(format!("processes {left:?} of group {pgid} were still alive {deadline:?} after its SIGKILL"));
         }
-        // Each exit makes its pidfd readable; one that cannot be opened has exited already.
+        // Each exit makes its pidfd readable; one that cannot be opened has exited since the scan,
+        // or cannot be waited on: then the next scan comes soon, not at the deadline.
+        let count = alive.len();
         let pidfds: Vec<OwnedFd> = alive.into_iter().filter_map(pidfd).collect();
-        let _ = tokio::task::spawn_blocking(move || any_exits(&pidfds, left)).await;
+        let within = if pidfds.len() < count { left.min(Duration::from_millis(5)) } else { left };
+        let _ = tokio::task::spawn_blocking(move || any_exits(&pidfds, within)).await;
     }
 }
 
@@ -56,7 +61,7 @@ fn living(pgid: Pid, token: &str) -> Vec<Pid> {
         let fields: Vec<&str> =
             stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
         let (Some(state), Some(group)) = (fields.first(), fields.get(2)) else { continue };
-        if *state == "Z" || *state == "X" {
+        if (*state == "Z" || *state == "X") && !threads_left(&entry.path(), pid) {
             continue;
         }
         let ours = group.parse::<i32>().ok() == Some(pgid.as_raw()) || carries_token(&entry.path(), token);
@@ -65,6 +70,16 @@ fn living(pgid: Pid, token: &str) -> Vec<Pid> {
         }
     }
     alive
+}
+
+/// Whether a zombie's other threads are still exiting. A SIGKILLed multi-threaded process shows
+/// its first thread a zombie as soon as that thread has exited, while the others tear down: the
+/// files they share (a server's listening sockets) close only when the last one has. Its pidfd
+/// turns readable only then (the whole thread group gone), so it is waited for like a live one.
+fn threads_left(process: &Path, pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(process.join("task")) else { return false };
+    let leader = pid.to_string();
+    tasks.flatten().any(|task| task.file_name().to_str() != Some(leader.as_str()))
 }
 
 /// A pidfd of `pid`, readable once it exits; `None` when it has exited already.
