@@ -236,7 +236,7 @@ struct CertifyArgs {
     /// Run each scenario's workload N times over
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     operations: u32,
-    /// Scenarios run at once (default: the number of cores)
+    /// Scenarios run at once (default: twice the number of cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: Option<u32>,
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
@@ -286,7 +286,7 @@ struct ExploreKnobs {
     /// 2: also kill at every crash point of each kill's recovery
     #[arg(long, value_name = "1|2", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     depth: u8,
-    /// Cases run at once (default: the number of cores)
+    /// Cases run at once (default: twice the number of cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: Option<u32>,
     /// Where the crash points are: every named boundary occurrence, or every sync, rename, unlink, request and answer of the runtime's system calls (Linux x86_64, through killpoint-tracer: no probe needed). `bench` without a scenario: run the matrix under the tracer, and say what tracing costs

@@ -55,7 +55,7 @@ impl BenchCommand {
         let options = ExploreOptions {
             depth: self.explore.depth,
             run,
-            jobs: self.explore.jobs.map_or(ExploreOptions::default().jobs, |j| j as usize),
+            jobs: self.explore.jobs.map_or(crate::search::explore::default_jobs(), |j| j as usize),
             shard: None,
             first_failure: false,
             prune: true,

@@ -23,7 +23,7 @@ pub struct CertifyCommand {
     pub output: Output,
     /// `--operations`: each scenario's workload this many times over.
     pub operations: u32,
-    /// `--jobs`: scenarios run at once (default: the number of cores).
+    /// `--jobs`: scenarios run at once (default: twice the number of cores).
     pub jobs: Option<u32>,
     /// `--points`: `Syscalls` runs the runtime under killpoint-tracer.
     pub points: Points,
@@ -117,7 +117,7 @@ pub(super) fn certify(
             names.join(", ")
         );
     }
-    let jobs = jobs.map_or(crate::search::explore::ExploreOptions::default().jobs, |j| j as usize);
+    let jobs = jobs.map_or(crate::search::explore::default_jobs(), |j| j as usize);
     let outcomes = certify::certify(&scenarios, target, options, output.keep_artifacts, jobs);
     print_failures(&outcomes);
     let certificate = print_tables(target, &outcomes, checklist, options.contract).with_services(&options.services);

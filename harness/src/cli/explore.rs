@@ -133,7 +133,7 @@ impl ExploreCommand {
         ExploreOptions {
             depth: self.knobs.depth,
             run,
-            jobs: self.knobs.jobs.map_or(ExploreOptions::default().jobs, |j| j as usize),
+            jobs: self.knobs.jobs.map_or(crate::search::explore::default_jobs(), |j| j as usize),
             shard: self.shard,
             first_failure: self.first_failure,
             // Shards list the cases each on its own machine: unpruned, they all list the same ones,

@@ -54,7 +54,7 @@ pub use case::{Case, Workload};
 pub use exploration::{Exploration, explore};
 pub use finding::{CaseStatus, Finding, run_case};
 pub use interleaving::Interleaving;
-pub use options::{ExploreOptions, Points, shard_of};
+pub use options::{ExploreOptions, Points, default_jobs, shard_of};
 pub use plan::{Plan, plan};
 pub use point::Point;
 pub use prune::{Pruned, pruned_summary};
