@@ -28,11 +28,12 @@ pub(crate) struct Consumers {
     pub(crate) state: Arc<Mutex<Receipts>>,
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Receipts {
     /// (destination, key) pairs already applied.
     seen: HashSet<(String, String)>,
     /// Receipts per (operation, destination), to number them.
+    #[serde(with = "crate::pairs")]
     receipts: HashMap<(String, String), u32>,
 }
 

@@ -157,6 +157,51 @@ pub struct Faults {
     model: Mutex<HashMap<String, ModelFault>>,
 }
 
+/// Every armed fault, as lists (each map's key is drawn from its fault, as `arm_*` draws it).
+#[derive(Serialize, Deserialize)]
+struct Armed {
+    provider: Vec<ProviderFault>,
+    consumer: Vec<ConsumerFault>,
+    holds: Vec<ConsumerHold>,
+    lookup: Vec<LookupFault>,
+    policy: Vec<PolicyFault>,
+    model: Vec<ModelFault>,
+}
+
+impl Serialize for Faults {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let armed = Armed {
+            provider: self.provider.lock().expect("faults lock").values().cloned().collect(),
+            consumer: self.consumer.lock().expect("faults lock").clone(),
+            holds: self.holds.lock().expect("faults lock").values().cloned().collect(),
+            lookup: self.lookup.lock().expect("faults lock").values().cloned().collect(),
+            policy: self.policy.lock().expect("faults lock").clone(),
+            model: self.model.lock().expect("faults lock").values().cloned().collect(),
+        };
+        armed.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Faults {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Faults, D::Error> {
+        let armed = Armed::deserialize(deserializer)?;
+        let faults = Faults::default();
+        armed.provider.into_iter().for_each(|f| faults.arm_provider(f));
+        armed.consumer.into_iter().for_each(|f| faults.arm_consumer(f));
+        armed.holds.into_iter().for_each(|f| faults.arm_consumer_hold(f));
+        armed.lookup.into_iter().for_each(|f| faults.arm_lookup(f));
+        armed.policy.into_iter().for_each(|f| faults.arm_policy(f));
+        armed.model.into_iter().for_each(|f| faults.arm_model(f));
+        Ok(faults)
+    }
+}
+
+impl Clone for Faults {
+    fn clone(&self) -> Faults {
+        self.copy()
+    }
+}
+
 impl Faults {
     /// A copy of every fault still armed, with what each has left (the world's snapshot).
     pub(crate) fn copy(&self) -> Faults {

@@ -11,6 +11,7 @@ pub mod fence;
 pub mod kill_point;
 pub mod ledger;
 pub mod model;
+pub mod pairs;
 pub mod policy;
 pub(crate) mod provider;
 pub mod revocation;

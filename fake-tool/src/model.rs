@@ -36,7 +36,7 @@ pub struct ModelScript {
 }
 
 /// The model's state: the scripts armed and the questions asked so far.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct Minds {
     scripts: HashMap<String, ModelScript>,
     /// Questions asked per operation (every answer counts).

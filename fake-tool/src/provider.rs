@@ -13,13 +13,13 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct StoredEffect {
     tool: String,
     provider_ref: String,
@@ -30,13 +30,14 @@ pub(crate) struct StoredEffect {
     result: Value,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct Effects {
     all: Vec<StoredEffect>,
     /// Calls seen per planted operation, to number them.
     calls: HashMap<String, u32>,
     /// The operation that last used each (tool, key), effect or not: a lookup that finds nothing
     /// is still attributed to it.
+    #[serde(with = "crate::pairs")]
     keys: HashMap<(String, String), String>,
 }
 

@@ -25,6 +25,8 @@ use crate::revocation::Revocation;
 use std::sync::{Arc, Mutex};
 
 /// A world's state at one instant: see the module's doc for what it holds and what it cannot.
+/// It is written to disk beside a written case (as JSON), to replay the case from its crash state.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct WorldSnapshot {
     pub(crate) ticks: u64,
     pub(crate) micros: u64,

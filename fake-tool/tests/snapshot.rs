@@ -4,6 +4,7 @@
 
 use fake_tool::{
     Clock, ConsumerFault, Effect, Event, FaultResponse, PolicyAnswer, ProviderFault, Revocation, Subject, World,
+    WorldSnapshot,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -69,8 +70,23 @@ async fn lived_in() -> World {
 
 #[tokio::test]
 async fn a_world_started_from_a_snapshot_goes_on_where_it_was() {
+    goes_on_where_it_was(|snapshot| snapshot).await;
+}
+
+/// A snapshot kept on disk beside a written case is JSON: read back, it starts the same world.
+#[tokio::test]
+async fn a_world_started_from_a_snapshot_written_as_json_goes_on_where_it_was() {
+    goes_on_where_it_was(|snapshot| {
+        let json = serde_json::to_string(&snapshot).expect("a snapshot writes as JSON");
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("a snapshot reads back from its JSON: {e}\n{json}"))
+    })
+    .await;
+}
+
+/// `kept` is what the snapshot goes through before the new world starts from it.
+async fn goes_on_where_it_was(kept: impl FnOnce(WorldSnapshot) -> WorldSnapshot) {
     let original = lived_in().await;
-    let snapshot = original.snapshot();
+    let snapshot = kept(original.snapshot());
     let before = snapshot.entries().to_vec();
     assert_eq!(snapshot.requests_recorded(), 3, "three requests, one revocation: {before:#?}");
     let clock = snapshot.clock();

@@ -259,6 +259,9 @@ struct RunArgs {
     /// `syscalls`: run the runtime under killpoint-tracer (Linux x86_64), which with --no-probe reaches every boundary exactly (CONTRACT.md section 7, "Boundaries at system calls")
     #[arg(long, value_enum, default_value_t = PointsArg::Boundaries)]
     points: PointsArg,
+    /// Run the whole workload even when the crash state a written case failed from is kept beside its file (SCENARIO.state/, written by `explore`): what checking a fix to the steps before the kill needs
+    #[arg(long)]
+    rerun_prefix: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -523,6 +526,7 @@ impl From<RunArgs> for cli::run::RunCommand {
             output: a.output.into(),
             operations: a.operations,
             points: a.points.into(),
+            rerun_prefix: a.rerun_prefix,
         }
     }
 }

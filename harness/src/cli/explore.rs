@@ -5,6 +5,7 @@ use super::campaign::Collected;
 use super::progress::PlainLines;
 use super::setup::{points, run_options, target};
 use super::{Runtime, Usage};
+use crate::run::built::kept;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
@@ -370,6 +371,8 @@ fn write_case(
     );
     let path = dir.join(format!("{}.toml", scenario.name));
     scenario.write_whole(&path)?;
+    let state = finding.artifacts.as_ref().map(|a| a.join(kept::IN_ARTIFACTS)).filter(|s| s.is_dir());
+    kept::put_beside(state.as_deref(), &path)?;
     let command = crate::search::random::rerun_command(&path, target, replay);
     Ok((path, command))
 }

@@ -5,12 +5,14 @@ use super::certify::{Checklist, certify};
 use super::setup::{artifacts_root, reports_writable, target, traced_options};
 use super::{Output, Runtime, Usage};
 use crate::model::crash::Crash;
+use crate::run::built::kept::{self, Found, Kept};
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::search::explore::Points;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// `killpoint run`'s options.
 #[derive(Debug, Clone)]
@@ -23,6 +25,8 @@ pub struct RunCommand {
     pub operations: u32,
     /// `--points`: `Syscalls` runs the runtime under killpoint-tracer.
     pub points: Points,
+    /// `--rerun-prefix`: run the whole workload though a crash state is kept beside the file.
+    pub rerun_prefix: bool,
 }
 
 impl RunCommand {
@@ -42,6 +46,8 @@ impl RunCommand {
         }
         let options =
             RunOptions { artifacts_root: artifacts_root(&self.output)?, ..traced_options(&self.runtime, self.points) };
+        let scenario = scenario.with_copies(self.operations);
+        let options = RunOptions { from_kept: self.kept_state(&scenario, &target, &options), ..options };
         if scenario.needs_services() && options.services.is_empty() {
             return Err(format!(
                 "{}: not run: no services declared (it acts on the runtime's server beside the worker: --services FILE)",
@@ -50,7 +56,7 @@ impl RunCommand {
             .into());
         }
         let verdict = certify(
-            std::slice::from_ref(&scenario.with_copies(self.operations)),
+            std::slice::from_ref(&scenario),
             &target,
             &options,
             &self.output,
@@ -69,6 +75,34 @@ impl RunCommand {
     }
 }
 
+impl RunCommand {
+    /// The crash state kept beside the file (`explore` writes it with a case that failed from a
+    /// built state), when it is valid for this run; said either way, so a reader knows whether
+    /// the prefix ran.
+    fn kept_state(&self, scenario: &Scenario, target: &Target, options: &RunOptions) -> Option<Arc<Kept>> {
+        let found = kept::find(&self.scenario, &kept::Key::of(scenario, target, options));
+        match found {
+            Found::Nothing => None,
+            Found::Unusable(why) => {
+                outln!("running the whole workload: the crash state beside the file is not used ({why})\n");
+                None
+            }
+            Found::Usable(_) if self.rerun_prefix => {
+                outln!("running the whole workload (--rerun-prefix): the crash state kept beside the file is not used\n");
+                None
+            }
+            Found::Usable(kept) => {
+                outln!(
+                    "starting from the crash state kept in {} (the case's last kill, at {}, with what the runtime, the world and the harness had done before it): only the recovery runs; --rerun-prefix runs the whole workload, as checking a fix to the steps before the kill needs\n",
+                    kept.dir.display(),
+                    kept.state.point.what
+                );
+                Some(kept)
+            }
+        }
+    }
+}
+
 /// Why the catches are not run with runtime arguments: they are the variants' own.
 const NEEDS_REFERENCE: &str =
     "they need the reference runtime with no runtime arguments (it lists its variants with --list-broken)";
@@ -78,7 +112,8 @@ fn all_caught(scenario: &Scenario, target: &Target, options: &RunOptions) -> boo
     let mut all_caught = true;
     for catch in &scenario.catches {
         // Under the crash it names: a durability mistake only shows when the machine goes down.
-        let options = RunOptions { crash: catch.crash, ..options.clone() };
+        // From the start: a kept state is the tested runtime's, not a variant's.
+        let options = RunOptions { crash: catch.crash, from_kept: None, ..options.clone() };
         match crate::trials::caught_by(scenario, target, &options, &catch.broken, &catch.invariants) {
             Ok(()) => outln!(
                 "caught: --broken {} violates {}{}",

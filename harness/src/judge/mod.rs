@@ -159,7 +159,8 @@ fn check_operation(
     }
 }
 
-/// Runs one scenario to a verdict on a fresh single-threaded tokio runtime.
+/// Runs one scenario to a verdict on a fresh single-threaded tokio runtime: from the start, or
+/// from the crash state `options.from_kept` (kept beside the case's file) when there is one.
 ///
 /// The runtime is built on the calling thread, so the runtime process is spawned from it: keep the
 /// thread alive for the whole call (it is: this blocks), or PDEATHSIG would fire early.
@@ -169,7 +170,10 @@ pub fn run_scenario(
     options: &crate::run::driver::RunOptions,
 ) -> std::io::Result<(Verdict, Run)> {
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let run = tokio.block_on(crate::run::driver::run(scenario, target, options))?;
+    let run = match &options.from_kept {
+        Some(kept) => tokio.block_on(crate::run::driver::run_built(scenario, target, options, &kept.state, None))?.0,
+        None => tokio.block_on(crate::run::driver::run(scenario, target, options))?,
+    };
     let verdict = check(scenario, &run);
     Ok((verdict, run))
 }

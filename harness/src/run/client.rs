@@ -232,7 +232,7 @@ impl std::fmt::Display for ReadError {
 
 /// A submission the harness sends to test the contract's submission rules (CONTRACT.md
 /// section 3), as a client retrying after a timeout would, or a careless one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resubmission {
     /// The body first submitted, again.
@@ -331,7 +331,7 @@ impl Resubmission {
 
 /// What the runtime answered to a request: the status and the body (bounded), or no status and
 /// why no answer came.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
     pub status: Option<u16>,
     pub body: String,

@@ -32,7 +32,7 @@ impl DiskImage {
 
 /// A recursive copy of regular files and directories; anything else (a socket, a symlink) is
 /// refused by name: a runtime's state the harness cannot copy faithfully must not be guessed.
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(super) fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir(to).map_err(|e| named("create", to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| named("read", from, e))? {
         let entry = entry.map_err(|e| named("read", from, e))?;

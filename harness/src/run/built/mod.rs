@@ -64,6 +64,7 @@
 
 pub mod capture;
 mod disk;
+pub mod kept;
 pub mod marks;
 mod quiet;
 pub(crate) use quiet::request_waiting;
@@ -94,7 +95,7 @@ pub struct BuiltState {
 }
 
 /// A fault of the scenario that fired before a built state's point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fired {
     /// Its index in `scenario.faults`.
     pub fault: usize,

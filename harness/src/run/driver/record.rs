@@ -8,13 +8,13 @@ use crate::run::artifacts::Artifacts;
 use crate::run::client::{Answer, OperationReport, Resubmission};
 use crate::run::probe::ProbeMessage;
 use fake_tool::Entry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Something the harness did or saw, on the same clock as the fake world's ledger.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Happening {
     Started {
@@ -212,7 +212,7 @@ pub enum Happening {
 }
 
 /// Why a service fault's window (a `freeze`, an `unreachable`) ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Release {
     /// Its `seconds` were up.
@@ -224,7 +224,7 @@ pub enum Release {
 }
 
 /// What an incarnation started on a missing data dir did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Refusal {
     /// It exited before its ready line, naming the path on stderr: what the contract asks.
@@ -237,7 +237,7 @@ pub enum Refusal {
     StartedAfresh,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Mark {
     pub seq: u64,
     /// When it happened: microseconds since the scenario's world started, on the same origin as
@@ -250,7 +250,7 @@ pub struct Mark {
 
 /// How a fault's boundary was reached (or not). The report shows it for every fault: a boundary
 /// the run did not exercise is never reported as passed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Hit {
     /// Killed exactly at the boundary: announced on the probe, or a held provider/consumer answer.
@@ -302,6 +302,9 @@ pub struct RunOptions {
     /// The contract version the runtime is given and must declare (`--contract`): an older
     /// supported one is certified by its own rules (`crate::model::contract`).
     pub contract: crate::model::contract::Version,
+    /// The crash state to start from instead of running the workload's prefix: the one kept
+    /// beside a written case (`crate::run::built::kept`), for that case's scenario only.
+    pub from_kept: Option<std::sync::Arc<crate::run::built::kept::Kept>>,
 }
 
 impl Default for RunOptions {
@@ -317,6 +320,7 @@ impl Default for RunOptions {
             restore_lag: None,
             services: crate::run::services::Services::default(),
             contract: crate::model::contract::Version::CURRENT,
+            from_kept: None,
         }
     }
 }

@@ -8,10 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 
 /// What the fake world's exchanges have told so far, for the boundaries they mark (CONTRACT.md
 /// section 7, "Boundaries at system calls"). One per run: occurrences count across incarnations.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Boundaries {
+    #[serde(with = "fake_tool::pairs")]
     reached: HashMap<(Boundary, String), u32>,
     /// Delivery attempts answered, by (operation, destination).
+    #[serde(with = "fake_tool::pairs")]
     attempts: HashMap<(String, String), u32>,
     /// Idempotency key → operation, from the calls (a lookup by key names no operation).
     keys: HashMap<String, String>,
@@ -34,7 +36,7 @@ pub(super) struct Boundaries {
 /// writer in the data dir (a rollback journal synced before the database, the engine's own write
 /// for another operation) may sync before it commits. A kill there is `Hit::Approximate`, judged
 /// by what a kill just before the commit may legitimately lead to; at the next request it is exact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Due {
     /// No other answer since: the next sync is taken for this commit.
     NextSync,

@@ -21,7 +21,7 @@ use crate::scenario::{Anchor, SyscallFault};
 use crate::tracer::{Point, PointKind, When};
 use boundaries::Boundaries;
 use counting::{Counted, Counting};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,7 +94,7 @@ pub fn permitted() -> Result<(), String> {
 }
 
 /// One crash point a run passed, after its incarnation's ready line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyscallPoint {
     pub incarnation: u32,
     pub kind: PointKind,
@@ -134,11 +134,11 @@ pub struct SyscallPoint {
 /// socket reach the world. Two points with the same counts leave the same disk and the same world,
 /// so the next incarnation recovers from the same place: `killpoint explore` runs one of them.
 /// A power loss (`--crash machine`) keeps only what was synced: there the completed syncs count too.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CrashState {
     pub durable: u32,
     pub sent: u32,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub synced: u32,
 }
 
@@ -261,7 +261,7 @@ pub struct HeldPoint<'a> {
 
 /// The tracer's side of a run at a point: the boundaries reached (occurrences count across
 /// incarnations) and every point passed, this one included.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TraceProgress {
     boundaries: Boundaries,
     seen: Vec<SyscallPoint>,

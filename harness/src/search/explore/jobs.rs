@@ -56,8 +56,6 @@ pub(super) fn run_all(
                                 stop.store(true, Ordering::Relaxed);
                             }
                         }
-                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                        progress(&finding, n, total, failures.load(Ordering::Relaxed));
                         let keep = failed && options.keep_failures;
                         let run = if keep {
                             let story = finding.story.take();
@@ -69,6 +67,7 @@ pub(super) fn run_all(
                                 target,
                                 &run_options,
                             );
+                            let story = keep_state(shelf, &finding, target, &run_options, &path, story);
                             (finding.artifacts, finding.story) = (Some(path), story);
                             None
                         } else if keep_runs {
@@ -76,6 +75,9 @@ pub(super) fn run_all(
                         } else {
                             None
                         };
+                        // Told once kept: a failure is written with its evidence where it is.
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        progress(&finding, n, total, failures.load(Ordering::Relaxed));
                         (finding, run, states)
                     });
                     out.lock().unwrap_or_else(|p| p.into_inner()).push((i, outcome));
@@ -86,6 +88,28 @@ pub(super) fn run_all(
     let mut out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     out.sort_by_key(|(i, _)| *i);
     out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// A failing case that ran from a built state keeps that state among its artifacts (`path`), for
+/// the file it is written to (`crate::run::built::kept`); a problem doing so ends its story.
+fn keep_state(
+    shelf: Option<&Shelf>,
+    finding: &Finding,
+    target: &Target,
+    options: &RunOptions,
+    path: &std::path::Path,
+    mut story: Option<String>,
+) -> Option<String> {
+    use crate::run::built::kept;
+    let case = &finding.case;
+    let state = shelf.and_then(|s| s.for_case(case)).and_then(|b| b.ready_at(case.syscalls.last()?));
+    let Some(state) = state.filter(|_| finding.built) else { return story };
+    let key = kept::Key::of(&finding.scenario, target, options);
+    if let Err(e) = kept::keep(state, key, &path.join(kept::IN_ARTIFACTS)) {
+        let line = format!("killpoint could not keep the crash state this case ran from: {e}\n");
+        story.get_or_insert_with(String::new).push_str(&line);
+    }
+    story
 }
 
 /// One case: from its built state when the shelf has one, else re-run; building its recovery's

@@ -1,0 +1,224 @@
+//! A built crash state kept on disk beside the case written from it, so that `killpoint run` of
+//! the file starts where the case that failed started: from the same data dir, world and
+//! progress, not from a re-run of the workload's prefix.
+//!
+//! Why: with operations in flight together, a re-run of the prefix reaches the case's kill with
+//! the other operations elsewhere from one run to the next (issue 33 measured replays of written
+//! wave cases failing 1 to 10 times in 10). The state the case failed from is what it failed
+//! from; kept, it replays every time.
+//!
+//! `case.toml` keeps its state in `case.state/`: `state.json` (the point, the world's snapshot,
+//! the harness's and the tracer's progress, the faults fired, and the [`Key`] it is valid for),
+//! `data/` (the data dir a kill there left; for a machine crash, what was synced) and `logs/`.
+//!
+//! A state is used only for what built it: the same scenario (its text as written, without its
+//! description), the same runtime command with the same bytes in its program and in every
+//! argument that names a file, and the same probe and crash mode. Anything else re-runs the
+//! prefix, and says why. What the key cannot see — a module a script imports, a library a binary
+//! loads — is why `killpoint run --rerun-prefix` exists: a fix to the steps before the kill shows
+//! only in a run that makes them again.
+
+use super::{BuiltState, DiskImage, Fired};
+use crate::model::crash::Crash;
+use crate::run::driver::RunOptions;
+use crate::run::driver::record::Mark;
+use crate::run::incarnation::Target;
+use crate::run::traced::{SyscallPoint, TraceProgress};
+use crate::scenario::Scenario;
+use fake_tool::WorldSnapshot;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The format of `state.json`; a state of another format is not read.
+const FORMAT: u32 = 1;
+
+/// What a kept state is valid for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Key {
+    /// SHA-256 of the scenario's text as `Scenario::to_toml` writes it, its description left out.
+    pub scenario: String,
+    /// The runtime's program and arguments, as given.
+    pub command: Vec<String>,
+    /// SHA-256 of the program and of every argument that names a file, in that order.
+    pub files: Vec<(String, Option<String>)>,
+    pub probe: bool,
+    pub crash: Crash,
+}
+
+impl Key {
+    pub fn of(scenario: &Scenario, target: &Target, options: &RunOptions) -> Key {
+        let mut text = scenario.clone();
+        text.description.clear();
+        let program = target.program.display().to_string();
+        let command: Vec<String> = std::iter::once(program.clone()).chain(target.args.iter().cloned()).collect();
+        let files = command
+            .iter()
+            .filter(|arg| *arg == &program || Path::new(arg).is_file())
+            .map(|arg| (arg.clone(), std::fs::read(arg).ok().map(|bytes| hex(&Sha256::digest(bytes)))))
+            .collect();
+        Key {
+            scenario: hex(&Sha256::digest(text.to_toml())),
+            command,
+            files,
+            probe: options.probe,
+            crash: options.crash,
+        }
+    }
+
+    /// What differs between the key a state was kept for (`self`) and the run's, in words.
+    fn differs(&self, now: &Key) -> Option<String> {
+        if self.scenario != now.scenario {
+            Some("the scenario changed since the state was kept".to_owned())
+        } else if self.command != now.command {
+            Some(format!("it was kept for the runtime `{}`, not `{}`", self.command.join(" "), now.command.join(" ")))
+        } else if self.files != now.files {
+            let changed: Vec<&str> = self
+                .files
+                .iter()
+                .zip(&now.files)
+                .filter(|(was, is)| was != is)
+                .map(|((path, _), _)| path.as_str())
+                .collect();
+            Some(format!("the runtime's files changed since it was kept: {}", changed.join(", ")))
+        } else if (self.probe, self.crash) != (now.probe, now.crash) {
+            let mode = |probe: bool, crash: Crash| {
+                format!("{} crashes {} the probe", crash.name(), if probe { "with" } else { "without" })
+            };
+            Some(format!("it was kept for {}, not {}", mode(self.probe, self.crash), mode(now.probe, now.crash)))
+        } else {
+            None
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `state.json`: everything of a [`BuiltState`] but its data dir and logs, which are files.
+#[derive(Serialize, Deserialize)]
+struct StateFile {
+    format: u32,
+    key: Key,
+    point: SyscallPoint,
+    world: WorldSnapshot,
+    timeline: Vec<Mark>,
+    trace: TraceProgress,
+    fired: Vec<Fired>,
+    /// The logs' names under `logs/`.
+    logs: Vec<String>,
+}
+
+/// Where the state of the case written to `case_file` is kept: `case.toml` → `case.state`.
+pub fn beside(case_file: &Path) -> PathBuf {
+    case_file.with_extension("state")
+}
+
+/// The name of a kept state's directory among a failing case's artifacts (explore keeps it there
+/// when it keeps the case, and copies it beside the case's file when it writes that).
+pub const IN_ARTIFACTS: &str = "crash-state";
+
+/// Puts the state kept in `kept` (a directory [`keep`] wrote) beside `case_file`, or, with none,
+/// removes what an earlier case of that name left there: a state is never left beside a file it
+/// was not kept for.
+pub fn put_beside(kept: Option<&Path>, case_file: &Path) -> std::io::Result<()> {
+    let dir = beside(case_file);
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    match kept {
+        Some(kept) => super::disk::copy_dir(kept, &dir),
+        None => Ok(()),
+    }
+}
+
+/// Writes `state`, built for `key`, into `dir` (which must not exist).
+pub fn keep(state: &BuiltState, key: Key, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir.join("logs"))?;
+    state.disk.write_to(&dir.join("data"))?;
+    for (name, bytes) in &state.logs {
+        std::fs::write(dir.join("logs").join(name), bytes)?;
+    }
+    let file = StateFile {
+        format: FORMAT,
+        key,
+        point: state.point.clone(),
+        world: state.world.clone(),
+        timeline: state.timeline.clone(),
+        trace: state.trace.clone(),
+        fired: state.fired.clone(),
+        logs: state.logs.iter().map(|(name, _)| name.clone()).collect(),
+    };
+    let json = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join("state.json"), json)
+}
+
+/// A crash state read back from disk, to start a run from.
+pub struct Kept {
+    pub dir: PathBuf,
+    pub state: BuiltState,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kept {{ dir: {:?}, point: {} }}", self.dir, self.state.point.what)
+    }
+}
+
+/// What is beside a case file.
+pub enum Found {
+    /// No kept state.
+    Nothing,
+    /// One that cannot be used for this run: why.
+    Unusable(String),
+    Usable(Arc<Kept>),
+}
+
+/// The state kept beside `case_file`, if it is valid for `key`.
+pub fn find(case_file: &Path, key: &Key) -> Found {
+    let dir = beside(case_file);
+    if !dir.is_dir() {
+        return Found::Nothing;
+    }
+    match read(&dir) {
+        Err(why) => Found::Unusable(format!("{} cannot be read: {why}", dir.display())),
+        Ok((kept, state)) => match kept.differs(key) {
+            Some(why) => Found::Unusable(format!("{} is not for this run: {why}", dir.display())),
+            None => Found::Usable(Arc::new(Kept { dir, state })),
+        },
+    }
+}
+
+fn read(dir: &Path) -> Result<(Key, BuiltState), String> {
+    let path = dir.join("state.json");
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file: StateFile = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    if file.format != FORMAT {
+        return Err(format!("{}: expected format {FORMAT}, found {}", path.display(), file.format));
+    }
+    let data = dir.join("data");
+    if !data.is_dir() {
+        return Err(format!("expected the data dir at {}, found none", data.display()));
+    }
+    let logs = file
+        .logs
+        .iter()
+        .map(|name| {
+            let log = dir.join("logs").join(name);
+            std::fs::read(&log).map(|bytes| (name.clone(), bytes)).map_err(|e| format!("{}: {e}", log.display()))
+        })
+        .collect::<Result<_, _>>()?;
+    let state = BuiltState {
+        point: file.point,
+        disk: Arc::new(DiskImage::AsKilled(data)),
+        world: file.world,
+        timeline: file.timeline,
+        trace: file.trace,
+        logs,
+        fired: file.fired,
+    };
+    Ok((file.key, state))
+}
