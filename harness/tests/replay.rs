@@ -310,6 +310,82 @@ fn a_failure_found_with_operations_in_flight_says_how_often_its_replays_failed()
     assert!(Path::new(program).is_absolute() && Path::new(program).is_file(), "replay names `{program}`");
 }
 
+/// A failure found under the tracer with operations in flight replays every time from its written
+/// file: explore keeps the crash state the case failed from beside it (`CASE.state/`), and `run`
+/// starts there. Re-running the prefix instead reached the same failure 0 to 10 times in 10 for
+/// these cases (the other operations elsewhere at the kill); a state kept for another runtime is
+/// not used, and says so.
+#[test]
+fn a_failure_found_under_the_tracer_with_operations_in_flight_replays_10_of_10_from_its_written_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let wave = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/concurrent_wave.toml");
+    let mode = ["--points", "syscalls", "--no-probe"];
+    let mut explore = Command::new(killpoint_binary());
+    explore.arg("explore").arg(&wave).args(mode).args(["--first-failure", "--out", "out", "--runtime"]);
+    explore.arg(reference_runtime()).args(["--", "--broken", "blind-retry"]);
+    let output = output_within(explore, &cwd, tmp.path(), "explore of the wave over system calls");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "expected a failure:\n{stdout}\n{stderr}");
+    let told: Vec<&str> = stderr.lines().filter_map(|l| l.trim().strip_prefix("reproduced ")).collect();
+    assert!(!told.is_empty(), "no `reproduced k of N replays` line:\n{stderr}");
+    for line in &told {
+        let counts = line.split(':').next().unwrap();
+        assert!(
+            matches!(counts.split(' ').collect::<Vec<_>>()[..], [k, "of", n, "replays"] if k == n),
+            "explore's replays from the kept state: reproduced {line}\n{stderr}"
+        );
+    }
+    let cases: Vec<PathBuf> = std::fs::read_dir(cwd.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    assert!(!cases.is_empty(), "no case written:\n{stderr}");
+    for case in &cases {
+        assert!(case.with_extension("state").join("state.json").is_file(), "no state kept beside {}", case.display());
+        let toml = std::fs::read_to_string(case).unwrap();
+        let found = names_between(&toml, ", violated ", ".\n");
+        let run = |i: usize, broken: &str| {
+            let mut run = Command::new(killpoint_binary());
+            let json = format!("replay-{}-{i}.json", case.file_stem().unwrap().to_string_lossy());
+            run.arg("run").arg(case).args(mode).args(["--json", &json, "--runtime"]);
+            run.arg(reference_runtime()).args(["--", "--broken", broken]);
+            let output = output_within(run, &cwd, tmp.path(), "a run of the written case");
+            let (stdout, stderr) = text(&output);
+            (certificate(&cwd.join(&json)), stdout, stderr)
+        };
+        // Two at a time, as a busy machine would run them.
+        let replays: Vec<_> = std::thread::scope(|scope| {
+            let pairs: Vec<_> = (0..5)
+                .map(|i| {
+                    [scope.spawn(move || run(2 * i, "blind-retry")), scope.spawn(move || run(2 * i + 1, "blind-retry"))]
+                })
+                .collect();
+            pairs.into_iter().flatten().map(|h| h.join().unwrap()).collect()
+        });
+        for ((_, status, violated), stdout, stderr) in &replays {
+            assert!(
+                stdout.starts_with("starting from the crash state kept in "),
+                "{}: the replay did not start from the kept state:\n{stdout}\n{stderr}",
+                case.display()
+            );
+            assert_eq!(
+                (status.as_str(), violated),
+                ("fail", &found),
+                "{}: a replay went otherwise:\n{stdout}\n{stderr}",
+                case.display()
+            );
+        }
+        let ((_, _, _), stdout, _) = run(10, "no-write-ahead");
+        assert!(
+            stdout.starts_with("running the whole workload: the crash state beside the file is not used ("),
+            "a state kept for `--broken blind-retry` used for `--broken no-write-ahead`:\n{stdout}"
+        );
+    }
+}
+
 /// The probe's and the tracer's sockets live in a short directory of their own: a long
 /// `--artifacts-dir` (a CI workspace's) leaves every scenario runnable, with the probe and under
 /// the tracer.

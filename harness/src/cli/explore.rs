@@ -230,12 +230,19 @@ impl ExploreCommand {
 /// How a failing case's replay line begins: `reproduce` when it runs the same way each time; when
 /// it may not ([`replay::timing_dependent`]: operations in flight together, a kill at
 /// `after_submit`), how often it came back in [`replay::REPLAYS`] replays (run now, before `until`).
+/// A case that ran from a built crash state is replayed from it, as its file is (kept beside it).
 fn replayed(finding: &Finding, target: &Target, options: &RunOptions, until: Instant) -> String {
     if !replay::timing_dependent(&finding.scenario) {
         return "reproduce".to_owned();
     }
     let found = finding.verdict.failed_invariants();
-    replay::replay(&finding.scenario, target, options, &found, (replay::REPLAYS, until), &mut |_, _| {}).told()
+    let state = finding.artifacts.as_ref().map(|a| a.join(kept::IN_ARTIFACTS));
+    let from_kept = match state.map(|dir| kept::find_in(dir, &kept::Key::of(&finding.scenario, target, options))) {
+        Some(kept::Found::Usable(kept)) => Some(kept),
+        _ => None,
+    };
+    let options = RunOptions { from_kept, ..options.clone() };
+    replay::replay(&finding.scenario, target, &options, &found, (replay::REPLAYS, until), &mut |_, _| {}).told()
 }
 
 /// A bar on a terminal; plain lines ([`PlainLines`]) when piped, as in CI.

@@ -55,14 +55,7 @@ impl RunCommand {
             )
             .into());
         }
-        let verdict = certify(
-            std::slice::from_ref(&scenario),
-            &target,
-            &options,
-            &self.output,
-            None,
-            Checklist::Shown,
-        );
+        let verdict = certify(std::slice::from_ref(&scenario), &target, &options, &self.output, None, Checklist::Shown);
         if scenario.catches.is_empty() {
             return Ok(verdict);
         }
@@ -88,7 +81,9 @@ impl RunCommand {
                 None
             }
             Found::Usable(_) if self.rerun_prefix => {
-                outln!("running the whole workload (--rerun-prefix): the crash state kept beside the file is not used\n");
+                outln!(
+                    "running the whole workload (--rerun-prefix): the crash state kept beside the file is not used\n"
+                );
                 None
             }
             Found::Usable(kept) => {

@@ -179,7 +179,11 @@ pub enum Found {
 
 /// The state kept beside `case_file`, if it is valid for `key`.
 pub fn find(case_file: &Path, key: &Key) -> Found {
-    let dir = beside(case_file);
+    find_in(beside(case_file), key)
+}
+
+/// The state kept in `dir`, if it is valid for `key`.
+pub fn find_in(dir: PathBuf, key: &Key) -> Found {
     if !dir.is_dir() {
         return Found::Nothing;
     }
