@@ -237,7 +237,9 @@ fn replayed(finding: &Finding, target: &Target, options: &RunOptions, until: Ins
     }
     let found = finding.verdict.failed_invariants();
     let state = finding.artifacts.as_ref().map(|a| a.join(kept::IN_ARTIFACTS));
-    let from_kept = match state.map(|dir| kept::find_in(dir, &kept::Key::of(&finding.scenario, target, options))) {
+    let from_kept = match state
+        .map(|dir| kept::find_in(dir, &kept::Key::of(&finding.scenario, target, options.probe, options.crash)))
+    {
         Some(kept::Found::Usable(kept)) => Some(kept),
         _ => None,
     };

@@ -73,7 +73,7 @@ impl RunCommand {
     /// built state), when it is valid for this run; said either way, so a reader knows whether
     /// the prefix ran.
     fn kept_state(&self, scenario: &Scenario, target: &Target, options: &RunOptions) -> Option<Arc<Kept>> {
-        let found = kept::find(&self.scenario, &kept::Key::of(scenario, target, options));
+        let found = kept::find(&self.scenario, &kept::Key::of(scenario, target, options.probe, options.crash));
         match found {
             Found::Nothing => None,
             Found::Unusable(why) => {

@@ -20,7 +20,6 @@
 
 use super::{BuiltState, DiskImage, Fired};
 use crate::model::crash::Crash;
-use crate::run::driver::RunOptions;
 use crate::run::driver::record::Mark;
 use crate::run::incarnation::Target;
 use crate::run::traced::{SyscallPoint, TraceProgress};
@@ -48,7 +47,8 @@ pub struct Key {
 }
 
 impl Key {
-    pub fn of(scenario: &Scenario, target: &Target, options: &RunOptions) -> Key {
+    /// The key of a run of `scenario` against `target`, with the probe or not, under `crash`.
+    pub fn of(scenario: &Scenario, target: &Target, probe: bool, crash: Crash) -> Key {
         let mut text = scenario.clone();
         text.description.clear();
         let program = target.program.display().to_string();
@@ -58,13 +58,7 @@ impl Key {
             .filter(|arg| *arg == &program || Path::new(arg).is_file())
             .map(|arg| (arg.clone(), std::fs::read(arg).ok().map(|bytes| hex(&Sha256::digest(bytes)))))
             .collect();
-        Key {
-            scenario: hex(&Sha256::digest(text.to_toml())),
-            command,
-            files,
-            probe: options.probe,
-            crash: options.crash,
-        }
+        Key { scenario: hex(&Sha256::digest(text.to_toml())), command, files, probe, crash }
     }
 
     /// What differs between the key a state was kept for (`self`) and the run's, in words.

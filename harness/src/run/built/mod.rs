@@ -57,6 +57,9 @@
 //! the recovery (the second) in a depth-1 case's run, whether that run went on from a built
 //! state or was re-run.
 //!
+//! A failing case's state is kept on disk beside the file it is written to ([`kept`]), so that
+//! `killpoint run` of the file starts from it too.
+//!
 //! A run from a built state traces its recovery only when it builds states there: every kill of
 //! its case has happened, and untraced the runtime recovers as it would in production (and
 //! faster: a traced Python recovery took 1.4 times as long). Its `syscall_hits` say the case's

@@ -31,6 +31,7 @@ mod finish;
 mod freeze;
 mod host;
 mod missing_dir;
+mod options;
 mod rebuild;
 pub mod record;
 mod restart;
@@ -48,7 +49,8 @@ mod workload;
 pub use abort::Abort;
 pub use fingerprint::Fingerprint;
 pub use host::RESTORED_VARIABLE;
-pub use record::{Happening, Hit, Mark, Refusal, Release, Run, RunOptions};
+pub use options::RunOptions;
+pub use record::{Happening, Hit, Mark, Refusal, Release, Run};
 pub use setup::environment;
 
 use crate::model::crash::Crash;

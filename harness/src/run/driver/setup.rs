@@ -2,7 +2,7 @@
 //! probe socket, the fake world with the faults it injects from the first request on, the
 //! contract's environment, and the tracer when the run traces.
 
-use super::record::RunOptions;
+use super::options::RunOptions;
 use crate::run::artifacts::Artifacts;
 use crate::run::built::BuiltState;
 use crate::run::incarnation::Target;

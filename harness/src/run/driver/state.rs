@@ -3,7 +3,7 @@
 //! a source that may be absent.
 
 use super::fingerprint::Fingerprint;
-use super::record::RunOptions;
+use super::options::RunOptions;
 use super::record::{Happening, Hit, Mark};
 use super::setup::{Ground, Tracer};
 use crate::model::boundary::Boundary;

@@ -104,7 +104,7 @@ fn keep_state(
     let case = &finding.case;
     let state = shelf.and_then(|s| s.for_case(case)).and_then(|b| b.ready_at(case.syscalls.last()?));
     let Some(state) = state.filter(|_| finding.built) else { return story };
-    let key = kept::Key::of(&finding.scenario, target, options);
+    let key = kept::Key::of(&finding.scenario, target, options.probe, options.crash);
     if let Err(e) = kept::keep(state, key, &path.join(kept::IN_ARTIFACTS)) {
         let line = format!("killpoint could not keep the crash state this case ran from: {e}\n");
         story.get_or_insert_with(String::new).push_str(&line);
