@@ -47,6 +47,8 @@ pub struct Replays {
     pub reproduced: u32,
     /// The invariants the first failing replay violated (empty: none failed).
     pub violated: BTreeSet<Invariant>,
+    /// They started from the crash state kept beside the case (`RunOptions::from_kept`).
+    pub from_kept: bool,
 }
 
 /// Runs `scenario` up to `times` times while `until` has not passed, counting the replays that
@@ -60,7 +62,7 @@ pub fn replay(
     (times, until): (u32, Instant),
     keep: &mut dyn FnMut(&Verdict, Run),
 ) -> Replays {
-    let mut replays = Replays::default();
+    let mut replays = Replays { from_kept: options.from_kept.is_some(), ..Replays::default() };
     while replays.ran < times && Instant::now() < until {
         replays.ran += 1;
         // A replay that cannot run (the machine is out of ports, …) is a replay that did not fail.
@@ -86,7 +88,8 @@ impl Replays {
         if self.ran == 0 {
             format!("not replayed (the replays' budget of {} s was spent); replay it with", BUDGET.as_secs())
         } else {
-            format!("reproduced {} of {} replays", self.reproduced, self.ran)
+            let from = if self.from_kept { " from the crash state kept beside it" } else { "" };
+            format!("reproduced {} of {} replays{from}", self.reproduced, self.ran)
         }
     }
 }
