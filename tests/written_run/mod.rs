@@ -90,6 +90,7 @@ impl Story {
             fingerprints: Vec::new(),
             syscall_points: Vec::new(),
             syscall_hits: Vec::new(),
+            after_kill: None,
             service_hits: Vec::new(),
             metrics: metrics.map(Ok),
             artifacts: Artifacts::create(name).expect("a temp dir for the run"),

@@ -88,9 +88,9 @@ impl RunCommand {
             }
             Found::Usable(kept) => {
                 outln!(
-                    "starting from the crash state kept in {} (the case's last kill, at {}, with what the runtime, the world and the harness had done before it): only the recovery runs; --rerun-prefix runs the whole workload, as checking a fix to the steps before the kill needs\n",
+                    "starting from the crash state kept in {} (the case's last kill, {}, with what the runtime, the world and the harness had done before it): only the recovery runs; --rerun-prefix runs the whole workload, as checking a fix to the steps before the kill needs\n",
                     kept.dir.display(),
-                    kept.state.point.what
+                    kept.state.told()
                 );
                 Some(kept)
             }

@@ -156,15 +156,8 @@ impl Capture {
         };
         let disk =
             self.disk(point.state, at.power_loss).map_err(|e| format!("the data dir could not be imaged: {e}"))?;
-        let logs = ["stderr.log", "stdout.log"]
-            .into_iter()
-            .filter_map(|name| {
-                let mut bytes = std::fs::read(self.logs.join(name)).ok()?;
-                bytes.truncate(bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
-                Some((name.to_owned(), bytes))
-            })
-            .collect();
-        Ok(BuiltState { point, disk, world, timeline, trace: at.progress, logs, fired: Vec::new() })
+        let logs = logs_of(&self.logs);
+        Ok(BuiltState { at: super::At::Point(point), disk, world, timeline, trace: at.progress, logs, fired: Vec::new() })
     }
 
     /// The data dir's image at the point: a copy of the dir for a process crash, what the
@@ -191,8 +184,21 @@ impl Capture {
     }
 }
 
+/// The runtime's logs in `dir` so far, each cut after its last complete line (a thread not held
+/// may be writing one).
+pub(super) fn logs_of(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    ["stderr.log", "stdout.log"]
+        .into_iter()
+        .filter_map(|name| {
+            let mut bytes = std::fs::read(dir.join(name)).ok()?;
+            bytes.truncate(bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
+            Some((name.to_owned(), bytes))
+        })
+        .collect()
+}
+
 /// The faults whose kill came at or before `seq` on the run's clock.
-fn fired_before(hits: &[Hit], killed: &[Option<u64>], seq: u64) -> Vec<Fired> {
+pub(super) fn fired_before(hits: &[Hit], killed: &[Option<u64>], seq: u64) -> Vec<Fired> {
     let fired = hits.iter().zip(killed).enumerate();
     fired.filter_map(|(fault, (&hit, at))| at.filter(|&at| at <= seq).map(|at| Fired { fault, hit, at })).collect()
 }

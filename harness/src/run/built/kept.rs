@@ -18,11 +18,11 @@
 //! loads — is why `killpoint run --rerun-prefix` exists: a fix to the steps before the kill shows
 //! only in a run that makes them again.
 
-use super::{BuiltState, DiskImage, Fired};
+use super::{At, BuiltState, DiskImage, Fired};
 use crate::model::crash::Crash;
 use crate::run::driver::record::Mark;
 use crate::run::incarnation::Target;
-use crate::run::traced::{SyscallPoint, TraceProgress};
+use crate::run::traced::TraceProgress;
 use crate::scenario::Scenario;
 use fake_tool::WorldSnapshot;
 use serde::{Deserialize, Serialize};
@@ -96,7 +96,7 @@ fn hex(bytes: &[u8]) -> String {
 struct StateFile {
     format: u32,
     key: Key,
-    point: SyscallPoint,
+    at: At,
     world: WorldSnapshot,
     timeline: Vec<Mark>,
     trace: TraceProgress,
@@ -139,7 +139,7 @@ pub fn keep(state: &BuiltState, key: Key, dir: &Path) -> std::io::Result<()> {
     let file = StateFile {
         format: FORMAT,
         key,
-        point: state.point.clone(),
+        at: state.at.clone(),
         world: state.world.clone(),
         timeline: state.timeline.clone(),
         trace: state.trace.clone(),
@@ -158,7 +158,7 @@ pub struct Kept {
 
 impl std::fmt::Debug for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Kept {{ dir: {:?}, point: {} }}", self.dir, self.state.point.what)
+        write!(f, "Kept {{ dir: {:?}, {} }}", self.dir, self.state.told())
     }
 }
 
@@ -210,7 +210,7 @@ fn read(dir: &Path) -> Result<(Key, BuiltState), String> {
         })
         .collect::<Result<_, _>>()?;
     let state = BuiltState {
-        point: file.point,
+        at: file.at,
         disk: Arc::new(DiskImage::AsKilled(data)),
         world: file.world,
         timeline: file.timeline,

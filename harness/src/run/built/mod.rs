@@ -65,6 +65,7 @@
 //! faster: a traced Python recovery took 1.4 times as long). Its `syscall_hits` say the case's
 //! kills were hit; its `syscall_points` are empty, as in any untraced run.
 
+pub mod after_kill;
 pub mod capture;
 mod disk;
 pub mod kept;
@@ -82,7 +83,7 @@ use std::sync::Arc;
 
 /// The crash state a SIGKILL at one point leaves, and the harness's progress there.
 pub struct BuiltState {
-    pub point: SyscallPoint,
+    pub at: At,
     /// Shared by consecutive points that changed nothing under the data dir.
     pub disk: Arc<DiskImage>,
     pub world: WorldSnapshot,
@@ -95,6 +96,43 @@ pub struct BuiltState {
     /// The scenario's faults that fired before the point in the run that built it (a depth-2
     /// state's first kill, at a boundary): a run going on from here has hit them, as that run did.
     pub fired: Vec<Fired>,
+}
+
+/// Where a crash state stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum At {
+    /// At a point of a record run, the runtime held there: a kill there is still to be marked.
+    Point(SyscallPoint),
+    /// Just after a kill of `incarnation` in the run that kept it ([`after_kill`]): its timeline
+    /// holds the kill; `syscall_hits` says which `[[syscall_fault]]`s that run had hit.
+    Killed { incarnation: u32, syscall_hits: Vec<bool> },
+}
+
+impl BuiltState {
+    /// The point it was built at, for a state of a record run.
+    pub fn point(&self) -> Option<&SyscallPoint> {
+        match &self.at {
+            At::Point(point) => Some(point),
+            At::Killed { .. } => None,
+        }
+    }
+
+    /// The incarnation the crash ended.
+    pub fn incarnation(&self) -> u32 {
+        match &self.at {
+            At::Point(point) => point.incarnation,
+            At::Killed { incarnation, .. } => *incarnation,
+        }
+    }
+
+    /// Where it stands, in words: `at fsync runtime.sqlite3-wal`, `after the kill of incarnation 1`.
+    pub fn told(&self) -> String {
+        match &self.at {
+            At::Point(point) => format!("at {}", point.what),
+            At::Killed { incarnation, .. } => format!("right after the kill of incarnation {incarnation}"),
+        }
+    }
 }
 
 /// A fault of the scenario that fired before a built state's point.
@@ -121,7 +159,7 @@ pub enum Built {
 impl Built {
     pub fn point(&self) -> &SyscallPoint {
         match self {
-            Built::Ready(state) => &state.point,
+            Built::Ready(state) => state.point().expect("a record run's states are built at its points"),
             Built::Unbuilt { point, .. } => point,
         }
     }

@@ -39,6 +39,10 @@ pub struct RunOptions {
     /// The crash state to start from instead of running the workload's prefix: the one kept
     /// beside a written case (`crate::run::built::kept`), for that case's scenario only.
     pub from_kept: Option<std::sync::Arc<crate::run::built::kept::Kept>>,
+    /// Take the crash state each kill leaves, right after it (traced process crashes without
+    /// services only), keeping the last in `Run::after_kill`: `explore` keeps it beside a failing
+    /// case it re-ran.
+    pub keep_kills: bool,
 }
 
 impl Default for RunOptions {
@@ -55,6 +59,7 @@ impl Default for RunOptions {
             services: crate::run::services::Services::default(),
             contract: crate::model::contract::Version::CURRENT,
             from_kept: None,
+            keep_kills: false,
         }
     }
 }

@@ -307,6 +307,9 @@ pub struct Run {
     pub syscall_points: Vec<crate::run::traced::SyscallPoint>,
     /// Whether each `[[syscall_fault]]` was reached, by index.
     pub syscall_hits: Vec<bool>,
+    /// With `RunOptions::keep_kills`: the crash state the run's last kill left, or why it could
+    /// not be taken (`None`: no kill, or not asked).
+    pub after_kill: Option<Result<crate::run::built::after_kill::AfterKill, String>>,
     /// Whether each `[[service_fault]]` fired, by index.
     pub service_hits: Vec<bool>,
     /// `GET /metrics` of the last incarnation once the workload settled, for a runtime whose

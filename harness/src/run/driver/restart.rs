@@ -5,6 +5,7 @@
 use super::abort::Abort;
 use super::record::Happening;
 use super::state::{Driver, unless_reached};
+use crate::run::built::after_kill::{self, Around};
 use crate::run::client::{ReadError, Resubmission};
 use crate::run::incarnation::{Incarnation, Launch, StartError};
 use crate::run::traced::Tracing;
@@ -37,6 +38,7 @@ impl Driver<'_> {
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
+        self.keep_after_kill(number).await;
         // Restore mode: the machine is lost, the runtime rebuilt elsewhere from a backup.
         if let Some((lag, root)) = self.restores.clone() {
             self.restore_from_backup(number, lag, &root)?;
@@ -55,6 +57,21 @@ impl Driver<'_> {
         self.connect();
         self.restarts.push(killed_at.elapsed());
         Ok(())
+    }
+
+    /// `RunOptions::keep_kills`: the crash state this kill left, in place of the last one's.
+    async fn keep_after_kill(&mut self, incarnation: u32) {
+        let (Some((data, logs)), Some(tracing)) = (&self.keep_kills, self.traced.as_mut()) else { return };
+        let around = Around {
+            data,
+            logs,
+            world: self.world.state(),
+            timeline: &self.timeline,
+            hits: &self.hits,
+            killed: &self.killed,
+            incarnation,
+        };
+        self.after_kill = Some(after_kill::take(around, tracing).await);
     }
 
     /// Machine-crash mode: the kill was a power loss; the next incarnation finds only what was

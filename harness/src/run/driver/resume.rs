@@ -42,10 +42,13 @@ impl Opening {
                 killed_at: Instant::now(),
             },
             Some(state) => {
-                let incarnation = state.point.incarnation;
+                let incarnation = state.incarnation();
                 let mut timeline = state.timeline.clone();
-                timeline.push(mark(Happening::SyscallKill { incarnation, point: state.point.clone() }));
-                timeline.push(mark(Happening::Killed { incarnation }));
+                // A state kept after a kill has the kill's marks already.
+                if let Some(point) = state.point() {
+                    timeline.push(mark(Happening::SyscallKill { incarnation, point: point.clone() }));
+                    timeline.push(mark(Happening::Killed { incarnation }));
+                }
                 timeline.push(mark(Happening::Started { incarnation: incarnation + 1 }));
                 Opening { number: incarnation + 1, timeline, mirror: None, killed_at: Instant::now() }
             }

@@ -203,6 +203,10 @@ pub(super) fn machine(artifacts: &Artifacts) -> crate::run::services::Machine {
 /// Which of `faults` a run going on from `state` has hit: the one at the built state's point, and
 /// those before it (a depth-2 case's first) in the run it was built in.
 pub(super) fn hit_up_to(faults: &[SyscallFault], state: &BuiltState) -> Vec<bool> {
-    let at = faults.iter().position(|f| *f == state.point.fault());
+    let point = match &state.at {
+        crate::run::built::At::Point(point) => point,
+        crate::run::built::At::Killed { syscall_hits, .. } => return syscall_hits.clone(),
+    };
+    let at = faults.iter().position(|f| *f == point.fault());
     (0..faults.len()).map(|i| at.is_some_and(|at| i <= at)).collect()
 }

@@ -89,6 +89,10 @@ pub(super) struct Driver<'a> {
     pub(super) restores: Option<(crate::model::crash::Lag, PathBuf)>,
     /// Since the first restore: the host the runtime lives on now.
     pub(super) host: Option<super::host::Host>,
+    /// With `RunOptions::keep_kills` (a process crash, no services): the data dir and logs the
+    /// crash state after each kill is taken from, and the last one taken.
+    pub(super) keep_kills: Option<(PathBuf, PathBuf)>,
+    pub(super) after_kill: Option<Result<crate::run::built::after_kill::AfterKill, String>>,
 }
 
 impl<'a> Driver<'a> {
@@ -138,6 +142,11 @@ impl<'a> Driver<'a> {
             mirror: None,
             services: crate::run::services::Running::default(),
             service_hits: vec![false; scenario.service_faults.len()],
+            keep_kills: (options.keep_kills
+                && options.crash == crate::model::crash::Crash::Process
+                && options.services.is_empty())
+            .then(|| (ground.data.clone(), ground.logs.clone())),
+            after_kill: None,
             windows: Default::default(),
             restores: (options.crash == crate::model::crash::Crash::Restore).then(|| {
                 let lag = options.restore_lag.or(scenario.restore_lag).unwrap_or(crate::model::crash::Lag::DEFAULT);

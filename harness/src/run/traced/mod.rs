@@ -237,6 +237,8 @@ struct Shared {
     hook: std::sync::OnceLock<Arc<dyn PointHook>>,
     /// Under a controlled schedule: the harness's turn (`turn`).
     turn: Option<Arc<Turn>>,
+    /// Requests to the fake world completely sent, by every incarnation so far.
+    sent: std::sync::atomic::AtomicUsize,
 }
 
 /// Something the harness does at a crash point while the tracer holds the runtime stopped there
@@ -316,7 +318,8 @@ impl Tracing {
             boundaries: Boundaries::default(),
         };
         let hook = Default::default();
-        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached, hook, turn });
+        let sent = Default::default();
+        let shared = Arc::new(Shared { faults, state: Mutex::new(state), power_loss, reached, hook, turn, sent });
         Ok((Tracing { listener, shared, task: None }, receiver))
     }
 
@@ -387,6 +390,28 @@ impl Tracing {
         self.shared.lock().seen.clone()
     }
 
+    /// After a kill: whether the incarnation's task read its tracer's last lines (it ends at the
+    /// dead tracer's end of file) by `deadline`. Its points are the run's only once read.
+    pub async fn drained(&mut self, deadline: tokio::time::Instant) -> bool {
+        let Some((mut task, _)) = self.task.take() else { return true };
+        let read = tokio::time::timeout_at(deadline, &mut task).await.is_ok();
+        if !read {
+            task.abort();
+        }
+        read
+    }
+
+    /// What the tracer's side of the run knows so far (after a kill: up to it), to go on from.
+    pub fn progress(&self) -> TraceProgress {
+        self.shared.progress()
+    }
+
+    /// Requests to the fake world completely sent so far, by every incarnation: after a kill, the
+    /// world records that many whatever happens next.
+    pub fn requests_sent(&self) -> usize {
+        self.shared.sent.load(Ordering::SeqCst)
+    }
+
     /// In machine-crash mode, after the kill and before the restart: the data dir becomes what a
     /// power loss would leave (`None`: process-crash mode, it stays as the kill left it).
     pub fn lose_power(&self) -> Option<std::io::Result<Vec<String>>> {
@@ -428,6 +453,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let mut counts = Counting::default();
     let mut state = CrashState::default();
     let mut requests = crate::run::sent::Requests::default();
+    let sent_before = shared.sent.load(Ordering::SeqCst);
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     while let Ok(Some(line)) = lines.next_line().await {
@@ -443,6 +469,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         // Counted from the start: what the incarnation did before its ready line is on disk too.
         let crash_state = state.passing(&point, shared.power_loss.is_some());
         requests.passing(&point);
+        shared.sent.store(sent_before + requests.complete(), Ordering::SeqCst);
         let passed = ready.load(Ordering::SeqCst).then(|| shared.passed(incarnation, &point, crash_state, &mut counts));
         if let Some((seen, None)) = &passed
             && let Some(hook) = shared.hook.get()

@@ -5,7 +5,8 @@ use super::built::{Played, Shelf, for_depth_two, rerun_building, run_case_built}
 use super::case::{Case, Workload};
 use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
-use crate::run::built::BuiltStates;
+use crate::run::built::after_kill::AfterKill;
+use crate::run::built::{BuiltState, BuiltStates};
 use crate::run::driver::{Run, RunOptions};
 use crate::run::incarnation::Target;
 
@@ -35,7 +36,10 @@ pub(super) fn run_all(
     let total = cases.len();
     let out: Mutex<Vec<(usize, std::io::Result<Outcome>)>> = Mutex::new(Vec::new());
     // Runs whose recoveries become depth-2 points take fingerprints, so those points can be pruned.
-    let run_options = RunOptions { fingerprints: keep_runs, ..options.run.clone() };
+    // Re-run cases under the tracer take the crash state each kill leaves: a failing one keeps
+    // its last beside its file, as a case from a built state keeps that.
+    let keep_kills = options.keep_failures && options.run.syscalls;
+    let run_options = RunOptions { fingerprints: keep_runs, keep_kills, ..options.run.clone() };
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
             scope.spawn(|| {
@@ -47,7 +51,7 @@ pub(super) fn run_all(
                     let Some(case) = cases.get(i) else { return };
                     let started = std::time::Instant::now();
                     let played = play(workload, case, target, &run_options, shelf, keep_runs);
-                    let outcome = played.map(|(mut finding, run, states)| {
+                    let outcome = played.map(|(mut finding, mut run, states)| {
                         finding.took = started.elapsed();
                         let failed = finding.status() == CaseStatus::Fail;
                         if failed {
@@ -59,6 +63,7 @@ pub(super) fn run_all(
                         let keep = failed && options.keep_failures;
                         let run = if keep {
                             let story = finding.story.take();
+                            let after_kill = run.after_kill.take();
                             let (path, story) = crate::report::evidence::keep_case(
                                 &finding.scenario,
                                 &finding.verdict,
@@ -67,7 +72,8 @@ pub(super) fn run_all(
                                 target,
                                 &run_options,
                             );
-                            let story = keep_state(shelf, &finding, target, &run_options, &path, story);
+                            let state = state_of(shelf, &finding, after_kill.as_ref());
+                            let story = keep_state(state, &finding, target, &run_options, &path, story);
                             (finding.artifacts, finding.story) = (Some(path), story);
                             None
                         } else if keep_runs {
@@ -90,10 +96,25 @@ pub(super) fn run_all(
     out.into_iter().map(|(_, r)| r).collect()
 }
 
-/// A failing case that ran from a built state keeps that state among its artifacts (`path`), for
-/// the file it is written to (`crate::run::built::kept`); a problem doing so ends its story.
+/// The crash state a failing case's recovery started from: its built state, or, re-run, the one
+/// its last kill left (`Err`: why that could not be taken; `None`: neither, untraced).
+fn state_of<'s>(
+    shelf: Option<&'s Shelf>,
+    finding: &Finding,
+    after_kill: Option<&'s Result<AfterKill, String>>,
+) -> Option<Result<&'s BuiltState, &'s str>> {
+    let case = &finding.case;
+    if finding.built {
+        let state = shelf.and_then(|s| s.for_case(case)).and_then(|b| b.ready_at(case.syscalls.last()?));
+        return state.map(Ok);
+    }
+    after_kill.map(|taken| taken.as_ref().map(|a| &a.state).map_err(String::as_str))
+}
+
+/// A failing case keeps the crash state its recovery started from among its artifacts (`path`),
+/// for the file it is written to (`crate::run::built::kept`); a problem doing so ends its story.
 fn keep_state(
-    shelf: Option<&Shelf>,
+    state: Option<Result<&BuiltState, &str>>,
     finding: &Finding,
     target: &Target,
     options: &RunOptions,
@@ -101,12 +122,16 @@ fn keep_state(
     mut story: Option<String>,
 ) -> Option<String> {
     use crate::run::built::kept;
-    let case = &finding.case;
-    let state = shelf.and_then(|s| s.for_case(case)).and_then(|b| b.ready_at(case.syscalls.last()?));
-    let Some(state) = state.filter(|_| finding.built) else { return story };
-    let key = kept::Key::of(&finding.scenario, target, options.probe, options.crash);
-    if let Err(e) = kept::keep(state, key, &path.join(kept::IN_ARTIFACTS)) {
-        let line = format!("killpoint could not keep the crash state this case ran from: {e}\n");
+    let kept = match state {
+        None => return story,
+        Some(Ok(state)) => {
+            let key = kept::Key::of(&finding.scenario, target, options.probe, options.crash);
+            kept::keep(state, key, &path.join(kept::IN_ARTIFACTS)).map_err(|e| e.to_string())
+        }
+        Some(Err(why)) => Err(why.to_owned()),
+    };
+    if let Err(why) = kept {
+        let line = format!("killpoint could not keep the crash state this case's recovery started from: {why}\n");
         story.get_or_insert_with(String::new).push_str(&line);
     }
     story
