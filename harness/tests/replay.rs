@@ -310,24 +310,91 @@ fn a_failure_found_with_operations_in_flight_says_how_often_its_replays_failed()
     assert!(Path::new(program).is_absolute() && Path::new(program).is_file(), "replay names `{program}`");
 }
 
+/// The wave explored over system calls against `--broken blind-retry` in `cwd` (written to
+/// `out/`), with `flags`; the output.
+fn explore_the_wave(cwd: &Path, tmp: &Path, flags: &[&str]) -> (String, String) {
+    let wave = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/concurrent_wave.toml");
+    let mut explore = Command::new(killpoint_binary());
+    explore.arg("explore").arg(&wave).args(TRACED).args(flags).args(["--out", "out", "--runtime"]);
+    explore.arg(reference_runtime()).args(["--", "--broken", "blind-retry"]);
+    let output = output_within(explore, cwd, tmp, "explore of the wave over system calls");
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "expected a failure:\n{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+const TRACED: [&str; 3] = ["--points", "syscalls", "--no-probe"];
+
+/// `killpoint run` of a written case, traced, against `--broken broken`: its certificate's
+/// (name, status, violated) and its output. `i` tells its certificate from the others'.
+fn run_case(
+    cwd: &Path,
+    tmp: &Path,
+    case: &Path,
+    i: usize,
+    broken: &str,
+) -> ((String, String, BTreeSet<String>), String, String) {
+    let mut run = Command::new(killpoint_binary());
+    let json = format!("replay-{}-{i}.json", case.file_stem().unwrap().to_string_lossy());
+    run.arg("run").arg(case).args(TRACED).args(["--json", &json, "--runtime"]);
+    run.arg(reference_runtime()).args(["--", "--broken", broken]);
+    let output = output_within(run, cwd, tmp, "a run of the written case");
+    let (stdout, stderr) = text(&output);
+    (certificate(&cwd.join(&json)), stdout, stderr)
+}
+
+/// Runs `case` (written with `--broken blind-retry`) 10 times, two at a time as a busy machine
+/// would: each starts from its kept state and fails as written. Then once for another runtime:
+/// the state is not used, and the first line says so.
+fn replays_10_of_10(cwd: &Path, tmp: &Path, case: &Path) {
+    assert!(case.with_extension("state").join("state.json").is_file(), "no state kept beside {}", case.display());
+    let found = names_between(&std::fs::read_to_string(case).unwrap(), ", violated ", ".\n");
+    let replays: Vec<_> = std::thread::scope(|scope| {
+        let pairs: Vec<_> = (0..5)
+            .map(|i| {
+                let run = move |i| run_case(cwd, tmp, case, i, "blind-retry");
+                [scope.spawn(move || run(2 * i)), scope.spawn(move || run(2 * i + 1))]
+            })
+            .collect();
+        pairs.into_iter().flatten().map(|h| h.join().unwrap()).collect()
+    });
+    for ((_, status, violated), stdout, stderr) in &replays {
+        assert!(
+            stdout.starts_with("starting from the crash state kept in "),
+            "{}: the replay did not start from the kept state:\n{stdout}\n{stderr}",
+            case.display()
+        );
+        assert_eq!(
+            (status.as_str(), violated),
+            ("fail", &found),
+            "{}: a replay went otherwise:\n{stdout}\n{stderr}",
+            case.display()
+        );
+    }
+    let (_, stdout, _) = run_case(cwd, tmp, case, 10, "no-write-ahead");
+    assert!(
+        stdout.starts_with("running the whole workload: the crash state beside the file is not used ("),
+        "a state kept for `--broken blind-retry` used for `--broken no-write-ahead`:\n{stdout}"
+    );
+}
+
+/// The written cases in `dir`.
+fn written_cases(dir: &Path) -> Vec<PathBuf> {
+    let cases = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path());
+    cases.filter(|p| p.extension().is_some_and(|x| x == "toml")).collect()
+}
+
 /// A failure found under the tracer with operations in flight replays every time from its written
 /// file: explore keeps the crash state the case failed from beside it (`CASE.state/`), and `run`
-/// starts there. Re-running the prefix instead reached the same failure 0 to 10 times in 10 for
-/// these cases (the other operations elsewhere at the kill); a state kept for another runtime is
-/// not used, and says so.
+/// starts there; explore's own replays start there too, and say so. Re-running the prefix instead
+/// reached such cases' failures 0 to 10 times in 10 (the other operations elsewhere at the kill);
+/// a state kept for another runtime is not used, and says so.
 #[test]
 fn a_failure_found_under_the_tracer_with_operations_in_flight_replays_10_of_10_from_its_written_file() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path().join("work");
     std::fs::create_dir(&cwd).unwrap();
-    let wave = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/concurrent_wave.toml");
-    let mode = ["--points", "syscalls", "--no-probe"];
-    let mut explore = Command::new(killpoint_binary());
-    explore.arg("explore").arg(&wave).args(mode).args(["--first-failure", "--out", "out", "--runtime"]);
-    explore.arg(reference_runtime()).args(["--", "--broken", "blind-retry"]);
-    let output = output_within(explore, &cwd, tmp.path(), "explore of the wave over system calls");
-    let (stdout, stderr) = text(&output);
-    assert_eq!(output.status.code(), Some(1), "expected a failure:\n{stdout}\n{stderr}");
+    let (_, stderr) = explore_the_wave(&cwd, tmp.path(), &["--first-failure"]);
     let told: Vec<&str> = stderr.lines().filter_map(|l| l.trim().strip_prefix("reproduced ")).collect();
     assert!(!told.is_empty(), "no `reproduced k of N replays` line:\n{stderr}");
     for line in &told {
@@ -339,52 +406,36 @@ fn a_failure_found_under_the_tracer_with_operations_in_flight_replays_10_of_10_f
             "explore's replays from the kept state: reproduced {line}\n{stderr}"
         );
     }
-    let cases: Vec<PathBuf> = std::fs::read_dir(cwd.join("out"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
+    let cases = written_cases(&cwd.join("out"));
     assert!(!cases.is_empty(), "no case written:\n{stderr}");
     for case in &cases {
-        assert!(case.with_extension("state").join("state.json").is_file(), "no state kept beside {}", case.display());
-        let toml = std::fs::read_to_string(case).unwrap();
-        let found = names_between(&toml, ", violated ", ".\n");
-        let run = |i: usize, broken: &str| {
-            let mut run = Command::new(killpoint_binary());
-            let json = format!("replay-{}-{i}.json", case.file_stem().unwrap().to_string_lossy());
-            run.arg("run").arg(case).args(mode).args(["--json", &json, "--runtime"]);
-            run.arg(reference_runtime()).args(["--", "--broken", broken]);
-            let output = output_within(run, &cwd, tmp.path(), "a run of the written case");
-            let (stdout, stderr) = text(&output);
-            (certificate(&cwd.join(&json)), stdout, stderr)
-        };
-        // Two at a time, as a busy machine would run them.
-        let replays: Vec<_> = std::thread::scope(|scope| {
-            let pairs: Vec<_> = (0..5)
-                .map(|i| {
-                    [scope.spawn(move || run(2 * i, "blind-retry")), scope.spawn(move || run(2 * i + 1, "blind-retry"))]
-                })
-                .collect();
-            pairs.into_iter().flatten().map(|h| h.join().unwrap()).collect()
-        });
-        for ((_, status, violated), stdout, stderr) in &replays {
-            assert!(
-                stdout.starts_with("starting from the crash state kept in "),
-                "{}: the replay did not start from the kept state:\n{stdout}\n{stderr}",
-                case.display()
-            );
-            assert_eq!(
-                (status.as_str(), violated),
-                ("fail", &found),
-                "{}: a replay went otherwise:\n{stdout}\n{stderr}",
-                case.display()
-            );
-        }
-        let ((_, _, _), stdout, _) = run(10, "no-write-ahead");
-        assert!(
-            stdout.starts_with("running the whole workload: the crash state beside the file is not used ("),
-            "a state kept for `--broken blind-retry` used for `--broken no-write-ahead`:\n{stdout}"
-        );
+        replays_10_of_10(&cwd, tmp.path(), case);
+    }
+}
+
+/// The `after_submit` race with operations in flight: the harness kills as it reads one
+/// operation's `202`, while the others are wherever the runtime's threads took them. Explore
+/// re-runs such a case (no record run stops there) and keeps the state its kill left; from it
+/// the case replays 10 of 10, where re-running the prefix reached its failure 0 to 7 times in 10.
+/// Whether an exploration finds such a failure is itself that race: up to 3 explorations are
+/// asked for one (each of 7 by hand found one or two).
+#[test]
+fn the_after_submit_race_with_operations_in_flight_replays_10_of_10_from_its_written_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut explored = Vec::new();
+    let found = (0..3).find_map(|i| {
+        let cwd = tmp.path().join(format!("work-{i}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let (stdout, _) = explore_the_wave(&cwd, tmp.path(), &["--quiet"]);
+        let cases = written_cases(&cwd.join("out"));
+        let race: Vec<PathBuf> = cases.into_iter().filter(|c| c.to_string_lossy().contains(".after_submit.")).collect();
+        explored.push(stdout);
+        (!race.is_empty()).then_some((cwd, race))
+    });
+    let (cwd, race) =
+        found.unwrap_or_else(|| panic!("3 explorations found no after_submit failure:\n{}", explored.join("\n")));
+    for case in &race {
+        replays_10_of_10(&cwd, tmp.path(), case);
     }
 }
 

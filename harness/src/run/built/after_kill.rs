@@ -55,7 +55,9 @@ pub async fn take(around: Around<'_>, tracing: &mut Tracing) -> Result<AfterKill
     let sent = tracing.requests_sent();
     if !around.world.recorded_at_least(sent, deadline).await {
         let recorded = around.world.requests_recorded();
-        return Err(format!("the fake world recorded {recorded} requests within {LANDS:?}, the tracer saw {sent} sent"));
+        return Err(format!(
+            "the fake world recorded {recorded} requests within {LANDS:?}, the tracer saw {sent} sent"
+        ));
     }
     let world = around.world.snapshot();
     let timeline = around.timeline.to_vec();

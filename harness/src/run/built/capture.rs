@@ -157,7 +157,15 @@ impl Capture {
         let disk =
             self.disk(point.state, at.power_loss).map_err(|e| format!("the data dir could not be imaged: {e}"))?;
         let logs = logs_of(&self.logs);
-        Ok(BuiltState { at: super::At::Point(point), disk, world, timeline, trace: at.progress, logs, fired: Vec::new() })
+        Ok(BuiltState {
+            at: super::At::Point(point),
+            disk,
+            world,
+            timeline,
+            trace: at.progress,
+            logs,
+            fired: Vec::new(),
+        })
     }
 
     /// The data dir's image at the point: a copy of the dir for a process crash, what the
