@@ -2,8 +2,8 @@
 //! written with its kill points, not with which other operation was mid-flight when the kill
 //! landed: run again from the start, it may pass. So such a case is replayed [`REPLAYS`] times
 //! (within a deadline) and told as "reproduced k of N replays", as is a case killed at
-//! `after_submit` ([`timing_dependent`]). A case that failed from a built crash state is replayed
-//! from it (`RunOptions::from_kept`), as its file is, and comes back every time. A case with one
+//! `after_submit` ([`timing_dependent`]). A case whose crash state was kept (explore, traced) is
+//! replayed from it (`RunOptions::from_kept`), as its file is, and comes back every time. A case with one
 //! operation in flight at a time, killed where the runtime waits for the harness or the world, runs
 //! the same way each time, and one replay says what it violates.
 

@@ -6,12 +6,12 @@
 //! finds (a process crash; machine crashes and restores rebuild the dir after this and are not
 //! kept). The world is snapshotted once it has recorded every request the tracer saw completely
 //! sent: those reach it whatever happens next. The harness's marks so far are the timeline,
-//! the kill's own included, and the faults fired so far are [`Fired`]. Nothing of the harness is
+//! the kill's own included, and the faults fired so far are [`Fired`](super::Fired). Nothing of the harness is
 //! in flight: the driver submits one operation at a time, and kills only between submissions.
 
 use super::capture::{fired_before, logs_of};
 use super::{At, BuiltState, DiskImage};
-use crate::run::driver::{Hit, Mark};
+use crate::run::driver::record::{Hit, Mark};
 use crate::run::scratch::Scratch;
 use crate::run::traced::Tracing;
 use fake_tool::WorldState;

@@ -158,7 +158,7 @@ impl Capture {
             self.disk(point.state, at.power_loss).map_err(|e| format!("the data dir could not be imaged: {e}"))?;
         let logs = logs_of(&self.logs);
         Ok(BuiltState {
-            at: super::At::Point(point),
+            at: super::At::Point(Box::new(point)),
             disk,
             world,
             timeline,

@@ -1,6 +1,7 @@
-//! A built crash state kept on disk beside the case written from it, so that `killpoint run` of
-//! the file starts where the case that failed started: from the same data dir, world and
-//! progress, not from a re-run of the workload's prefix.
+//! A crash state kept on disk beside the case written from it, so that `killpoint run` of the
+//! file starts where the case that failed started: from the same data dir, world and progress,
+//! not from a re-run of the workload's prefix. The state is the case's built state, or, for a
+//! case explore re-ran, the one its last kill left ([`super::after_kill`]).
 //!
 //! Why: with operations in flight together, a re-run of the prefix reaches the case's kill with
 //! the other operations elsewhere from one run to the next (issue 33 measured replays of written
@@ -219,4 +220,35 @@ fn read(dir: &Path) -> Result<(Key, BuiltState), String> {
         fired: file.fired,
     };
     Ok((file.key, state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case written again in the same place never keeps the state an earlier case left there:
+    /// it gets its own, or none.
+    #[test]
+    fn a_state_is_put_beside_its_case_in_place_of_an_earlier_one_or_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let case = tmp.path().join("case.toml");
+        let stale = beside(&case).join("state.json");
+        std::fs::create_dir_all(beside(&case)).unwrap();
+        std::fs::write(&stale, "an earlier case's").unwrap();
+        let kept = tmp.path().join("kept");
+        std::fs::create_dir_all(kept.join("data")).unwrap();
+        std::fs::write(kept.join("state.json"), "this case's").unwrap();
+
+        put_beside(Some(&kept), &case).unwrap();
+        assert_eq!(std::fs::read_to_string(&stale).unwrap(), "this case's");
+        assert!(beside(&case).join("data").is_dir(), "the data dir goes with it");
+
+        put_beside(None, &case).unwrap();
+        assert!(!beside(&case).exists(), "a case written without a state left {}", beside(&case).display());
+        assert!(matches!(find(&case, &key()), Found::Nothing));
+    }
+
+    fn key() -> Key {
+        Key { scenario: String::new(), command: Vec::new(), files: Vec::new(), probe: false, crash: Crash::Process }
+    }
 }

@@ -58,7 +58,8 @@
 //! state or was re-run.
 //!
 //! A failing case's state is kept on disk beside the file it is written to ([`kept`]), so that
-//! `killpoint run` of the file starts from it too.
+//! `killpoint run` of the file starts from it too; a case that was re-run keeps the state its
+//! last kill left, taken right after the kill ([`after_kill`]).
 //!
 //! A run from a built state traces its recovery only when it builds states there: every kill of
 //! its case has happened, and untraced the runtime recovers as it would in production (and
@@ -103,7 +104,7 @@ pub struct BuiltState {
 #[serde(rename_all = "snake_case")]
 pub enum At {
     /// At a point of a record run, the runtime held there: a kill there is still to be marked.
-    Point(SyscallPoint),
+    Point(Box<SyscallPoint>),
     /// Just after a kill of `incarnation` in the run that kept it ([`after_kill`]): its timeline
     /// holds the kill; `syscall_hits` says which `[[syscall_fault]]`s that run had hit.
     Killed { incarnation: u32, syscall_hits: Vec<bool> },
@@ -113,7 +114,7 @@ impl BuiltState {
     /// The point it was built at, for a state of a record run.
     pub fn point(&self) -> Option<&SyscallPoint> {
         match &self.at {
-            At::Point(point) => Some(point),
+            At::Point(point) => Some(point.as_ref()),
             At::Killed { .. } => None,
         }
     }

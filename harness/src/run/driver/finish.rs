@@ -3,7 +3,8 @@
 //! the checker judges.
 
 use super::abort::Abort;
-use super::record::{Hit, Mark, Run};
+use super::evidence::Run;
+use super::record::{Hit, Mark};
 use super::state::Driver;
 use super::tail::LastWord;
 use crate::model::boundary::Boundary;

@@ -25,6 +25,7 @@
 mod abort;
 mod arming;
 pub mod deadline;
+mod evidence;
 mod faults;
 mod fingerprint;
 mod finish;
@@ -47,10 +48,11 @@ mod windows;
 mod workload;
 
 pub use abort::Abort;
+pub use evidence::Run;
 pub use fingerprint::Fingerprint;
 pub use host::RESTORED_VARIABLE;
 pub use options::RunOptions;
-pub use record::{Happening, Hit, Mark, Refusal, Release, Run};
+pub use record::{Happening, Hit, Mark, Refusal, Release};
 pub use setup::environment;
 
 use crate::model::crash::Crash;

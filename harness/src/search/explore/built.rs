@@ -8,9 +8,9 @@
 //! `[[syscall_fault]]` whose state could be built; every other case (a boundary held exactly
 //! without the probe, a freeze or revocation and what follows it, a point whose world could not
 //! be recorded in time) is re-run, as is everything with `--rerun-prefix`. Both give the same
-//! [`Finding`]: the case's scenario. A failing case from a built state keeps that state beside its
-//! written file (`crate::run::built::kept`), where `killpoint run` starts from it; otherwise `run`
-//! re-runs the prefix.
+//! [`Finding`]: the case's scenario. A failing case keeps the state its recovery started from
+//! beside its written file (`crate::run::built::kept`: the built one, or for a re-run case the one
+//! its last kill left), where `killpoint run` starts from it.
 
 use super::case::{Case, Workload};
 use super::finding::{Finding, finding_of};
