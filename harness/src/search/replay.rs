@@ -83,9 +83,12 @@ pub fn replay(
 }
 
 impl Replays {
-    /// The words before a replay command: `reproduced k of N replays`, or why there were none.
+    /// The words before a replay command: `reproduced k of N replays`, or why there were none;
+    /// `reproduce` when every replay from a kept crash state came back, as its file's runs will.
     pub fn told(&self) -> String {
-        if self.ran == 0 {
+        if self.from_kept && self.ran > 0 && self.reproduced == self.ran {
+            format!("reproduce (from the crash state kept beside it: {} of {} replays)", self.reproduced, self.ran)
+        } else if self.ran == 0 {
             format!("not replayed (the replays' budget of {} s was spent); replay it with", BUDGET.as_secs())
         } else {
             let from = if self.from_kept { " from the crash state kept beside it" } else { "" };
