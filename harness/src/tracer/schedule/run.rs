@@ -4,7 +4,7 @@
 
 use super::choice::Candidate;
 use super::events::Events;
-use super::threads::{Activity, activity, is_unix, readable, socket_inode, unread};
+use super::threads::{Activity, is_unix, readable, socket_inode, unread};
 use super::{Awaited, PEER_WAIT, SETTLE_LIMIT, Scheduler};
 use crate::tracer::error::TracerError;
 use crate::tracer::pending::Pending;
@@ -114,14 +114,14 @@ impl Tracer {
             return Next::Wait(IDLE_LOOK);
         }
         if let Some(tid) = s.running {
-            match activity(tid) {
+            match s.threads.activity(tid) {
                 // Blocked inside its call (a receive the world has not answered): its `after`
                 // comes when it comes; the others may go meanwhile.
                 Activity::Asleep | Activity::Gone => s.running = None,
                 Activity::Running | Activity::Stopped => return Next::Wait(s.tick()),
             }
         }
-        let busy = s.threads.live().filter(|t| !s.held.contains_key(t)).any(|t| match activity(t) {
+        let busy = s.threads.live().filter(|t| !s.held.contains_key(t)).any(|t| match s.threads.activity(t) {
             Activity::Running => true,
             Activity::Stopped => !s.frozen.contains(&t),
             Activity::Asleep | Activity::Gone => false,

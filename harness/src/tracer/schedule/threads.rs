@@ -2,6 +2,7 @@
 //! ids (the n-th thread a thread started: `main.2.1`), and what each is doing now, read from
 //! `/proc` (its state, and for a sleeping one the call it sleeps in).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
 /// Every traced thread alive, with its label.
@@ -10,6 +11,10 @@ pub(in crate::tracer) struct Threads {
     labels: BTreeMap<i32, String>,
     /// How many threads (or processes) each one started so far.
     started: HashMap<i32, u32>,
+    /// Each thread's `/proc/<tid>/stat`, open: a look is one `pread` of it, not an open, a
+    /// `statx`, six small reads and a close (a scheduled run of the wave looked about 5,000
+    /// times, and those calls were most of the tracer's own).
+    stats: RefCell<HashMap<i32, std::fs::File>>,
 }
 
 impl Threads {
@@ -36,6 +41,7 @@ impl Threads {
 
     pub(in crate::tracer) fn gone(&mut self, tid: i32) {
         self.labels.remove(&tid);
+        self.stats.get_mut().remove(&tid);
     }
 
     pub(in crate::tracer) fn label(&self, tid: i32) -> String {
@@ -61,10 +67,34 @@ pub(super) enum Activity {
     Gone,
 }
 
-pub(super) fn activity(tid: i32) -> Activity {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{tid}/stat")) else { return Activity::Gone };
+impl Threads {
+    /// What `tid` is doing now, from its `/proc/<tid>/stat` (kept open, read again from its
+    /// start: the kernel writes it anew for each read at offset 0).
+    pub(super) fn activity(&self, tid: i32) -> Activity {
+        use std::os::unix::fs::FileExt;
+        let mut stats = self.stats.borrow_mut();
+        // A stat line is a few hundred bytes; the state comes early in it.
+        let mut line = [0u8; 1024];
+        if let Some(file) = stats.get(&tid) {
+            match file.read_at(&mut line, 0) {
+                Ok(n) => return activity_in(&line[..n]),
+                // Its task ended (a dead task's stat fails to read); a new thread may have the
+                // same id by now: opened again below.
+                Err(_) => stats.remove(&tid),
+            };
+        }
+        let Ok(file) = std::fs::File::open(format!("/proc/{tid}/stat")) else { return Activity::Gone };
+        let Ok(n) = file.read_at(&mut line, 0) else { return Activity::Gone };
+        stats.insert(tid, file);
+        activity_in(&line[..n])
+    }
+}
+
+/// The activity a `/proc/<tid>/stat` line says.
+fn activity_in(stat: &[u8]) -> Activity {
     // The state is the first field after the command's closing parenthesis.
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    let close = stat.iter().rposition(|&b| b == b')');
+    let state = close.and_then(|i| stat[i + 1..].iter().find(|b| !b.is_ascii_whitespace())).map(|&b| b as char);
     match state {
         Some('R' | 'D' | 'W') => Activity::Running,
         Some('t' | 'T') => Activity::Stopped,
@@ -166,7 +196,9 @@ mod tests {
     fn a_thread_asleep_in_a_read_is_told_from_one_running_and_its_socket_is_unix() {
         // This test's own thread is running while it reads its stat.
         let me = unsafe { libc::gettid() };
-        assert_eq!(activity(me), Activity::Running);
+        // One `Threads` throughout: its open stat files are read again, and must say what is now.
+        let threads = Threads::default();
+        assert_eq!(threads.activity(me), Activity::Running);
         let (mut reader, _writer) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
         let sleeper = std::thread::spawn(move || {
             use std::io::Read;
@@ -180,7 +212,7 @@ mod tests {
             let tasks = std::fs::read_dir("/proc/self/task").expect("our threads");
             let asleep = tasks
                 .filter_map(|t| t.ok()?.file_name().to_str()?.parse::<i32>().ok())
-                .find(|&tid| tid != me && activity(tid) == Activity::Asleep && socket_of_read(tid).is_some());
+                .find(|&tid| tid != me && threads.activity(tid) == Activity::Asleep && socket_of_read(tid).is_some());
             if let Some(tid) = asleep {
                 break tid;
             }
@@ -191,5 +223,6 @@ mod tests {
         assert!(is_unix(std::process::id() as i32, inode), "a socket pair is Unix-domain");
         drop(_writer);
         assert_eq!(sleeper.join().expect("the reader ends").0, found);
+        assert_eq!(threads.activity(found), Activity::Gone, "the same open stat file, once its thread ended");
     }
 }
