@@ -116,7 +116,12 @@ pub(super) fn socket_inode(tid: i32, fd: i64) -> Option<u64> {
 fn ask_copy<T>(tid: i32, fd: i32, ask: impl FnOnce(i32) -> Option<T>) -> Option<T> {
     // SAFETY: raw system calls on ids we own; every fd opened here is closed here.
     let copy = unsafe {
-        let pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
+        // PIDFD_THREAD (O_EXCL, Linux 6.9) for a thread that does not lead its group, as a
+        // runtime's workers do; without the flag (older kernels) only a leader can be opened.
+        let mut pidfd = libc::syscall(libc::SYS_pidfd_open, tid, libc::O_EXCL) as i32;
+        if pidfd < 0 {
+            pidfd = libc::syscall(libc::SYS_pidfd_open, tid, 0) as i32;
+        }
         if pidfd < 0 {
             return None;
         }
@@ -190,6 +195,20 @@ mod tests {
         );
         threads.gone(1200);
         assert_eq!(threads.live().collect::<Vec<_>>(), vec![900, 1234, 5000]);
+    }
+
+    /// A runtime's workers do not lead their thread group: a socket one of them holds is still
+    /// asked (this test runs on a thread of the test binary, which leads nothing either).
+    #[test]
+    fn bytes_waiting_on_a_socket_are_counted_through_a_thread_that_leads_no_group() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let me = unsafe { libc::gettid() };
+        assert_ne!(me, std::process::id() as i32, "expected a test thread, not the main one");
+        let (reader, mut writer) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+        writer.write_all(b"abc").expect("three bytes sent");
+        assert_eq!(unread(me, reader.as_raw_fd()), Some(3));
+        assert_eq!(readable(me, reader.as_raw_fd()), Some(true));
     }
 
     #[test]
