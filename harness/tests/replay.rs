@@ -591,8 +591,12 @@ fn explore_over_schedules_writes_the_bad_order_with_its_seed_and_its_rerun_sh_fa
     assert!(toml.contains("[schedule]\nseed = "), "the written case pins its seed:\n{toml}");
     let violated = names_between(&toml, ", violated ", ".\n");
     assert!(violated.contains("at_most_once"), "the duplicate charge: {violated:?}");
-    let line = stderr.lines().find_map(|l| l.trim().strip_prefix("reproduced ")).expect("a replay line");
-    assert!(line.starts_with("5 of 5 replays: "), "the pinned schedule replays every time: {line}");
+    assert!(file.with_extension("state").join("state.json").is_file(), "no crash state kept beside {}", file.display());
+    let line = stderr.lines().find_map(|l| l.trim().strip_prefix("reproduce (")).expect("a replay line");
+    assert!(
+        line.starts_with("from the crash state kept beside it: 5 of 5 replays): "),
+        "the kept state replays every time: {line}"
+    );
     assert!(stdout.contains("distinct orders of the runtime's crash-point calls: 2"), "both orders covered:\n{stdout}");
 
     let dir = kept_dir(&stderr);

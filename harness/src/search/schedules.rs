@@ -51,6 +51,26 @@ impl ScheduleExploration {
     }
 }
 
+/// A failing run's crash state at its last kill, kept among its artifacts (`path`) for the file
+/// written from it (`crate::run::built::kept`); why it could not be ends the run's story.
+fn keep_state(
+    after_kill: Option<Result<crate::run::built::after_kill::AfterKill, String>>,
+    pinned: &Scenario,
+    target: &Target,
+    options: &RunOptions,
+    path: &std::path::Path,
+    mut story: Option<String>,
+) -> Option<String> {
+    use crate::run::built::kept;
+    let Some(taken) = after_kill else { return story };
+    let key = kept::Key::of(pinned, target, options.probe, options.crash);
+    let state = taken.as_ref().map(|t| &t.state).map_err(String::as_str);
+    if let Some(line) = kept::keep_among(path, state, key) {
+        story.get_or_insert_with(String::new).push_str(&line);
+    }
+    story
+}
+
 /// How an exploration over schedules goes: seeds `1..=budget` at PCT `depth`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -73,10 +93,12 @@ pub fn explore_schedules(
 ) -> std::io::Result<ScheduleExploration> {
     let mut exploration = ScheduleExploration::default();
     let mut orders = HashSet::new();
+    // A failing run keeps the crash state its last kill left, for the case written from it.
+    let options = &RunOptions { keep_kills: budget.keep_failures, ..options.clone() };
     for seed in 1..=budget.seeds {
         let schedule = Schedule { depth: budget.depth, ..Schedule::seeded(seed) };
         let pinned = Scenario { schedule: Some(schedule), ..scenario.clone() };
-        let (verdict, run) = run_scenario(&pinned, target, options)?;
+        let (verdict, mut run) = run_scenario(&pinned, target, options)?;
         let order: Vec<String> = run
             .syscall_points
             .iter()
@@ -92,7 +114,9 @@ pub fn explore_schedules(
         let seen = exploration.runs.iter().any(|r| r.order == order && r.violated == violated);
         let (artifacts, story) = match budget.keep_failures && failed && !seen {
             true => {
+                let after_kill = run.after_kill.take();
                 let (path, story) = crate::report::evidence::keep_case(&pinned, &verdict, story, run, target, options);
+                let story = keep_state(after_kill, &pinned, target, options, &path, story);
                 (Some(path), story)
             }
             false => (None, story),

@@ -130,6 +130,17 @@ pub fn put_beside(kept: Option<&Path>, case_file: &Path) -> std::io::Result<()> 
     }
 }
 
+/// Keeps a failing case's `state` (built for `key`; `Err`: why it has none) among its artifacts;
+/// `Some`: the line its story ends with, saying why it could not be kept.
+pub fn keep_among(artifacts: &Path, state: Result<&BuiltState, &str>, key: Key) -> Option<String> {
+    let kept = match state {
+        Ok(state) => keep(state, key, &artifacts.join(IN_ARTIFACTS)).map_err(|e| e.to_string()),
+        Err(why) => Err(why.to_owned()),
+    };
+    let why = kept.err()?;
+    Some(format!("killpoint could not keep the crash state this case's recovery started from: {why}\n"))
+}
+
 /// Writes `state`, built for `key`, into `dir` (which must not exist).
 pub fn keep(state: &BuiltState, key: Key, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir.join("logs"))?;

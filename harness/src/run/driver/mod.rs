@@ -184,10 +184,11 @@ async fn play(
         env.push(("KILLPOINT_PROBE_SOCKET".to_owned(), ground.probe_path.display().to_string()));
     }
     // From a built state every kill has happened: the recovery is traced only when its points
-    // are wanted (depth 2 builds their states), and otherwise runs as fast as the runtime does
+    // are wanted (depth 2 builds their states) or it runs under the scenario's controlled
+    // schedule, as the run it was kept from did, and otherwise runs as fast as the runtime does
     // (a traced Python recovery took 1.4 times as long).
     let wanted = match start.from {
-        Some(_) => start.recording.is_some(),
+        Some(_) => start.recording.is_some() || scenario.schedule.is_some(),
         None => options.syscalls || machine || !scenario.syscall_faults.is_empty() || scenario.schedule.is_some(),
     };
     let tracing = wanted && permitted.is_ok();

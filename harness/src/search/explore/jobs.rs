@@ -122,16 +122,9 @@ fn keep_state(
     mut story: Option<String>,
 ) -> Option<String> {
     use crate::run::built::kept;
-    let kept = match state {
-        None => return story,
-        Some(Ok(state)) => {
-            let key = kept::Key::of(&finding.scenario, target, options.probe, options.crash);
-            kept::keep(state, key, &path.join(kept::IN_ARTIFACTS)).map_err(|e| e.to_string())
-        }
-        Some(Err(why)) => Err(why.to_owned()),
-    };
-    if let Err(why) = kept {
-        let line = format!("killpoint could not keep the crash state this case's recovery started from: {why}\n");
+    let Some(state) = state else { return story };
+    let key = kept::Key::of(&finding.scenario, target, options.probe, options.crash);
+    if let Some(line) = kept::keep_among(path, state, key) {
         story.get_or_insert_with(String::new).push_str(&line);
     }
     story
