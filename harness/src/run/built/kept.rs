@@ -8,9 +8,10 @@
 //! wave cases failing 1 to 10 times in 10). The state the case failed from is what it failed
 //! from; kept, it replays every time.
 //!
-//! `case.toml` keeps its state in `case.state/`: `state.json` (the point, the world's snapshot,
-//! the harness's and the tracer's progress, the faults fired, and the [`Key`] it is valid for),
-//! `data/` (the data dir a kill there left; for a machine crash, what was synced) and `logs/`.
+//! `case.toml` keeps its state in `case.state/`: `state.json` (where it stands — a record run's
+//! point, or just after a kill —, the world's snapshot, the harness's and the tracer's progress,
+//! the faults fired, and the [`Key`] it is valid for), `data/` (the data dir a kill there left;
+//! for a machine crash, what was synced) and `logs/`.
 //!
 //! A state is used only for what built it: the same scenario (its text as written, without its
 //! description), the same runtime command with the same bytes in its program and in every
@@ -65,7 +66,7 @@ impl Key {
     /// What differs between the key a state was kept for (`self`) and the run's, in words.
     fn differs(&self, now: &Key) -> Option<String> {
         if self.scenario != now.scenario {
-            Some("the scenario changed since the state was kept".to_owned())
+            Some("the scenario is not the one it was kept for (edited since, or run with --operations)".to_owned())
         } else if self.command != now.command {
             Some(format!("it was kept for the runtime `{}`, not `{}`", self.command.join(" "), now.command.join(" ")))
         } else if self.files != now.files {
