@@ -1,13 +1,15 @@
 //! The crash state a kill left, taken right after it in the run that made it: what `explore`
-//! keeps for a failing case it re-ran (a kill at a boundary the world or the client holds, a
-//! freeze), where no record run could build the state (`capture`) beforehand.
+//! keeps for a failing case it re-ran (a kill at a boundary the world or the client holds) and
+//! for a failing seed of `explore --schedules`, where no record run built the state (`capture`)
+//! beforehand.
 //!
 //! After the SIGKILL the runtime is gone, so its data dir is exactly what the next incarnation
 //! finds (a process crash; machine crashes and restores rebuild the dir after this and are not
 //! kept). The world is snapshotted once it has recorded every request the tracer saw completely
-//! sent: those reach it whatever happens next. The harness's marks so far are the timeline,
-//! the kill's own included, and the faults fired so far are [`Fired`](super::Fired). Nothing of the harness is
-//! in flight: the driver submits one operation at a time, and kills only between submissions.
+//! sent: those reach it whatever happens next. The harness's marks so far are the timeline, the
+//! kill's own included, and the faults fired so far are [`Fired`](super::Fired). Nothing of the
+//! harness is in flight: the driver submits one operation at a time, and kills only between
+//! submissions.
 
 use super::capture::{fired_before, logs_of};
 use super::{At, BuiltState, DiskImage};

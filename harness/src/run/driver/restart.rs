@@ -38,7 +38,12 @@ impl Driver<'_> {
         self.incarnation.kill().await;
         let number = self.incarnation.number;
         self.mark(Happening::Killed { incarnation: number });
+        // Taking the crash state is the harness's time, not the restart's: the clocks that measure
+        // the restart and the recovery start after it.
+        let taking = Instant::now();
         self.keep_after_kill(number).await;
+        let killed_at = killed_at + taking.elapsed();
+        self.last_kill = Some(killed_at);
         // Restore mode: the machine is lost, the runtime rebuilt elsewhere from a backup.
         if let Some((lag, root)) = self.restores.clone() {
             self.restore_from_backup(number, lag, &root)?;
