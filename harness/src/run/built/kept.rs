@@ -260,6 +260,41 @@ mod tests {
         assert!(matches!(find(&case, &key()), Found::Nothing));
     }
 
+    /// What a run differs in from the run a state was kept for is said, each in its own words;
+    /// an unreadable state is said with its path.
+    #[test]
+    fn a_state_kept_for_another_run_is_refused_saying_what_differs() {
+        let text = "description = \"one charge\"\n\n[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\nexpect = \"succeeded\"\n";
+        let scenario = Scenario::parse(Path::new("case.toml"), text).expect("a scenario");
+        let target = Target { program: "/bin/sh".into(), args: vec!["--flag".into()] };
+        let kept = Key::of(&scenario, &target, false, Crash::Process);
+        assert_eq!(kept.differs(&Key::of(&scenario, &target, false, Crash::Process)), None);
+        let described = Scenario { description: "found by explore".into(), ..scenario.clone() };
+        assert_eq!(
+            kept.differs(&Key::of(&described, &target, false, Crash::Process)),
+            None,
+            "the description is not the key"
+        );
+
+        let longer = Scenario { deadline: scenario.deadline * 2, ..scenario.clone() };
+        let why = kept.differs(&Key::of(&longer, &target, false, Crash::Process)).expect("another scenario");
+        assert!(why.starts_with("the scenario is not the one it was kept for"), "{why}");
+        let other = Target { program: "/bin/sh".into(), args: vec!["--other".into()] };
+        let why = kept.differs(&Key::of(&scenario, &other, false, Crash::Process)).expect("another runtime");
+        assert_eq!(why, "it was kept for the runtime `/bin/sh --flag`, not `/bin/sh --other`");
+        let why = kept.differs(&Key::of(&scenario, &target, true, Crash::Process)).expect("another mode");
+        assert_eq!(why, "it was kept for process crashes without the probe, not process crashes with the probe");
+
+        let tmp = tempfile::tempdir().unwrap();
+        let case = tmp.path().join("case.toml");
+        std::fs::create_dir_all(beside(&case)).unwrap();
+        std::fs::write(beside(&case).join("state.json"), "{").unwrap();
+        match find(&case, &kept) {
+            Found::Unusable(why) => assert!(why.contains("state.json") && why.contains("cannot be read"), "{why}"),
+            _ => panic!("an unreadable state was not refused"),
+        }
+    }
+
     fn key() -> Key {
         Key { scenario: String::new(), command: Vec::new(), files: Vec::new(), probe: false, crash: Crash::Process }
     }
