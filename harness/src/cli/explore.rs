@@ -237,12 +237,9 @@ fn replayed(finding: &Finding, target: &Target, options: &RunOptions, until: Ins
     }
     let found = finding.verdict.failed_invariants();
     let state = finding.artifacts.as_ref().map(|a| a.join(kept::IN_ARTIFACTS));
-    let from_kept = match state
-        .map(|dir| kept::find_in(dir, &kept::Key::of(&finding.scenario, target, options.probe, options.crash)))
-    {
-        Some(kept::Found::Usable(kept)) => Some(kept),
-        _ => None,
-    };
+    let from_kept = state.and_then(|dir| {
+        kept::find_in(dir, &kept::Key::of(&finding.scenario, target, options.probe, options.crash)).usable()
+    });
     let options = RunOptions { from_kept, ..options.clone() };
     replay::replay(&finding.scenario, target, &options, &found, (replay::REPLAYS, until), &mut |_, _| {}).told()
 }
@@ -380,8 +377,7 @@ fn write_case(
     );
     let path = dir.join(format!("{}.toml", scenario.name));
     scenario.write_whole(&path)?;
-    let state = finding.artifacts.as_ref().map(|a| a.join(kept::IN_ARTIFACTS)).filter(|s| s.is_dir());
-    kept::put_beside(state.as_deref(), &path)?;
+    kept::put_beside(finding.artifacts.as_deref(), &path)?;
     let command = crate::search::random::rerun_command(&path, target, replay);
     Ok((path, command))
 }

@@ -112,19 +112,14 @@ fn report(
     }
     let path = command.out.join(format!("{}.toml", pinned.name));
     // Beside it, the crash state its last kill left, when the run kept one.
-    let state = failed.artifacts.as_ref().map(|a| a.join(kept::IN_ARTIFACTS)).filter(|s| s.is_dir());
-    let written = pinned.write_whole(&path).and_then(|()| kept::put_beside(state.as_deref(), &path));
+    let written = pinned.write_whole(&path).and_then(|()| kept::put_beside(failed.artifacts.as_deref(), &path));
     match written.map(|()| path) {
         Ok(path) => {
             // The schedule is pinned, but where the tracer cannot hold the runtime to it (threads
             // that hand work over without a traced call) a replay from the start may go
             // otherwise: it starts from the kept state when there is one, and says how often it
             // came back rather than promise it.
-            let key = kept::Key::of(&pinned, target, run.probe, run.crash);
-            let from_kept = match kept::find(&path, &key) {
-                kept::Found::Usable(kept) => Some(kept),
-                _ => None,
-            };
+            let from_kept = kept::find(&path, &kept::Key::of(&pinned, target, run.probe, run.crash)).usable();
             let run = &RunOptions { from_kept, ..run.clone() };
             let replays =
                 replay::replay(&pinned, target, run, &failed.violated, (replay::REPLAYS, until), &mut |_, _| {});

@@ -11,6 +11,7 @@
 
 use crate::judge::run_scenario;
 use crate::model::invariant::Invariant;
+use crate::run::built::kept;
 use crate::run::driver::RunOptions;
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
@@ -49,26 +50,6 @@ impl ScheduleExploration {
         let run = self.runs.iter().find(|r| r.violated.iter().any(|i| *i != Invariant::FaultsReached))?;
         Some((run.schedule, Scenario { schedule: Some(run.schedule), ..scenario.clone() }))
     }
-}
-
-/// A failing run's crash state at its last kill, kept among its artifacts (`path`) for the file
-/// written from it (`crate::run::built::kept`); why it could not be ends the run's story.
-fn keep_state(
-    after_kill: Option<Result<crate::run::built::after_kill::AfterKill, String>>,
-    pinned: &Scenario,
-    target: &Target,
-    options: &RunOptions,
-    path: &std::path::Path,
-    mut story: Option<String>,
-) -> Option<String> {
-    use crate::run::built::kept;
-    let Some(taken) = after_kill else { return story };
-    let key = kept::Key::of(pinned, target, options.probe, options.crash);
-    let state = taken.as_ref().map(|t| &t.state).map_err(String::as_str);
-    if let Some(line) = kept::keep_among(path, state, key) {
-        story.get_or_insert_with(String::new).push_str(&line);
-    }
-    story
 }
 
 /// How an exploration over schedules goes: seeds `1..=budget` at PCT `depth`.
@@ -115,8 +96,12 @@ pub fn explore_schedules(
         let (artifacts, story) = match budget.keep_failures && failed && !seen {
             true => {
                 let after_kill = run.after_kill.take();
-                let (path, story) = crate::report::evidence::keep_case(&pinned, &verdict, story, run, target, options);
-                let story = keep_state(after_kill, &pinned, target, options, &path, story);
+                let (path, mut story) =
+                    crate::report::evidence::keep_case(&pinned, &verdict, story, run, target, options);
+                // Its crash state at its last kill, for the file written from it.
+                let state = after_kill.as_ref().map(|t| t.as_ref().map(|a| &a.state).map_err(String::as_str));
+                let key = || kept::Key::of(&pinned, target, options.probe, options.crash);
+                kept::keep_among(&path, state, key, &mut story);
                 (Some(path), story)
             }
             false => (None, story),

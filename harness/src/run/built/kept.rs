@@ -116,30 +116,39 @@ pub fn beside(case_file: &Path) -> PathBuf {
 /// when it keeps the case, and copies it beside the case's file when it writes that).
 pub const IN_ARTIFACTS: &str = "crash-state";
 
-/// Puts the state kept in `kept` (a directory [`keep`] wrote) beside `case_file`, or, with none,
-/// removes what an earlier case of that name left there: a state is never left beside a file it
-/// was not kept for.
-pub fn put_beside(kept: Option<&Path>, case_file: &Path) -> std::io::Result<()> {
+/// Puts the state kept among a failing case's `artifacts` ([`keep_among`]) beside `case_file`,
+/// or, with none there, removes what an earlier case of that name left: a state is never left
+/// beside a file it was not kept for.
+pub fn put_beside(artifacts: Option<&Path>, case_file: &Path) -> std::io::Result<()> {
     let dir = beside(case_file);
     match std::fs::remove_dir_all(&dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    match kept {
-        Some(kept) => super::disk::copy_dir(kept, &dir),
+    match artifacts.map(|a| a.join(IN_ARTIFACTS)).filter(|kept| kept.is_dir()) {
+        Some(kept) => super::disk::copy_dir(&kept, &dir),
         None => Ok(()),
     }
 }
 
-/// Keeps a failing case's `state` (built for `key`; `Err`: why it has none) among its artifacts;
-/// `Some`: the line its story ends with, saying why it could not be kept.
-pub fn keep_among(artifacts: &Path, state: Result<&BuiltState, &str>, key: Key) -> Option<String> {
+/// Keeps the crash state a failing case's recovery started from (`None`: it has none; `Err`: why
+/// it could not be taken) among its `artifacts`, for the key `key` makes (made only when there
+/// is a state: it reads the runtime's files); why it could not be kept ends the case's `story`.
+pub fn keep_among(
+    artifacts: &Path,
+    state: Option<Result<&BuiltState, &str>>,
+    key: impl FnOnce() -> Key,
+    story: &mut Option<String>,
+) {
     let kept = match state {
-        Ok(state) => keep(state, key, &artifacts.join(IN_ARTIFACTS)).map_err(|e| e.to_string()),
-        Err(why) => Err(why.to_owned()),
+        None => return,
+        Some(Ok(state)) => keep(state, key(), &artifacts.join(IN_ARTIFACTS)).map_err(|e| e.to_string()),
+        Some(Err(why)) => Err(why.to_owned()),
     };
-    let why = kept.err()?;
-    Some(format!("killpoint could not keep the crash state this case's recovery started from: {why}\n"))
+    if let Err(why) = kept {
+        let line = format!("killpoint could not keep the crash state this case's recovery started from: {why}\n");
+        story.get_or_insert_with(String::new).push_str(&line);
+    }
 }
 
 /// Writes `state`, built for `key`, into `dir` (which must not exist).
@@ -182,6 +191,16 @@ pub enum Found {
     /// One that cannot be used for this run: why.
     Unusable(String),
     Usable(Arc<Kept>),
+}
+
+impl Found {
+    /// The state, when it can be used for this run.
+    pub fn usable(self) -> Option<Arc<Kept>> {
+        match self {
+            Found::Usable(kept) => Some(kept),
+            Found::Nothing | Found::Unusable(_) => None,
+        }
+    }
 }
 
 /// The state kept beside `case_file`, if it is valid for `key`.
@@ -247,11 +266,12 @@ mod tests {
         let stale = beside(&case).join("state.json");
         std::fs::create_dir_all(beside(&case)).unwrap();
         std::fs::write(&stale, "an earlier case's").unwrap();
-        let kept = tmp.path().join("kept");
+        let artifacts = tmp.path().join("artifacts");
+        let kept = artifacts.join(IN_ARTIFACTS);
         std::fs::create_dir_all(kept.join("data")).unwrap();
         std::fs::write(kept.join("state.json"), "this case's").unwrap();
 
-        put_beside(Some(&kept), &case).unwrap();
+        put_beside(Some(&artifacts), &case).unwrap();
         assert_eq!(std::fs::read_to_string(&stale).unwrap(), "this case's");
         assert!(beside(&case).join("data").is_dir(), "the data dir goes with it");
 

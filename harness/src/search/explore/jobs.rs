@@ -6,6 +6,7 @@ use super::case::{Case, Workload};
 use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
 use crate::run::built::after_kill::AfterKill;
+use crate::run::built::kept;
 use crate::run::built::{BuiltState, BuiltStates};
 use crate::run::driver::{Run, RunOptions};
 use crate::run::incarnation::Target;
@@ -64,7 +65,7 @@ pub(super) fn run_all(
                         let run = if keep {
                             let story = finding.story.take();
                             let after_kill = run.after_kill.take();
-                            let (path, story) = crate::report::evidence::keep_case(
+                            let (path, mut story) = crate::report::evidence::keep_case(
                                 &finding.scenario,
                                 &finding.verdict,
                                 story,
@@ -73,7 +74,9 @@ pub(super) fn run_all(
                                 &run_options,
                             );
                             let state = state_of(shelf, &finding, after_kill.as_ref());
-                            let story = keep_state(state, &finding, target, &run_options, &path, story);
+                            let (probe, crash) = (run_options.probe, run_options.crash);
+                            let key = || kept::Key::of(&finding.scenario, target, probe, crash);
+                            kept::keep_among(&path, state, key, &mut story);
                             (finding.artifacts, finding.story) = (Some(path), story);
                             None
                         } else if keep_runs {
@@ -109,25 +112,6 @@ fn state_of<'s>(
         return state.map(Ok);
     }
     after_kill.map(|taken| taken.as_ref().map(|a| &a.state).map_err(String::as_str))
-}
-
-/// A failing case keeps the crash state its recovery started from among its artifacts (`path`),
-/// for the file it is written to (`crate::run::built::kept`); a problem doing so ends its story.
-fn keep_state(
-    state: Option<Result<&BuiltState, &str>>,
-    finding: &Finding,
-    target: &Target,
-    options: &RunOptions,
-    path: &std::path::Path,
-    mut story: Option<String>,
-) -> Option<String> {
-    use crate::run::built::kept;
-    let Some(state) = state else { return story };
-    let key = kept::Key::of(&finding.scenario, target, options.probe, options.crash);
-    if let Some(line) = kept::keep_among(path, state, key) {
-        story.get_or_insert_with(String::new).push_str(&line);
-    }
-    story
 }
 
 /// One case: from its built state when the shelf has one, else re-run; building its recovery's
