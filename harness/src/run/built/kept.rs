@@ -58,7 +58,7 @@ impl Key {
         let files = command
             .iter()
             .filter(|arg| *arg == &program || Path::new(arg).is_file())
-            .map(|arg| (arg.clone(), std::fs::read(arg).ok().map(|bytes| hex(&Sha256::digest(bytes)))))
+            .map(|arg| (arg.clone(), sha256_of(Path::new(arg))))
             .collect();
         Key { scenario: hex(&Sha256::digest(text.to_toml())), command, files, probe, crash }
     }
@@ -85,6 +85,26 @@ impl Key {
             Some(format!("it was kept for {}, not {}", mode(self.probe, self.crash), mode(now.probe, now.crash)))
         } else {
             None
+        }
+    }
+}
+
+/// SHA-256 of the file at `path`, hex (`None`: unreadable). Read once per process while its size
+/// and modification time stay the same: an exploration makes a key for each failing case, and the
+/// runtime's binary is megabytes (20 ms to hash the reference's release build, 65 ms its debug one).
+fn sha256_of(path: &Path) -> Option<String> {
+    type Seen = std::collections::HashMap<PathBuf, (u64, std::time::SystemTime, Option<String>)>;
+    static SEEN: std::sync::Mutex<Option<Seen>> = std::sync::Mutex::new(None);
+    let stat = std::fs::metadata(path).ok()?;
+    let (len, modified) = (stat.len(), stat.modified().ok()?);
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let seen = seen.get_or_insert_with(Seen::new);
+    match seen.get(path) {
+        Some((l, m, hash)) if (*l, *m) == (len, modified) => hash.clone(),
+        _ => {
+            let hash = std::fs::read(path).ok().map(|bytes| hex(&Sha256::digest(bytes)));
+            seen.insert(path.to_owned(), (len, modified, hash.clone()));
+            hash
         }
     }
 }
@@ -306,6 +326,14 @@ mod tests {
         assert_eq!(why, "it was kept for process crashes without the probe, not process crashes with the probe");
 
         let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("runtime.py");
+        std::fs::write(&script, "print('one')\n").unwrap();
+        let python = Target { program: "/usr/bin/python3".into(), args: vec![script.display().to_string()] };
+        let before = Key::of(&scenario, &python, false, Crash::Process);
+        std::fs::write(&script, "print('another')\n").unwrap();
+        let why = before.differs(&Key::of(&scenario, &python, false, Crash::Process)).expect("a changed script");
+        assert_eq!(why, format!("the runtime's files changed since it was kept: {}", script.display()));
+
         let case = tmp.path().join("case.toml");
         std::fs::create_dir_all(beside(&case)).unwrap();
         std::fs::write(beside(&case).join("state.json"), "{").unwrap();
