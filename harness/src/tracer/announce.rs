@@ -1,7 +1,7 @@
 //! The trace socket's protocol, the tracer's end: one point out as a JSON line (and into the
 //! log), then wait for `{"action":"resume"}`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use super::error::TracerError;
 use super::pending::Pending;
@@ -49,16 +49,14 @@ impl Tracer {
         }
         let path = || self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(()) };
-        channel.writer.write_all(line.as_bytes()).map_err(|source| TracerError::Socket { path: path(), source })?;
-        let mut answer = String::new();
-        let read =
-            channel.reader.read_line(&mut answer).map_err(|source| TracerError::Socket { path: path(), source })?;
-        if read == 0 {
+        channel.send(&line).map_err(|source| TracerError::Socket { path: path(), source })?;
+        let answer = channel.answer().map_err(|source| TracerError::Socket { path: path(), source })?;
+        let Some(answer) = answer else {
             return Err(TracerError::Answer { found: "the connection closed".to_owned() });
-        }
-        match serde_json::from_str::<serde_json::Value>(answer.trim()) {
+        };
+        match serde_json::from_str::<serde_json::Value>(&answer) {
             Ok(value) if value == serde_json::json!({"action": "resume"}) => Ok(()),
-            _ => Err(TracerError::Answer { found: answer.trim().to_owned() }),
+            _ => Err(TracerError::Answer { found: answer }),
         }
     }
 }

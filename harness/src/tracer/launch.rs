@@ -3,16 +3,16 @@
 //! (seizes it, forwards SIGTERM/SIGINT, lets it go, traces it to its end).
 
 use std::ffi::{CString, OsStr, OsString};
-use std::io::BufReader;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::channel::Channel;
 use super::config::Config;
 use super::error::{NOT_PERMITTED_EXIT, TracerError, errno};
 use super::seccomp::filter;
-use super::state::{Channel, Tracer};
+use super::state::Tracer;
 
 /// The runtime's pid, for the SIGTERM/SIGINT forwarder (a signal handler can only read statics).
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -106,7 +106,7 @@ fn open_channel(config: &Config) -> Result<Option<Channel>, TracerError> {
         Some(path) => {
             let socket = |source| TracerError::Socket { path: path.display().to_string(), source };
             let stream = UnixStream::connect(path).map_err(socket)?;
-            Some(Channel { reader: BufReader::new(stream.try_clone().map_err(socket)?), writer: stream })
+            Some(Channel::new(stream).map_err(socket)?)
         }
         None => None,
     })

@@ -33,6 +33,7 @@
 //! Imports nothing else of the crate: the tracer is the bottom layer, beside `model`.
 
 mod announce;
+mod channel;
 mod classify;
 mod config;
 mod diag;

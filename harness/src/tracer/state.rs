@@ -4,21 +4,15 @@
 //! type lives here so that none of those files has to import another.
 
 use std::collections::{HashMap, HashSet};
-use std::io::BufReader;
 use std::net::SocketAddr;
-use std::os::unix::net::UnixStream;
 
+use super::channel::Channel;
 use super::config::Config;
 use super::exchange::Exchange;
 use super::pending::Pending;
 use super::point::Peer;
 use super::schedule::Scheduler;
 use super::tally::Tally;
-
-pub(super) struct Channel {
-    pub(super) reader: BufReader<UnixStream>,
-    pub(super) writer: UnixStream,
-}
 
 pub(super) struct Tracer {
     pub(super) config: Config,

@@ -454,9 +454,21 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let mut state = CrashState::default();
     let mut requests = crate::run::sent::Requests::default();
     let sent_before = shared.sent.load(Ordering::SeqCst);
+    // Under a controlled schedule: whether the tracer may decide without asking.
+    let mut free = turn::Told::new(shared.turn.as_deref());
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
-    while let Ok(Some(line)) = lines.next_line().await {
+    loop {
+        if let Some(said) = free.news()
+            && write.write_all(said).await.is_err()
+        {
+            return;
+        }
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            () = free.changed() => continue,
+        };
+        let Ok(Some(line)) = line else { return };
         if let (Some(turn), Ok(line)) = (&shared.turn, serde_json::from_str::<turn::SettledLine>(&line)) {
             if write.write_all(turn.reply(line.settled).await).await.is_err() {
                 return;

@@ -12,6 +12,13 @@
 //! is waited for only while the driver listens to the probe ([`listening`]); while it submits,
 //! reads or acts, it answers none until it is done, and the calls go meanwhile, as untraced.
 //!
+//! While the driver expects nothing (it waits on the runtime: a wave settling, a restart) every
+//! such report holding a call and owing no probe answer would be answered `decide`; the harness
+//! tells the tracer so, unasked, with `{"action":"free"}`, and it then lets calls go without
+//! reporting, until `{"action":"ask"}` (the driver has a submission to send). A call that goes
+//! before the tracer reads an `ask` is one that would have gone had the driver come a moment
+//! later.
+//!
 //! The driver says what it is doing:
 //! - [`Turn::submitting`], just before a submission: it waits for the next settled report (the
 //!   tracer reports an idle runtime too, every `IDLE_LOOK`), answers it `settle`, and sends, so
@@ -127,6 +134,9 @@ pub struct Turn {
     /// Since when reports tell of a probe answer outstanding while the driver listens, and
     /// whether its wait was counted overdue.
     asked_since: Mutex<Option<(Instant, bool)>>,
+    /// Whether the driver expects nothing: the tracer is then told `free` (it lets a call go
+    /// without asking, see [`Turn::free`]), and `ask` once the driver expects something again.
+    free: tokio::sync::watch::Sender<bool>,
 }
 
 /// Runs `wait` (the driver's wait for the probe's next announcement) with the turn told that the
@@ -162,6 +172,7 @@ impl Default for Turn {
             idle: AtomicU64::new(0),
             listening: AtomicBool::new(false),
             asked_since: Mutex::new(None),
+            free: tokio::sync::watch::Sender::new(true),
         }
     }
 }
@@ -169,7 +180,18 @@ impl Default for Turn {
 impl Turn {
     fn set(&self, expect: Expect) {
         *self.expect.lock().unwrap_or_else(|p| p.into_inner()) = expect;
+        let free = matches!(expect, Expect::Nothing);
+        self.free.send_if_modified(|was| std::mem::replace(was, free) != free);
         self.changed.notify_waiters();
+    }
+
+    /// Whether the tracer may let calls go without asking: true while the driver expects nothing,
+    /// where every report of a runtime holding a call and owing no probe answer is answered
+    /// `decide` (see [`Turn::reply`]). The tracer is told each change (`traced::answer`); the
+    /// calls that go before it reads one are those that would have gone had the driver moved a
+    /// moment later.
+    pub(super) fn free(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.free.subscribe()
     }
 
     /// Before a submission: waits for a settled report after this call (answered `settle`: no
@@ -288,6 +310,14 @@ impl Turn {
         false
     }
 
+    /// Whether what holds the calls is the driver's to do (send a submission, read an answer, act
+    /// on it): it says when it moves on (`changed`). Else (a submission on its way to the runtime
+    /// or landed and not yet read) the tracer is told at once to look again, and looks after a
+    /// moment of its own (`SETTLE_AGAIN` in the tracer).
+    fn driver_to_act(&self) -> bool {
+        !matches!(*self.expect.lock().unwrap_or_else(|p| p.into_inner()), Expect::Delivery { .. } | Expect::Nothing)
+    }
+
     /// The answer to one settled report: `decide` when a call may go, else `settle` once the
     /// driver moved on or a moment passed (the tracer looks again and reports again).
     pub(super) async fn reply(&self, settled: Settled) -> &'static [u8] {
@@ -306,8 +336,44 @@ impl Turn {
         if decide {
             return b"{\"action\":\"decide\"}\n";
         }
-        let _ = tokio::time::timeout(Duration::from_millis(1), self.changed.notified()).await;
+        if self.driver_to_act() {
+            let _ = tokio::time::timeout(Duration::from_millis(1), self.changed.notified()).await;
+        }
         b"{\"action\":\"settle\"}\n"
+    }
+}
+
+/// What the tracer was told of [`Turn::free`] (it starts out asking), and the changes to tell it.
+pub(super) struct Told {
+    free: Option<tokio::sync::watch::Receiver<bool>>,
+    told: bool,
+}
+
+impl Told {
+    /// For a tracer answered with `turn` (none: not a scheduled run, nothing is ever told).
+    pub(super) fn new(turn: Option<&Turn>) -> Told {
+        Told { free: turn.map(Turn::free), told: false }
+    }
+
+    /// The line that tells the tracer a change it has not been told, if there is one.
+    pub(super) fn news(&mut self) -> Option<&'static [u8]> {
+        let free = *self.free.as_mut()?.borrow_and_update();
+        if free == self.told {
+            return None;
+        }
+        self.told = free;
+        Some(if free { b"{\"action\":\"free\"}\n" } else { b"{\"action\":\"ask\"}\n" })
+    }
+
+    /// Until there may be news; never without a schedule (or once the turn is gone).
+    pub(super) async fn changed(&mut self) {
+        let changed = match &mut self.free {
+            Some(free) => free.changed().await.is_ok(),
+            None => false,
+        };
+        if !changed {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -404,6 +470,31 @@ mod tests {
         );
         assert_eq!(turn.reply(Settled { asked: 0, ..asking }).await, decide, "answered: a call goes");
         assert_eq!(turn.overdue(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_tracer_is_free_to_decide_only_while_the_driver_expects_nothing() {
+        let turn = Arc::new(Turn::default());
+        let mut told = Told::new(Some(&turn));
+        assert_eq!(told.news(), Some(&b"{\"action\":\"free\"}\n"[..]), "the tracer starts out asking: told free");
+        assert_eq!(told.news(), None, "told once");
+        let mut free = turn.free();
+        assert!(*free.borrow_and_update(), "a driver that has not begun expects nothing");
+        let driver = tokio::spawn({
+            let turn = turn.clone();
+            async move { turn.submitting(0).await }
+        });
+        free.changed().await.unwrap();
+        assert!(!*free.borrow_and_update(), "a submission to send: the tracer must ask");
+        turn.reply(Settled { step: 1, held: 0, asked: 0, heard: 0, said: 0, waiting: 0 }).await;
+        driver.await.unwrap();
+        turn.answered();
+        assert!(!*free.borrow(), "acting on an answer: still asking");
+        assert!(!free.has_changed().unwrap(), "no change told while it stays asking");
+        turn.waiting();
+        assert!(free.has_changed().unwrap() && *free.borrow_and_update(), "waiting on the runtime: free again");
+        assert_eq!(told.news(), None, "asked and freed again since last told: nothing new to tell");
+        assert_eq!(Told::new(None).news(), None, "no schedule: nothing is ever told");
     }
 
     #[test]

@@ -53,9 +53,14 @@ impl Events {
     /// takes what is there. The queued signals are read off so the next wait waits.
     pub(super) fn wait(&self, within: Duration) -> Result<(), TracerError> {
         let mut poll = libc::pollfd { fd: self.signals, events: libc::POLLIN, revents: 0 };
-        let millis = within.as_millis().clamp(0, i32::MAX as u128) as i32;
-        // SAFETY: one pollfd we own.
-        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+        // `ppoll`, not `poll`: its timeout is finer than a millisecond, and `poll`'s would round
+        // the first look's half millisecond (`TICK`) down to none, a look again at once.
+        let timeout = libc::timespec {
+            tv_sec: within.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: within.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: one pollfd we own, a timeout on the stack, no signal mask change.
+        let ready = unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) };
         if ready < 0 && errno().raw_os_error() != Some(libc::EINTR) {
             return Err(TracerError::System { what: "poll", source: errno() });
         }

@@ -11,7 +11,6 @@ use crate::tracer::pending::Pending;
 use crate::tracer::point::When;
 use crate::tracer::seccomp::Call;
 use crate::tracer::state::Tracer;
-use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -25,6 +24,11 @@ enum Next {
 /// How often an idle runtime (nothing held) is reported again: the harness waits for a report
 /// to send a request at a settled point (`run::traced::turn` in the harness).
 const IDLE_LOOK: Duration = Duration::from_millis(10);
+
+/// How long after the harness said `settle` (look again) the tracer looks again, unless a stop
+/// comes first: the harness answers at once when what it waits for is the runtime's (a
+/// submission it sent, not yet read), and the look would otherwise come at once too.
+const SETTLE_AGAIN: Duration = Duration::from_micros(200);
 
 impl Tracer {
     pub(in crate::tracer) fn scheduler(&mut self) -> &mut Scheduler {
@@ -110,6 +114,9 @@ impl Tracer {
             .map(|(i, e)| (*i, e.serial))
             .collect();
         let s = self.scheduler();
+        if std::mem::take(&mut s.told_settle) {
+            return Next::Wait(SETTLE_AGAIN);
+        }
         if s.held.is_empty() && s.idle_told.is_some_and(|at| at.elapsed() < IDLE_LOOK) {
             return Next::Wait(IDLE_LOOK);
         }
@@ -162,14 +169,20 @@ impl Tracer {
     }
 
     /// The harness's turn, then one held call goes (when one is held and the harness says so).
+    /// While the harness has said `free` (nothing of its own to deliver), a call goes without
+    /// asking it, unless a probe answer is outstanding (whether it is coming is the harness's to
+    /// say) or nothing is held (the harness counts a runtime idle by those reports).
     fn turn(&mut self) -> Result<(), TracerError> {
         let (step, held, heard, said, asked) = {
             let s = self.scheduler();
             (s.step, s.held.len(), s.heard, s.said, s.asked.len())
         };
-        let waiting = self.waiting_requests();
-        if !self.harness_says_decide(step, (held, asked), (heard, said, waiting))? {
-            return Ok(());
+        if !(held > 0 && asked == 0 && self.harness_says_free()?) {
+            let waiting = self.waiting_requests();
+            if !self.harness_says_decide(step, (held, asked), (heard, said, waiting))? {
+                self.scheduler().told_settle = true;
+                return Ok(());
+            }
         }
         let s = self.scheduler();
         if s.held.is_empty() {
@@ -202,6 +215,14 @@ impl Tracer {
         Ok(())
     }
 
+    /// Whether the harness's last word, unasked, was `free` (see `channel`). Without a harness
+    /// (the tracer run alone) nothing is asked anyway.
+    fn harness_says_free(&mut self) -> Result<bool, TracerError> {
+        let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let Some(channel) = &mut self.channel else { return Ok(true) };
+        channel.free().map_err(|source| TracerError::Socket { path, source })
+    }
+
     /// Tells the harness the runtime settled; `true` on `decide`, `false` on `settle` (look again).
     /// Without a harness (the tracer run alone) it is always `decide`.
     fn harness_says_decide(
@@ -216,15 +237,14 @@ impl Tracer {
         let line = format!(
             "{{\"settled\":{{\"step\":{step},\"held\":{held},\"asked\":{asked},\"heard\":{heard},\"said\":{said},\"waiting\":{waiting}}}}}\n"
         );
-        channel.writer.write_all(line.as_bytes()).map_err(socket)?;
-        let mut answer = String::new();
-        if channel.reader.read_line(&mut answer).map_err(socket)? == 0 {
+        channel.send(&line).map_err(socket)?;
+        let Some(answer) = channel.answer().map_err(socket)? else {
             return Err(TracerError::Turn { found: "the connection closed".to_owned() });
-        }
-        match serde_json::from_str::<serde_json::Value>(answer.trim()) {
+        };
+        match serde_json::from_str::<serde_json::Value>(&answer) {
             Ok(value) if value == serde_json::json!({"action": "decide"}) => Ok(true),
             Ok(value) if value == serde_json::json!({"action": "settle"}) => Ok(false),
-            _ => Err(TracerError::Turn { found: answer.trim().to_owned() }),
+            _ => Err(TracerError::Turn { found: answer }),
         }
     }
 }

@@ -1,0 +1,103 @@
+//! The tracer's end of the trace socket: lines out, answers in. Under a controlled schedule the
+//! harness also says, unasked, whether the tracer may decide without asking it: `{"action":"free"}`
+//! while it has nothing of its own to deliver, `{"action":"ask"}` once it has (see
+//! `run::traced::turn` in the harness). Those lines may come before any answer, so every read of
+//! an answer takes them first.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+
+const FREE: &str = r#"{"action":"free"}"#;
+const ASK: &str = r#"{"action":"ask"}"#;
+
+pub(super) struct Channel {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    /// Whether the harness last said `free`.
+    free: bool,
+}
+
+impl Channel {
+    pub(super) fn new(stream: UnixStream) -> std::io::Result<Channel> {
+        Ok(Channel { reader: BufReader::new(stream.try_clone()?), writer: stream, free: false })
+    }
+
+    pub(super) fn send(&mut self, line: &str) -> std::io::Result<()> {
+        self.writer.write_all(line.as_bytes())
+    }
+
+    /// The next line that answers what was sent, trimmed; `None` once the harness closed the
+    /// socket.
+    pub(super) fn answer(&mut self) -> std::io::Result<Option<String>> {
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Ok(None);
+            }
+            if !self.mode(line.trim()) {
+                return Ok(Some(line.trim().to_owned()));
+            }
+        }
+    }
+
+    /// Whether the tracer may decide without asking: the harness's `free` or `ask` lines already
+    /// here are read first, without waiting for any. A line that is neither is an error.
+    pub(super) fn free(&mut self) -> std::io::Result<bool> {
+        while self.readable()? {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                break;
+            }
+            if !self.mode(line.trim()) {
+                let found = format!("`{}` where only `free` or `ask` may come unasked", line.trim());
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, found));
+            }
+        }
+        Ok(self.free)
+    }
+
+    fn mode(&mut self, line: &str) -> bool {
+        match line {
+            FREE => self.free = true,
+            ASK => self.free = false,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Whether a line (or the harness's close) is there to read now.
+    fn readable(&self) -> std::io::Result<bool> {
+        if !self.reader.buffer().is_empty() {
+            return Ok(true);
+        }
+        let mut poll = libc::pollfd { fd: self.reader.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one pollfd on a descriptor this channel owns; no wait.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        if ready < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(ready > 0 && poll.revents & (libc::POLLIN | libc::POLLHUP) != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_harness_s_unasked_lines_are_taken_before_an_answer_and_without_waiting() {
+        let (tracer, mut harness) = UnixStream::pair().unwrap();
+        let mut channel = Channel::new(tracer).unwrap();
+        assert!(!channel.free().unwrap(), "nothing said yet: ask");
+        harness.write_all(b"{\"action\":\"free\"}\n").unwrap();
+        assert!(channel.free().unwrap());
+        harness.write_all(b"{\"action\":\"ask\"}\n{\"action\":\"resume\"}\n").unwrap();
+        assert_eq!(channel.answer().unwrap().as_deref(), Some(r#"{"action":"resume"}"#));
+        assert!(!channel.free().unwrap(), "the `ask` before the answer counts");
+        harness.write_all(b"{\"action\":\"decide\"}\n").unwrap();
+        assert!(channel.free().is_err(), "an answer where none was asked for");
+        drop(harness);
+        assert_eq!(channel.answer().unwrap(), None);
+    }
+}
