@@ -44,6 +44,19 @@ impl Channel {
     /// Whether the tracer may decide without asking: the harness's `free` or `ask` lines already
     /// here are read first, without waiting for any. A line that is neither is an error.
     pub(super) fn free(&mut self) -> std::io::Result<bool> {
+        self.news()?;
+        Ok(self.free)
+    }
+
+    /// The descriptor the harness's lines come in on, to wait on.
+    pub(super) fn fd(&self) -> i32 {
+        self.reader.get_ref().as_raw_fd()
+    }
+
+    /// Reads the harness's `free` or `ask` lines already here, without waiting for any; whether
+    /// there was one. A line that is neither is an error.
+    pub(super) fn news(&mut self) -> std::io::Result<bool> {
+        let mut any = false;
         while self.readable()? {
             let mut line = String::new();
             if self.reader.read_line(&mut line)? == 0 {
@@ -53,8 +66,9 @@ impl Channel {
                 let found = format!("`{}` where only `free` or `ask` may come unasked", line.trim());
                 return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, found));
             }
+            any = true;
         }
-        Ok(self.free)
+        Ok(any)
     }
 
     fn mode(&mut self, line: &str) -> bool {

@@ -122,6 +122,11 @@ impl Driver<'_> {
     /// After every restart: is every accepted operation still known (`intent_durable`), and does
     /// the runtime answer its resubmission as the contract says (`idempotent_submission`)?
     pub(super) async fn after_restart(&mut self) {
+        self.check_after_restart().await;
+        self.waiting_in_turn();
+    }
+
+    async fn check_after_restart(&mut self) {
         let incarnation = self.incarnation.number;
         for id in self.accepted.clone() {
             if self.forgotten.contains(&id) {
@@ -140,8 +145,10 @@ impl Driver<'_> {
                 continue;
             }
             for submission in Resubmission::AGAIN {
+                self.sending_in_turn().await;
                 let request = self.client.resubmit(op, submission);
                 let answer = unless_reached(&mut self.syscall_reached, &mut self.reached_early, request).await;
+                self.answered_in_turn();
                 let Some(answer) = answer.filter(|_| !self.syscall_killed()) else { return };
                 let operation = Some(id.clone());
                 self.mark(Happening::Resubmitted { operation, incarnation, submission, answer, read_after: None });

@@ -194,6 +194,31 @@ impl Driver<'_> {
         self.traced.as_ref().and_then(Tracing::turn)
     }
 
+    /// Before a request that may change what the runtime does next (a submission, a submission
+    /// again): under a controlled schedule, waits until it can land at a settled point; no call
+    /// goes then until the runtime has read it and the driver has its answer
+    /// ([`Driver::answered_in_turn`]). Sent outside the turn, a resubmission landed wherever the
+    /// runtime's recovery had got to, and runs of one seed parted there.
+    pub(super) async fn sending_in_turn(&self) {
+        if let Some(turn) = self.turn() {
+            turn.submitting(crate::run::incarnation::api_port(&self.incarnation.api)).await;
+        }
+    }
+
+    /// The answer is in: the driver acts on it before any call goes.
+    pub(super) fn answered_in_turn(&self) {
+        if let Some(turn) = self.turn() {
+            turn.answered();
+        }
+    }
+
+    /// The driver waits on the runtime again: calls go.
+    pub(super) fn waiting_in_turn(&self) {
+        if let Some(turn) = self.turn() {
+            turn.waiting();
+        }
+    }
+
     /// The runtime answered `404` for an operation it had accepted (`intent_durable`).
     pub(super) fn forgot(&mut self, operation: &str, answer: String) {
         let incarnation = self.incarnation.number;

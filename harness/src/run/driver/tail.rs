@@ -78,6 +78,8 @@ async fn malformed_submissions(driver: &mut Driver<'_>) -> bool {
     use super::record::Happening;
     let incarnation = driver.incarnation.number;
     let op = &driver.scenario.operations[0];
+    // Outside the harness's turn (`Driver::sending_in_turn`): refused, they change nothing the
+    // runtime does, and they come once it has settled everything.
     for submission in Resubmission::MALFORMED {
         let client = &driver.client;
         let request = async {

@@ -37,9 +37,7 @@ pub(super) async fn drive(
                 submit(driver, launch, op).await?;
             }
         }
-        if let Some(turn) = driver.turn() {
-            turn.waiting();
-        }
+        driver.waiting_in_turn();
         settle(driver, launch, points, &wave, unsettled).await?;
         // The wave settled under the newer incarnation: now the outlived one wakes up.
         driver.resume_zombies().await;
@@ -50,16 +48,12 @@ pub(super) async fn drive(
 /// One submission, the harness's turn told (a controlled schedule's): sending, then acting on
 /// the answer until the driver next waits on the runtime.
 async fn submit_in_turn(driver: &mut Driver<'_>, op: &Operation) -> Result<u16, String> {
-    if let Some(turn) = driver.turn() {
-        turn.submitting(crate::run::incarnation::api_port(&driver.incarnation.api)).await;
-    }
+    driver.sending_in_turn().await;
     let request = driver.client.submit(op);
     let submitted = unless_reached(&mut driver.syscall_reached, &mut driver.reached_early, request)
         .await
         .unwrap_or_else(|| Err("cut off: the tracer reached a fault's point first".to_owned()));
-    if let Some(turn) = driver.turn() {
-        turn.answered();
-    }
+    driver.answered_in_turn();
     submitted
 }
 

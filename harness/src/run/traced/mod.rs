@@ -357,7 +357,7 @@ impl Tracing {
         }
         self.shared.lock().boundaries.restart();
         if let Some(turn) = &self.shared.turn {
-            turn.waiting();
+            turn.starting();
         }
         let ready = Arc::new(AtomicBool::new(false));
         let task = tokio::spawn(answer(self.listener.clone(), number, ready.clone(), self.shared.clone()));

@@ -49,18 +49,23 @@ impl Events {
         }
     }
 
-    /// Waits until a SIGCHLD is queued (a stop may be there) or `within` passed; the caller then
-    /// takes what is there. The queued signals are read off so the next wait waits.
-    pub(super) fn wait(&self, within: Duration) -> Result<(), TracerError> {
-        let mut poll = libc::pollfd { fd: self.signals, events: libc::POLLIN, revents: 0 };
+    /// Waits until a SIGCHLD is queued (a stop may be there), `also` is readable (the harness
+    /// said something) or `within` passed; the caller then takes what is there. The queued
+    /// signals are read off so the next wait waits.
+    pub(super) fn wait(&self, within: Duration, also: Option<i32>) -> Result<(), TracerError> {
+        let mut polls = [
+            libc::pollfd { fd: self.signals, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: also.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+        ];
         // `ppoll`, not `poll`: its timeout is finer than a millisecond, and `poll`'s would round
         // the first look's half millisecond (`TICK`) down to none, a look again at once.
         let timeout = libc::timespec {
             tv_sec: within.as_secs().min(i64::MAX as u64) as libc::time_t,
             tv_nsec: within.subsec_nanos() as libc::c_long,
         };
-        // SAFETY: one pollfd we own, a timeout on the stack, no signal mask change.
-        let ready = unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) };
+        // SAFETY: two pollfds on the stack (a negative fd is skipped by the kernel), a timeout on
+        // the stack, no signal mask change.
+        let ready = unsafe { libc::ppoll(polls.as_mut_ptr(), 2, &timeout, std::ptr::null()) };
         if ready < 0 && errno().raw_os_error() != Some(libc::EINTR) {
             return Err(TracerError::System { what: "poll", source: errno() });
         }

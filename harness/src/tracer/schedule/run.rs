@@ -51,7 +51,10 @@ impl Tracer {
                 }
             }
             match self.settled() {
-                Next::Wait(within) => events.wait(within)?,
+                Next::Wait(within) => {
+                    events.wait(within, self.channel.as_ref().map(|c| c.fd()))?;
+                    self.heard_the_harness()?;
+                }
                 Next::Settled => self.turn()?,
             }
         }
@@ -211,6 +214,18 @@ impl Tracer {
             self.announce(tid, When::Before, &pending, None, None)?;
             self.pending.insert(tid, pending);
             self.resume(tid, 0);
+        }
+        Ok(())
+    }
+
+    /// Reads what the harness said unasked; an `ask` (it has a request to send) is answered with a
+    /// report at once, not at the idle runtime's next (`IDLE_LOOK`): the harness waits for one.
+    fn heard_the_harness(&mut self) -> Result<(), TracerError> {
+        let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let Some(channel) = &mut self.channel else { return Ok(()) };
+        let news = channel.news().map_err(|source| TracerError::Socket { path, source })?;
+        if news {
+            self.scheduler().idle_told = None;
         }
         Ok(())
     }
