@@ -16,11 +16,13 @@ pub(super) struct Channel {
     writer: UnixStream,
     /// Whether the harness last said `free`.
     free: bool,
+    /// Whether the harness closed its end (a read returned nothing).
+    closed: bool,
 }
 
 impl Channel {
     pub(super) fn new(stream: UnixStream) -> std::io::Result<Channel> {
-        Ok(Channel { reader: BufReader::new(stream.try_clone()?), writer: stream, free: false })
+        Ok(Channel { reader: BufReader::new(stream.try_clone()?), writer: stream, free: false, closed: false })
     }
 
     pub(super) fn send(&mut self, line: &str) -> std::io::Result<()> {
@@ -33,6 +35,7 @@ impl Channel {
         loop {
             let mut line = String::new();
             if self.reader.read_line(&mut line)? == 0 {
+                self.closed = true;
                 return Ok(None);
             }
             if !self.mode(line.trim()) {
@@ -48,9 +51,10 @@ impl Channel {
         Ok(self.free)
     }
 
-    /// The descriptor the harness's lines come in on, to wait on.
-    pub(super) fn fd(&self) -> i32 {
-        self.reader.get_ref().as_raw_fd()
+    /// The descriptor the harness's lines come in on, to wait on; none once it is closed (it
+    /// would be readable for ever, and every wait would end at once).
+    pub(super) fn fd(&self) -> Option<i32> {
+        (!self.closed).then(|| self.reader.get_ref().as_raw_fd())
     }
 
     /// Reads the harness's `free` or `ask` lines already here, without waiting for any; whether
@@ -60,6 +64,7 @@ impl Channel {
         while self.readable()? {
             let mut line = String::new();
             if self.reader.read_line(&mut line)? == 0 {
+                self.closed = true;
                 break;
             }
             if !self.mode(line.trim()) {
@@ -111,7 +116,10 @@ mod tests {
         assert!(!channel.free().unwrap(), "the `ask` before the answer counts");
         harness.write_all(b"{\"action\":\"decide\"}\n").unwrap();
         assert!(channel.free().is_err(), "an answer where none was asked for");
+        assert!(channel.fd().is_some());
         drop(harness);
+        assert!(!channel.news().unwrap(), "a closed socket says nothing");
+        assert_eq!(channel.fd(), None, "closed: no longer waited on");
         assert_eq!(channel.answer().unwrap(), None);
     }
 }

@@ -52,7 +52,7 @@ impl Tracer {
             }
             match self.settled() {
                 Next::Wait(within) => {
-                    events.wait(within, self.channel.as_ref().map(|c| c.fd()))?;
+                    events.wait(within, self.channel.as_ref().and_then(|c| c.fd()))?;
                     self.heard_the_harness()?;
                 }
                 Next::Settled => self.turn()?,
