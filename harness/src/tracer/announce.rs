@@ -47,11 +47,9 @@ impl Tracer {
             // A log that cannot be written loses measurements, not correctness: carry on.
             let _ = log.write_all(line.as_bytes());
         }
-        let path = || self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(()) };
-        channel.send(&line).map_err(|source| TracerError::Socket { path: path(), source })?;
-        let answer = channel.answer().map_err(|source| TracerError::Socket { path: path(), source })?;
-        let Some(answer) = answer else {
+        channel.send(&line)?;
+        let Some(answer) = channel.answer()? else {
             return Err(TracerError::Answer { found: "the connection closed".to_owned() });
         };
         match serde_json::from_str::<serde_json::Value>(&answer) {

@@ -7,6 +7,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use super::error::TracerError;
 
 const FREE: &str = r#"{"action":"free"}"#;
 const ASK: &str = r#"{"action":"ask"}"#;
@@ -14,6 +17,8 @@ const ASK: &str = r#"{"action":"ask"}"#;
 pub(super) struct Channel {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// The socket's path, for what goes wrong on it.
+    path: PathBuf,
     /// Whether the harness last said `free`.
     free: bool,
     /// Whether the harness closed its end (a read returned nothing).
@@ -21,32 +26,36 @@ pub(super) struct Channel {
 }
 
 impl Channel {
-    pub(super) fn new(stream: UnixStream) -> std::io::Result<Channel> {
-        Ok(Channel { reader: BufReader::new(stream.try_clone()?), writer: stream, free: false, closed: false })
+    /// The harness's socket at `path`, connected.
+    pub(super) fn connect(path: &Path) -> Result<Channel, TracerError> {
+        let failed = |source| TracerError::Socket { path: path.display().to_string(), source };
+        let stream = UnixStream::connect(path).map_err(failed)?;
+        let reader = BufReader::new(stream.try_clone().map_err(failed)?);
+        Ok(Channel { reader, writer: stream, path: path.to_owned(), free: false, closed: false })
     }
 
-    pub(super) fn send(&mut self, line: &str) -> std::io::Result<()> {
-        self.writer.write_all(line.as_bytes())
+    fn failed(&self, source: std::io::Error) -> TracerError {
+        TracerError::Socket { path: self.path.display().to_string(), source }
+    }
+
+    pub(super) fn send(&mut self, line: &str) -> Result<(), TracerError> {
+        self.writer.write_all(line.as_bytes()).map_err(|e| self.failed(e))
     }
 
     /// The next line that answers what was sent, trimmed; `None` once the harness closed the
     /// socket.
-    pub(super) fn answer(&mut self) -> std::io::Result<Option<String>> {
-        loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line)? == 0 {
-                self.closed = true;
-                return Ok(None);
-            }
-            if !self.mode(line.trim()) {
-                return Ok(Some(line.trim().to_owned()));
+    pub(super) fn answer(&mut self) -> Result<Option<String>, TracerError> {
+        while let Some(line) = self.line()? {
+            if !self.mode(&line) {
+                return Ok(Some(line));
             }
         }
+        Ok(None)
     }
 
     /// Whether the tracer may decide without asking: the harness's `free` or `ask` lines already
     /// here are read first, without waiting for any. A line that is neither is an error.
-    pub(super) fn free(&mut self) -> std::io::Result<bool> {
+    pub(super) fn free(&mut self) -> Result<bool, TracerError> {
         self.news()?;
         Ok(self.free)
     }
@@ -59,21 +68,25 @@ impl Channel {
 
     /// Reads the harness's `free` or `ask` lines already here, without waiting for any; whether
     /// there was one. A line that is neither is an error.
-    pub(super) fn news(&mut self) -> std::io::Result<bool> {
+    pub(super) fn news(&mut self) -> Result<bool, TracerError> {
         let mut any = false;
         while self.readable()? {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line)? == 0 {
-                self.closed = true;
-                break;
-            }
-            if !self.mode(line.trim()) {
-                let found = format!("`{}` where only `free` or `ask` may come unasked", line.trim());
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, found));
+            let Some(line) = self.line()? else { break };
+            if !self.mode(&line) {
+                let found = format!("`{line}` where only `free` or `ask` may come unasked");
+                return Err(self.failed(std::io::Error::new(std::io::ErrorKind::InvalidData, found)));
             }
             any = true;
         }
         Ok(any)
+    }
+
+    /// The next line, trimmed, waiting for it; `None` (and closed) at the end of the stream.
+    fn line(&mut self) -> Result<Option<String>, TracerError> {
+        let mut line = String::new();
+        let read = self.reader.read_line(&mut line).map_err(|e| self.failed(e))?;
+        self.closed |= read == 0;
+        Ok((read > 0).then(|| line.trim().to_owned()))
     }
 
     fn mode(&mut self, line: &str) -> bool {
@@ -86,7 +99,7 @@ impl Channel {
     }
 
     /// Whether a line (or the harness's close) is there to read now.
-    fn readable(&self) -> std::io::Result<bool> {
+    fn readable(&self) -> Result<bool, TracerError> {
         if !self.reader.buffer().is_empty() {
             return Ok(true);
         }
@@ -94,7 +107,7 @@ impl Channel {
         // SAFETY: one pollfd on a descriptor this channel owns; no wait.
         let ready = unsafe { libc::poll(&mut poll, 1, 0) };
         if ready < 0 {
-            return Err(std::io::Error::last_os_error());
+            return Err(self.failed(std::io::Error::last_os_error()));
         }
         Ok(ready > 0 && poll.revents & (libc::POLLIN | libc::POLLHUP) != 0)
     }
@@ -106,8 +119,11 @@ mod tests {
 
     #[test]
     fn the_harness_s_unasked_lines_are_taken_before_an_answer_and_without_waiting() {
-        let (tracer, mut harness) = UnixStream::pair().unwrap();
-        let mut channel = Channel::new(tracer).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut channel = Channel::connect(&path).unwrap();
+        let (mut harness, _) = listener.accept().unwrap();
         assert!(!channel.free().unwrap(), "nothing said yet: ask");
         harness.write_all(b"{\"action\":\"free\"}\n").unwrap();
         assert!(channel.free().unwrap());

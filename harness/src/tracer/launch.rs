@@ -4,7 +4,6 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -103,11 +102,7 @@ fn command(program: &OsStr, args: &[OsString], shown: &str) -> Result<(CString, 
 /// The harness's end of the trace socket, if there is one.
 fn open_channel(config: &Config) -> Result<Option<Channel>, TracerError> {
     Ok(match &config.socket {
-        Some(path) => {
-            let socket = |source| TracerError::Socket { path: path.display().to_string(), source };
-            let stream = UnixStream::connect(path).map_err(socket)?;
-            Some(Channel::new(stream).map_err(socket)?)
-        }
+        Some(path) => Some(Channel::connect(path)?),
         None => None,
     })
 }

@@ -221,10 +221,8 @@ impl Tracer {
     /// Reads what the harness said unasked; an `ask` (it has a request to send) is answered with a
     /// report at once, not at the idle runtime's next (`IDLE_LOOK`): the harness waits for one.
     fn heard_the_harness(&mut self) -> Result<(), TracerError> {
-        let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(()) };
-        let news = channel.news().map_err(|source| TracerError::Socket { path, source })?;
-        if news {
+        if channel.news()? {
             self.scheduler().idle_told = None;
         }
         Ok(())
@@ -233,9 +231,8 @@ impl Tracer {
     /// Whether the harness's last word, unasked, was `free` (see `channel`). Without a harness
     /// (the tracer run alone) nothing is asked anyway.
     fn harness_says_free(&mut self) -> Result<bool, TracerError> {
-        let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(true) };
-        channel.free().map_err(|source| TracerError::Socket { path, source })
+        channel.free()
     }
 
     /// Tells the harness the runtime settled; `true` on `decide`, `false` on `settle` (look again).
@@ -246,14 +243,12 @@ impl Tracer {
         (held, asked): (usize, usize),
         (heard, said, waiting): (u64, u64, u64),
     ) -> Result<bool, TracerError> {
-        let path = self.config.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         let Some(channel) = &mut self.channel else { return Ok(true) };
-        let socket = |source| TracerError::Socket { path: path.clone(), source };
         let line = format!(
             "{{\"settled\":{{\"step\":{step},\"held\":{held},\"asked\":{asked},\"heard\":{heard},\"said\":{said},\"waiting\":{waiting}}}}}\n"
         );
-        channel.send(&line).map_err(socket)?;
-        let Some(answer) = channel.answer().map_err(socket)? else {
+        channel.send(&line)?;
+        let Some(answer) = channel.answer()? else {
             return Err(TracerError::Turn { found: "the connection closed".to_owned() });
         };
         match serde_json::from_str::<serde_json::Value>(&answer) {
