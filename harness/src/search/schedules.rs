@@ -99,7 +99,7 @@ pub fn explore_schedules(
                 let (path, mut story) =
                     crate::report::evidence::keep_case(&pinned, &verdict, story, run, target, options);
                 // Its crash state at its last kill, for the file written from it.
-                let state = after_kill.as_ref().map(|t| t.as_ref().map(|a| &a.state).map_err(String::as_str));
+                let state = crate::run::built::after_kill::state_of(after_kill.as_ref());
                 let key = || kept::Key::of(&pinned, target, options.probe, options.crash);
                 kept::keep_among(&path, state, key, &mut story);
                 (Some(path), story)

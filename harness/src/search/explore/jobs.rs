@@ -5,7 +5,7 @@ use super::built::{Played, Shelf, for_depth_two, rerun_building, run_case_built}
 use super::case::{Case, Workload};
 use super::finding::{CaseStatus, Finding, run_case};
 use super::options::ExploreOptions;
-use crate::run::built::after_kill::AfterKill;
+use crate::run::built::after_kill::{self, AfterKill};
 use crate::run::built::kept;
 use crate::run::built::{BuiltState, BuiltStates};
 use crate::run::driver::{Run, RunOptions};
@@ -111,7 +111,7 @@ fn state_of<'s>(
         let state = shelf.and_then(|s| s.for_case(case)).and_then(|b| b.ready_at(case.syscalls.last()?));
         return state.map(Ok);
     }
-    after_kill.map(|taken| taken.as_ref().map(|a| &a.state).map_err(String::as_str))
+    after_kill::state_of(after_kill)
 }
 
 /// One case: from its built state when the shelf has one, else re-run; building its recovery's
