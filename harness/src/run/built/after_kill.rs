@@ -36,7 +36,7 @@ impl std::fmt::Debug for AfterKill {
     }
 }
 
-/// The state a run's last kill left, as [`kept::keep_among`](super::kept::keep_among) takes it:
+/// The state a run's last kill left, as `kept::keep_among` takes it:
 /// `Err` says why it could not be taken; `None`, that none was (an untraced run).
 pub fn state_of(taken: Option<&Result<AfterKill, String>>) -> Option<Result<&BuiltState, &str>> {
     taken.map(|taken| taken.as_ref().map(|a| &a.state).map_err(String::as_str))
