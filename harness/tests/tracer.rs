@@ -179,3 +179,72 @@ fn the_reference_runtime_passes_under_the_tracer() {
         killpoint::report::story::story(&scenario, &verdict, &run)
     );
 }
+
+/// `--die-with PID --exec`: how the harness starts every child (`killpoint::tracer::tether`). The
+/// program runs with its arguments, in the tracer's place.
+#[test]
+fn die_with_exec_runs_the_program_with_its_arguments() {
+    let me = std::process::id().to_string();
+    let output = std::process::Command::new(TRACER)
+        .args(["--die-with", &me, "--exec", "--", "sh", "-c", "echo \"$0 $1\"; exit 3", "zero", "one"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "zero one\n");
+}
+
+/// A program exec refuses is named as the harness names it, and the status is 127.
+#[test]
+fn die_with_exec_names_a_program_that_cannot_start() {
+    let me = std::process::id().to_string();
+    let output = std::process::Command::new(TRACER)
+        .args(["--die-with", &me, "--exec", "--", "/nonexistent/runtime"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(127), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("cannot start: `/nonexistent/runtime` does not exist"), "{said}");
+}
+
+/// A parent that is not the one named (it died, and we were handed to a reaper) ends it at once.
+#[test]
+fn die_with_a_parent_that_is_not_ours_runs_nothing() {
+    let output = std::process::Command::new(TRACER)
+        .args(["--die-with", "1", "--exec", "--", "sh", "-c", "echo ran"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "", "the program must not run");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("(pid 1) is gone"), "{output:?}");
+}
+
+/// PDEATHSIG is armed before the program runs: the program dies (SIGKILL) when the thread that
+/// started it ends, as it would when the harness dies.
+#[test]
+fn die_with_kills_the_program_when_its_parent_goes() {
+    use std::io::BufRead;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let me = std::process::id().to_string();
+    let starter = std::thread::spawn(move || {
+        let mut child = std::process::Command::new(TRACER)
+            .args(["--die-with", &me, "--exec", "--", "sh", "-c", "echo armed; exec sleep 30"])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Armed before exec, so once the program speaks: the thread may end.
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line, "armed\n");
+        child
+    });
+    let mut child = starter.join().unwrap();
+    let group = Pid::from_raw(child.id() as i32);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || sender.send(child.wait().unwrap()));
+    let status = receiver.recv_timeout(DEADLINE);
+    let _ = killpg(group, Signal::SIGKILL);
+    let _ = waiter.join();
+    let status = status.expect("the program is still running 10 s after the thread that started it ended");
+    assert_eq!(status.signal(), Some(9), "{status}");
+}

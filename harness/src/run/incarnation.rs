@@ -1,12 +1,13 @@
 //! One incarnation: one life of the runtime process, from spawn to SIGKILL.
 //!
 //! Every runtime runs in a process group of its own, so a kill takes its children too, and with
-//! `PR_SET_PDEATHSIG` so it dies if the harness dies. Its stdout is read by the harness (for the
+//! `PR_SET_PDEATHSIG` so it dies if the harness dies (`crate::run::tether`). Its stdout is read by the harness (for the
 //! ready line) and copied to a log file; its stderr goes straight to a log file. Nothing here
 //! sleeps: it waits for the ready line, the probe connection or the process's exit, each with a
 //! deadline that names what it was waiting for.
 
 use crate::run::probe::ProbeConnection;
+use crate::tracer::tether::cannot_start;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::oneshot;
 
 /// The contract version this harness gives a runtime unless told otherwise (`--contract`).
@@ -104,33 +105,6 @@ pub(crate) fn new_token(kind: &str) -> String {
     format!("{}.{kind}{n}", std::process::id())
 }
 
-/// Makes `command`'s process die with the harness (SIGKILL on the harness's death), with no
-/// signal blocked.
-pub(crate) fn die_with_harness(command: &mut Command) {
-    // SAFETY: the closure only calls async-signal-safe functions (sigprocmask, prctl, getppid,
-    // _exit).
-    unsafe {
-        command.pre_exec(|| {
-            // A child inherits the signal mask, and the command line blocks SIGINT and SIGTERM in
-            // every thread (main.rs, `on_interrupt`): a service would ignore a `restart`'s SIGTERM
-            // and wait 10 s for the SIGKILL (found by `killpoint random --services`).
-            nix::sys::signal::sigprocmask(
-                nix::sys::signal::SigmaskHow::SIG_SETMASK,
-                Some(&nix::sys::signal::SigSet::empty()),
-                None,
-            )?;
-            // PDEATHSIG fires when the thread that spawned us exits, so the harness spawns from
-            // the thread that drives the scenario to its end.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            // The harness may already have died between fork and prctl.
-            if nix::unistd::getppid() == Pid::from_raw(1) {
-                nix::libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
 /// The runtime could not be started or did not become ready.
 #[derive(Debug, thiserror::Error)]
 #[error("incarnation {number} of {program}: {message}")]
@@ -168,7 +142,8 @@ impl Incarnation {
 
         watchdog();
         let token = new_token("");
-        let mut command = Command::new(&launch.target.program);
+        let program = &launch.target.program;
+        let mut command = crate::run::tether::command(program).map_err(|e| fail(cannot_start(program, &e)))?;
         command
             .args(&launch.target.args)
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
@@ -181,9 +156,8 @@ impl Incarnation {
             // A group of its own: killpg reaches every process the runtime forks.
             .process_group(0)
             .kill_on_drop(true);
-        die_with_harness(&mut command);
         let spawned = tokio::time::Instant::now();
-        let child = command.spawn().map_err(|e| fail(cannot_start(&launch.target.program, &e)))?;
+        let child = command.spawn().map_err(|e| fail(cannot_start(program, &e)))?;
         let pid = child.id().ok_or_else(|| fail("exited before it could be watched".into()))?;
         let pgid = Pid::from_raw(pid as i32);
         let mut incarnation = Incarnation {
@@ -455,37 +429,6 @@ async fn copy_stdout(stdout: tokio::process::ChildStdout, path: PathBuf, number:
     if !line.is_empty() || too_long {
         let _ = file.write_all(b"\n").await;
     }
-}
-
-/// Why the runtime could not be started, in words that point at the fix: exec's bare errno is
-/// misleading for a script whose `#!` interpreter is missing (ENOENT, as if the script were).
-fn cannot_start(program: &Path, error: &std::io::Error) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let metadata = std::fs::metadata(program).ok();
-    let what = match (error.kind(), &metadata) {
-        (std::io::ErrorKind::NotFound, None) => format!("`{}` does not exist", program.display()),
-        (std::io::ErrorKind::NotFound, Some(_)) => {
-            let first = std::fs::read(program).unwrap_or_default();
-            let first = String::from_utf8_lossy(first.split(|&b| b == b'\n').next().unwrap_or_default()).into_owned();
-            if first.starts_with("#!") {
-                format!("its interpreter was not found: the first line of `{}` is `{first}`", program.display())
-            } else {
-                format!("`{}` exists, but exec found no program to run", program.display())
-            }
-        }
-        (std::io::ErrorKind::PermissionDenied, Some(m)) if m.is_dir() => {
-            format!("`{}` is a directory", program.display())
-        }
-        (std::io::ErrorKind::PermissionDenied, Some(m)) if m.permissions().mode() & 0o111 == 0 => {
-            format!(
-                "`{}` is not executable (mode {:o}): chmod +x it",
-                program.display(),
-                m.permissions().mode() & 0o7777
-            )
-        }
-        _ => return format!("cannot start: {error}"),
-    };
-    format!("cannot start: {what} ({error})")
 }
 
 pub fn describe_status(status: Option<ExitStatus>) -> String {

@@ -24,5 +24,6 @@ pub mod scratch;
 pub mod sent;
 pub mod services;
 pub mod sparse;
+pub(crate) mod tether;
 pub mod trace;
 pub mod traced;

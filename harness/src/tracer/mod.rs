@@ -50,6 +50,7 @@ mod seccomp;
 mod sockets;
 mod state;
 mod tally;
+pub mod tether;
 
 pub use config::{Config, ESCAPES_VARIABLE, WorldUrl};
 pub use diag::{TcpRow, tcp_row};

@@ -3,12 +3,12 @@
 
 use super::traced::Traced;
 use super::{Ports, Ready, Service, ServiceName};
-use crate::run::incarnation::{TOKEN_VARIABLE, describe_status, die_with_harness, kill_group_and_token, new_token};
+use crate::run::incarnation::{TOKEN_VARIABLE, describe_status, kill_group_and_token, new_token};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::Instant;
 
 /// How often a readiness check is tried again. There is no event for "a server now accepts
@@ -107,7 +107,8 @@ pub(super) async fn spawn_on(
         }
         None => (program, service.args.clone(), None),
     };
-    let mut command = Command::new(program);
+    let mut command = crate::run::tether::command(&program)
+        .map_err(|e| format!("cannot start `{}`: {e}", service.program.display()))?;
     if let Some(socket) = socket {
         // A service's tracer reports no escapes (`sandboxed` binds the worker, CONTRACT.md
         // section 2), even from a harness that was itself given the variable.
@@ -125,7 +126,6 @@ pub(super) async fn spawn_on(
         // Outside the worker's group: no kill of the worker reaches it.
         .process_group(0)
         .kill_on_drop(true);
-    die_with_harness(&mut command);
     let spawned_at = Instant::now();
     let child = command.spawn().map_err(|e| format!("cannot start `{}`: {e}", service.program.display()))?;
     let pgid = Pid::from_raw(child.id().map_or(0, |pid| pid as i32));
@@ -237,10 +237,10 @@ async fn check(
         Ready::Command { program, args } => {
             let (out, err) =
                 log_files(log, &format!("--- killpoint: readiness check of service {} ---", service.name))?;
-            let mut command = Command::new(in_dir(&service.dir, Path::new(program)));
+            let mut command = crate::run::tether::command(&in_dir(&service.dir, Path::new(program)))
+                .map_err(|e| format!("could not start: {e}"))?;
             command.args(args).current_dir(&service.dir).envs(env.iter().map(|(k, v)| (k, v)));
             command.stdin(Stdio::null()).stdout(out).stderr(err).process_group(0).kill_on_drop(true);
-            die_with_harness(&mut command);
             let mut child = command.spawn().map_err(|e| format!("could not start: {e}"))?;
             let pgid = Pid::from_raw(child.id().map_or(0, |pid| pid as i32));
             match tokio::time::timeout_at(deadline, child.wait()).await {
