@@ -47,11 +47,11 @@ impl Store {
     pub fn record_delivery_sent(&self, delivery: &Delivery, attempt: u32, idempotency_key: &str) -> Result<()> {
         self.write(|tx| {
             delivery_transition(tx, delivery, &[DeliveryState::Pending, DeliveryState::Sent], DeliveryState::Sent)?;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE deliveries SET attempts = ?3, idempotency_key = ?4
                  WHERE operation_id = ?1 AND destination = ?2",
-                params![delivery.operation_id, delivery.destination, attempt, idempotency_key],
-            )?;
+            )?
+            .execute(params![delivery.operation_id, delivery.destination, attempt, idempotency_key])?;
             append_audit(
                 tx,
                 &delivery.operation_id,
@@ -64,11 +64,11 @@ impl Store {
     pub fn record_delivery_acked(&self, delivery: &Delivery) -> Result<()> {
         self.write(|tx| {
             delivery_transition(tx, delivery, &[DeliveryState::Sent], DeliveryState::Acked)?;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE deliveries SET last_error = NULL
                  WHERE operation_id = ?1 AND destination = ?2",
-                params![delivery.operation_id, delivery.destination],
-            )?;
+            )?
+            .execute(params![delivery.operation_id, delivery.destination])?;
             append_audit(tx, &delivery.operation_id, AuditEvent::DeliveryAcked, &delivery.destination)
         })
     }
@@ -77,11 +77,11 @@ impl Store {
     pub fn schedule_delivery_retry(&self, delivery: &Delivery, at: SystemTime, error: &str) -> Result<()> {
         self.write(|tx| {
             delivery_transition(tx, delivery, &[DeliveryState::Sent], DeliveryState::Pending)?;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE deliveries SET next_attempt_at = ?3, last_error = ?4
                  WHERE operation_id = ?1 AND destination = ?2",
-                params![delivery.operation_id, delivery.destination, epoch_millis(at), error],
-            )?;
+            )?
+            .execute(params![delivery.operation_id, delivery.destination, epoch_millis(at), error])?;
             append_audit(
                 tx,
                 &delivery.operation_id,
@@ -94,10 +94,10 @@ impl Store {
     /// Moves a delivery's next send to `at` without counting a send: nothing was sent.
     pub fn postpone_delivery(&self, delivery: &Delivery, at: SystemTime) -> Result<()> {
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE deliveries SET next_attempt_at = ?3 WHERE operation_id = ?1 AND destination = ?2",
-                params![delivery.operation_id, delivery.destination, epoch_millis(at)],
-            )?;
+            )?
+            .execute(params![delivery.operation_id, delivery.destination, epoch_millis(at)])?;
             Ok(())
         })
     }
@@ -111,10 +111,8 @@ impl Store {
                 &[DeliveryState::Pending, DeliveryState::Sent],
                 DeliveryState::DeadLettered,
             )?;
-            tx.execute(
-                "UPDATE deliveries SET last_error = ?3 WHERE operation_id = ?1 AND destination = ?2",
-                params![delivery.operation_id, delivery.destination, error],
-            )?;
+            tx.prepare_cached("UPDATE deliveries SET last_error = ?3 WHERE operation_id = ?1 AND destination = ?2")?
+                .execute(params![delivery.operation_id, delivery.destination, error])?;
             append_audit(
                 tx,
                 &delivery.operation_id,
@@ -129,7 +127,8 @@ impl Store {
 fn delivery_transition(tx: &Connection, delivery: &Delivery, from: &[DeliveryState], to: DeliveryState) -> Result<()> {
     let key = params![delivery.operation_id, delivery.destination];
     let current: DeliveryState = tx
-        .query_row("SELECT state FROM deliveries WHERE operation_id = ?1 AND destination = ?2", key, |row| row.get(0))
+        .prepare_cached("SELECT state FROM deliveries WHERE operation_id = ?1 AND destination = ?2")?
+        .query_row(key, |row| row.get(0))
         .optional()?
         .with_context(|| format!("no delivery of {} to {}", delivery.operation_id, delivery.destination))?;
     if !from.contains(&current) {
@@ -141,10 +140,8 @@ fn delivery_transition(tx: &Connection, delivery: &Delivery, from: &[DeliverySta
             current.as_str()
         );
     }
-    tx.execute(
-        "UPDATE deliveries SET state = ?3 WHERE operation_id = ?1 AND destination = ?2",
-        params![delivery.operation_id, delivery.destination, to],
-    )?;
+    tx.prepare_cached("UPDATE deliveries SET state = ?3 WHERE operation_id = ?1 AND destination = ?2")?
+        .execute(params![delivery.operation_id, delivery.destination, to])?;
     Ok(())
 }
 

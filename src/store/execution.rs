@@ -48,12 +48,11 @@ impl Store {
     pub fn submit(&self, submission: &Submission, request_hash: &str) -> Result<Submitted> {
         self.write(|tx| {
             let existing: Option<(String, ExecutionState)> = tx
-                .query_row(
+                .prepare_cached(
                     "SELECT request_hash, execution_state FROM agent_operations
                      WHERE operation_id = ?1",
-                    [&submission.operation_id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
+                )?
+                .query_row([&submission.operation_id], |row| Ok((row.get(0)?, row.get(1)?)))
                 .optional()?;
             match existing {
                 Some((hash, state)) if hash == request_hash => {
@@ -64,32 +63,30 @@ impl Store {
             }
 
             let work = Columns::of(submission)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO agent_operations (operation_id, tenant, actor, tool_name,
+            tx.prepare_cached(&format!(
+                "INSERT INTO agent_operations (operation_id, tenant, actor, tool_name,
                          tool_kind, arguments_json, task_json, destinations_json, request_hash,
                          execution_state, idempotency_key, maybe_sent, created_at, updated_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {NOW}, {NOW})"
-                ),
-                params![
-                    submission.operation_id,
-                    submission.tenant,
-                    submission.actor,
-                    work.tool_name,
-                    work.tool_kind,
-                    work.arguments,
-                    work.task,
-                    serde_json::to_string(&submission.destinations)?,
-                    request_hash,
-                    ExecutionState::IntentRecorded,
-                    self.provider_key(submission.idempotency_key()),
-                    // Accepted after a restore, it may be one the lost host sent (CONTRACT.md §13).
-                    match self.is_restored() {
-                        true => Outrun::Resubmitted.column(),
-                        false => Outrun::No.column(),
-                    },
-                ],
-            )?;
+            ))?
+            .execute(params![
+                submission.operation_id,
+                submission.tenant,
+                submission.actor,
+                work.tool_name,
+                work.tool_kind,
+                work.arguments,
+                work.task,
+                serde_json::to_string(&submission.destinations)?,
+                request_hash,
+                ExecutionState::IntentRecorded,
+                self.provider_key(submission.idempotency_key()),
+                // Accepted after a restore, it may be one the lost host sent (CONTRACT.md §13).
+                match self.is_restored() {
+                    true => Outrun::Resubmitted.column(),
+                    false => Outrun::No.column(),
+                },
+            ])?;
             append_audit(
                 tx,
                 &submission.operation_id,
@@ -104,17 +101,18 @@ impl Store {
     /// (CONTRACT.md §12-3). Refused if a decision is already recorded.
     pub fn record_decision(&self, id: &str, decision: &Decision) -> Result<()> {
         self.write(|tx| {
-            let changed = tx.execute(
-                "UPDATE agent_operations SET tool_name = ?2, tool_kind = ?3, arguments_json = ?4, decision_id = ?5
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE agent_operations SET tool_name = ?2, tool_kind = ?3, arguments_json = ?4, decision_id = ?5
                  WHERE operation_id = ?1 AND task_json IS NOT NULL AND decision_id IS NULL",
-                params![
+                )?
+                .execute(params![
                     id,
                     decision.tool.name,
                     decision.tool.kind,
                     serde_json::to_string(&decision.arguments)?,
                     decision.id
-                ],
-            )?;
+                ])?;
             if changed != 1 {
                 bail!("{id}: expected an undecided task to record a decision for, found none");
             }
@@ -132,12 +130,12 @@ impl Store {
     /// variant, and nothing else.
     pub fn forget_decision(&self, id: &str) -> Result<()> {
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE agent_operations SET tool_name = NULL, tool_kind = NULL, decision_id = NULL,
                      execution_state = ?2, provider_ref = NULL
                  WHERE operation_id = ?1",
-                params![id, ExecutionState::IntentRecorded],
-            )?;
+            )?
+            .execute(params![id, ExecutionState::IntentRecorded])?;
             append_audit(tx, id, AuditEvent::IntentRecorded, "the agent loop starts again")
         })
     }
@@ -152,11 +150,11 @@ impl Store {
     pub fn record_dispatch(&self, id: &str, attempt: u32, idempotency_key: &str) -> Result<()> {
         self.write(|tx| {
             transition(tx, id, &[ExecutionState::IntentRecorded, ExecutionState::Unknown], ExecutionState::Dispatched)?;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE agent_operations SET attempts = ?2, idempotency_key = ?3
                  WHERE operation_id = ?1",
-                params![id, attempt, idempotency_key],
-            )?;
+            )?
+            .execute(params![id, attempt, idempotency_key])?;
             append_audit(tx, id, AuditEvent::Dispatched, &format!("attempt {attempt}"))
         })
     }
@@ -176,30 +174,28 @@ impl Store {
     /// a submission must never change an operation that exists.
     pub fn replace(&self, submission: &Submission, request_hash: &str) -> Result<()> {
         self.write(|tx| {
-            tx.execute("DELETE FROM deliveries WHERE operation_id = ?1", [&submission.operation_id])?;
+            tx.prepare_cached("DELETE FROM deliveries WHERE operation_id = ?1")?.execute([&submission.operation_id])?;
             let work = Columns::of(submission)?;
-            tx.execute(
-                &format!(
-                    "UPDATE agent_operations SET tenant = ?2, actor = ?3, tool_name = ?4, tool_kind = ?5,
+            tx.prepare_cached(&format!(
+                "UPDATE agent_operations SET tenant = ?2, actor = ?3, tool_name = ?4, tool_kind = ?5,
                          arguments_json = ?6, destinations_json = ?7, request_hash = ?8,
                          execution_state = ?9, paused = 0, attempts = 0, provider_ref = NULL,
                          result_json = NULL, failure_reason = NULL, task_json = ?10, decision_id = NULL,
                          updated_at = {NOW}
                      WHERE operation_id = ?1"
-                ),
-                params![
-                    submission.operation_id,
-                    submission.tenant,
-                    submission.actor,
-                    work.tool_name,
-                    work.tool_kind,
-                    work.arguments,
-                    serde_json::to_string(&submission.destinations)?,
-                    request_hash,
-                    ExecutionState::IntentRecorded,
-                    work.task,
-                ],
-            )?;
+            ))?
+            .execute(params![
+                submission.operation_id,
+                submission.tenant,
+                submission.actor,
+                work.tool_name,
+                work.tool_kind,
+                work.arguments,
+                serde_json::to_string(&submission.destinations)?,
+                request_hash,
+                ExecutionState::IntentRecorded,
+                work.task,
+            ])?;
             append_audit(tx, &submission.operation_id, AuditEvent::IntentRecorded, "replaced by a resubmission")
         })
     }
@@ -215,10 +211,10 @@ impl Store {
     /// provider is called, and the real one over it after.
     pub fn overwrite_effect(&self, id: &str, effect: &Effect) -> Result<()> {
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE agent_operations SET provider_ref = ?2, result_json = ?3 WHERE operation_id = ?1",
-                params![id, effect.provider_ref, serde_json::to_string(&effect.result)?],
-            )?;
+            )?
+            .execute(params![id, effect.provider_ref, serde_json::to_string(&effect.result)?])?;
             Ok(())
         })
     }
@@ -233,7 +229,8 @@ impl Store {
     /// variant, and nothing else: the reference counts an attempt only in `record_dispatch`.
     pub fn set_attempts(&self, id: &str, attempts: u32) -> Result<()> {
         self.write(|tx| {
-            tx.execute("UPDATE agent_operations SET attempts = ?2 WHERE operation_id = ?1", params![id, attempts])?;
+            tx.prepare_cached("UPDATE agent_operations SET attempts = ?2 WHERE operation_id = ?1")?
+                .execute(params![id, attempts])?;
             Ok(())
         })
     }
@@ -243,11 +240,8 @@ impl Store {
     pub fn last_dispatched(&self) -> Result<Option<String>> {
         let conn = self.conn();
         let id = conn
-            .query_row(
-                "SELECT operation_id FROM audit WHERE event = ?1 ORDER BY id DESC LIMIT 1",
-                [AuditEvent::Dispatched.as_str()],
-                |row| row.get(0),
-            )
+            .prepare_cached("SELECT operation_id FROM audit WHERE event = ?1 ORDER BY id DESC LIMIT 1")?
+            .query_row([AuditEvent::Dispatched.as_str()], |row| row.get(0))
             .optional()?;
         Ok(id)
     }
@@ -273,7 +267,8 @@ impl Store {
                 &[ExecutionState::IntentRecorded, ExecutionState::Dispatched, ExecutionState::Unknown],
                 ExecutionState::Failed,
             )?;
-            tx.execute("UPDATE agent_operations SET failure_reason = ?2 WHERE operation_id = ?1", params![id, reason])?;
+            tx.prepare_cached("UPDATE agent_operations SET failure_reason = ?2 WHERE operation_id = ?1")?
+                .execute(params![id, reason])?;
             append_audit(tx, id, event, reason)
         })
     }
@@ -290,7 +285,7 @@ impl Store {
     pub fn pause(&self, id: &str, reason: &str) -> Result<()> {
         self.write(|tx| {
             transition(tx, id, &[ExecutionState::Unknown], ExecutionState::Unknown)?;
-            tx.execute("UPDATE agent_operations SET paused = 1 WHERE operation_id = ?1", [id])?;
+            tx.prepare_cached("UPDATE agent_operations SET paused = 1 WHERE operation_id = ?1")?.execute([id])?;
             append_audit(tx, id, AuditEvent::Paused, reason)
         })
     }
@@ -300,7 +295,8 @@ impl Store {
 /// where the state is kept. A refusal is a bug in the caller, never something to work around.
 pub(super) fn transition(tx: &Connection, id: &str, from: &[ExecutionState], to: ExecutionState) -> Result<()> {
     let current: ExecutionState = tx
-        .query_row("SELECT execution_state FROM agent_operations WHERE operation_id = ?1", [id], |row| row.get(0))
+        .prepare_cached("SELECT execution_state FROM agent_operations WHERE operation_id = ?1")?
+        .query_row([id], |row| row.get(0))
         .optional()?
         .with_context(|| format!("operation {id} does not exist"))?;
     if !from.contains(&current) {
@@ -311,21 +307,17 @@ pub(super) fn transition(tx: &Connection, id: &str, from: &[ExecutionState], to:
             from.iter().map(|state| state.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
-    tx.execute(
-        &format!(
-            "UPDATE agent_operations SET execution_state = ?2, updated_at = {NOW}
+    tx.prepare_cached(&format!(
+        "UPDATE agent_operations SET execution_state = ?2, updated_at = {NOW}
              WHERE operation_id = ?1"
-        ),
-        params![id, to],
-    )?;
+    ))?
+    .execute(params![id, to])?;
     Ok(())
 }
 
 fn write_success(tx: &Connection, id: &str, effect: &Effect) -> Result<()> {
     transition(tx, id, &[ExecutionState::Dispatched, ExecutionState::Unknown], ExecutionState::Succeeded)?;
-    tx.execute(
-        "UPDATE agent_operations SET provider_ref = ?2, result_json = ?3 WHERE operation_id = ?1",
-        params![id, effect.provider_ref, serde_json::to_string(&effect.result)?],
-    )?;
+    tx.prepare_cached("UPDATE agent_operations SET provider_ref = ?2, result_json = ?3 WHERE operation_id = ?1")?
+        .execute(params![id, effect.provider_ref, serde_json::to_string(&effect.result)?])?;
     append_audit(tx, id, AuditEvent::Succeeded, &format!("provider_ref {}", effect.provider_ref))
 }

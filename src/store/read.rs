@@ -26,11 +26,8 @@ impl Store {
     pub fn has_audit_event(&self, id: &str, event: AuditEvent) -> Result<bool> {
         let conn = self.conn();
         let found = conn
-            .query_row(
-                "SELECT 1 FROM audit WHERE operation_id = ?1 AND event = ?2 LIMIT 1",
-                params![id, event.as_str()],
-                |_| Ok(()),
-            )
+            .prepare_cached("SELECT 1 FROM audit WHERE operation_id = ?1 AND event = ?2 LIMIT 1")?
+            .query_row(params![id, event.as_str()], |_| Ok(()))
             .optional()?;
         Ok(found.is_some())
     }
@@ -50,21 +47,21 @@ impl Store {
 
     pub fn monitoring_facts(&self) -> Result<MonitoringFacts> {
         let conn = self.conn();
-        let now = conn.query_row("SELECT julianday('now') * 86400.0", [], |r| r.get(0))?;
+        let now = conn.prepare_cached("SELECT julianday('now') * 86400.0")?.query_row([], |r| r.get(0))?;
         let operations = conn
-            .prepare("SELECT execution_state, paused, julianday(updated_at) * 86400.0 FROM agent_operations")?
+            .prepare_cached("SELECT execution_state, paused, julianday(updated_at) * 86400.0 FROM agent_operations")?
             .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let deliveries = conn
-            .prepare("SELECT operation_id, destination, state FROM deliveries")?
+            .prepare_cached("SELECT operation_id, destination, state FROM deliveries")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let audit = conn
-            .prepare("SELECT operation_id, event, detail, julianday(at) * 86400.0 FROM audit ORDER BY id")?
+            .prepare_cached("SELECT operation_id, event, detail, julianday(at) * 86400.0 FROM audit ORDER BY id")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut destinations: Vec<String> = conn
-            .prepare("SELECT destinations_json FROM agent_operations")?
+            .prepare_cached("SELECT destinations_json FROM agent_operations")?
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?
             .iter()
@@ -78,11 +75,8 @@ impl Store {
 
 fn read_operation(conn: &Connection, id: &str) -> Result<Option<Operation>> {
     let operation = conn
-        .query_row(
-            &format!("SELECT {OPERATION_COLUMNS} FROM agent_operations WHERE operation_id = ?1"),
-            [id],
-            operation_from_row,
-        )
+        .prepare_cached(&format!("SELECT {OPERATION_COLUMNS} FROM agent_operations WHERE operation_id = ?1"))?
+        .query_row([id], operation_from_row)
         .optional()?;
     Ok(operation)
 }

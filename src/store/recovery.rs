@@ -17,7 +17,7 @@ impl Store {
     pub fn recover_interrupted(&self, now: SystemTime) -> Result<Recovered> {
         self.write(|tx| {
             let dispatched: Vec<(String, u32)> = tx
-                .prepare(
+                .prepare_cached(
                     "SELECT operation_id, attempts FROM agent_operations
                      WHERE execution_state = ?1 ORDER BY rowid",
                 )?
@@ -34,17 +34,15 @@ impl Store {
             }
 
             let resend: Vec<(String, String)> = tx
-                .prepare(
+                .prepare_cached(
                     "SELECT d.operation_id, d.destination
                      FROM deliveries d JOIN agent_operations o USING (operation_id)
                      WHERE d.state = ?1 ORDER BY o.rowid, d.destination",
                 )?
                 .query_map([DeliveryState::Sent], |row| Ok((row.get(0)?, row.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            tx.execute(
-                "UPDATE deliveries SET next_attempt_at = ?1 WHERE state = ?2",
-                params![epoch_millis(now), DeliveryState::Sent],
-            )?;
+            tx.prepare_cached("UPDATE deliveries SET next_attempt_at = ?1 WHERE state = ?2")?
+                .execute(params![epoch_millis(now), DeliveryState::Sent])?;
 
             Ok(Recovered { unknown: dispatched.into_iter().map(|(id, _)| id).collect(), resend })
         })

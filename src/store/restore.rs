@@ -21,14 +21,12 @@ impl Store {
         self.restored = true;
         self.write(|tx| {
             let ids: Vec<String> = tx
-                .prepare("SELECT operation_id FROM agent_operations WHERE execution_state = ?1")?
+                .prepare_cached("SELECT operation_id FROM agent_operations WHERE execution_state = ?1")?
                 .query_map([ExecutionState::IntentRecorded], |row| row.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             for id in &ids {
-                tx.execute(
-                    "UPDATE agent_operations SET maybe_sent = ?2 WHERE operation_id = ?1",
-                    rusqlite::params![id, Outrun::InBackup.column()],
-                )?;
+                tx.prepare_cached("UPDATE agent_operations SET maybe_sent = ?2 WHERE operation_id = ?1")?
+                    .execute(rusqlite::params![id, Outrun::InBackup.column()])?;
                 let detail = format!("{signal}: the lost host may have attempted it after the backup; looked up first");
                 append_audit(tx, id, AuditEvent::Restored, &detail)?;
             }

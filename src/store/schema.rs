@@ -103,6 +103,9 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Another connection (an operator's sqlite3 shell, say) may hold the write lock briefly.
         conn.busy_timeout(Duration::from_secs(5))?;
+        // Every statement is parsed once per incarnation (`prepare_cached`), not at every status
+        // read and commit; room for all of them, so none is evicted and parsed again.
+        conn.set_prepared_statement_cache_capacity(64);
 
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
@@ -116,18 +119,19 @@ impl Store {
                 bail!("{} has schema version {other}; this runtime reads version {SCHEMA_VERSION}", path.display())
             }
         }
-        let newest: Option<u32> = tx.query_row("SELECT incarnation FROM fence", [], |row| row.get(0)).optional()?;
+        let newest: Option<u32> =
+            tx.prepare_cached("SELECT incarnation FROM fence")?.query_row([], |row| row.get(0)).optional()?;
         if let Some(newest) = newest.filter(|newest| *newest > incarnation) {
             crate::fence::exit(&format!(
                 "incarnation {newest} has already opened {}; this is incarnation {incarnation}",
                 path.display()
             ));
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO fence (only, incarnation) VALUES (1, ?1)
              ON CONFLICT (only) DO UPDATE SET incarnation = excluded.incarnation",
-            [incarnation],
-        )?;
+        )?
+        .execute([incarnation])?;
         tx.commit()?;
 
         Ok(Store { conn: Mutex::new(conn), incarnation: Some(incarnation), restored: false, keys: Keys::Derived })
@@ -157,7 +161,7 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         if let Some(incarnation) = self.incarnation {
-            let newest: u32 = tx.query_row("SELECT incarnation FROM fence", [], |row| row.get(0))?;
+            let newest: u32 = tx.prepare_cached("SELECT incarnation FROM fence")?.query_row([], |row| row.get(0))?;
             if newest != incarnation {
                 crate::fence::exit(&format!(
                     "the store is fenced by incarnation {newest}; this is incarnation {incarnation}"

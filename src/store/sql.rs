@@ -21,10 +21,8 @@ pub(super) const OPERATION_COLUMNS: &str = "operation_id, tenant, actor, tool_na
 pub(super) const DELIVERY_COLUMNS: &str = "operation_id, destination, state, attempts, idempotency_key, last_error";
 
 pub(super) fn append_audit(tx: &Connection, id: &str, event: AuditEvent, detail: &str) -> Result<()> {
-    tx.execute(
-        &format!("INSERT INTO audit (operation_id, event, detail, at) VALUES (?1, ?2, ?3, {NOW})"),
-        params![id, event.as_str(), detail],
-    )?;
+    tx.prepare_cached(&format!("INSERT INTO audit (operation_id, event, detail, at) VALUES (?1, ?2, ?3, {NOW})"))?
+        .execute(params![id, event.as_str(), detail])?;
     Ok(())
 }
 
