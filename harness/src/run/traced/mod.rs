@@ -60,6 +60,9 @@ pub fn tracer_binary() -> Option<PathBuf> {
     [dir.join("killpoint-tracer"), dir.parent()?.join("killpoint-tracer")].into_iter().find(|p| p.is_file())
 }
 
+/// How long the one check that this machine lets the tracer trace may take.
+const PERMITTED_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Whether this machine lets `killpoint-tracer` trace, checked once per process by tracing
 /// `true`: `Err` with one line saying why not (no tracer built, or ptrace or seccomp refused, as in
 /// some containers). Callers fall back to the probe or the black box and say so.
@@ -70,12 +73,10 @@ pub fn permitted() -> Result<(), String> {
             let Some(tracer) = tracer_binary() else {
                 return Err("system-call crash points need `killpoint-tracer` beside this program (or KILLPOINT_TRACER); build it with `cargo build --workspace`".to_owned());
             };
-            let output = std::process::Command::new(&tracer)
-                .args(["--", "true"])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", tracer.display()))?;
+            let mut check = std::process::Command::new(&tracer);
+            check.args(["--", "true"]);
+            let output = crate::run::tether::output_within(&mut check, PERMITTED_DEADLINE)
+                .map_err(|why| format!("{} tracing `true`: {why}", tracer.display()))?;
             match output.status.code() {
                 Some(crate::tracer::NOT_PERMITTED_EXIT) => {
                     let said = String::from_utf8_lossy(&output.stderr);
