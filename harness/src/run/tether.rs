@@ -145,5 +145,4 @@ mod tests {
         let missing = output_within(&mut std::process::Command::new("/nonexistent"), Duration::from_secs(1));
         assert!(missing.expect_err("no such program").starts_with("cannot start"));
     }
-
 }

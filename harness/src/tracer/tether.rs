@@ -67,26 +67,27 @@ pub fn cannot_start(program: &Path, error: &std::io::Error) -> String {
     format!("cannot start: {what} ({error})")
 }
 
-/// The error exec would give for `program`, found without running it, for the cases
-/// [`cannot_start`] words (missing, a directory, not executable, a `#!` interpreter missing):
+/// The error exec would give for `program` (its errno, so it reads as exec's would), found
+/// without running it, for the cases [`cannot_start`] words (missing, a directory, not
+/// executable, a `#!` interpreter missing):
 /// a program started through `--exec` fails in the child, where the harness would only see an
 /// exit status. `None` when exec may well succeed.
 pub fn would_fail(program: &Path) -> Option<std::io::Error> {
-    use std::io::{Error, ErrorKind};
+    use std::io::Error;
     use std::os::unix::fs::PermissionsExt;
     // A bare name is looked up on PATH by exec: the child says what it found.
     if program.components().count() == 1 && !program.is_absolute() {
         return None;
     }
     let Ok(metadata) = std::fs::metadata(program) else {
-        return Some(Error::from(ErrorKind::NotFound));
+        return Some(Error::from_raw_os_error(libc::ENOENT));
     };
     if metadata.is_dir() || metadata.permissions().mode() & 0o111 == 0 {
-        return Some(Error::from(ErrorKind::PermissionDenied));
+        return Some(Error::from_raw_os_error(libc::EACCES));
     }
     let first = interpreter_line(program)?;
     let interpreter = first.trim_start_matches("#!").split_whitespace().next()?;
-    (!Path::new(interpreter).exists()).then(|| Error::from(ErrorKind::NotFound))
+    (!Path::new(interpreter).exists()).then(|| Error::from_raw_os_error(libc::ENOENT))
 }
 
 /// The first line of `program` when it starts with `#!`.
