@@ -75,7 +75,7 @@ pub fn permitted() -> Result<(), String> {
             };
             let mut check = std::process::Command::new(&tracer);
             check.args(["--", "true"]);
-            let output = crate::run::tether::output_within(&mut check, PERMITTED_DEADLINE)
+            let output = crate::run::one_off::output_within(&mut check, PERMITTED_DEADLINE)
                 .map_err(|why| format!("{} tracing `true`: {why}", tracer.display()))?;
             match output.status.code() {
                 Some(crate::tracer::NOT_PERMITTED_EXIT) => {
