@@ -15,7 +15,7 @@ pub mod driver;
 pub(crate) mod gone;
 pub mod held;
 pub mod incarnation;
-pub(crate) mod one_off;
+pub mod one_off;
 pub mod power_loss;
 pub mod preflight;
 pub mod probe;

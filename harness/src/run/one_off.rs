@@ -1,53 +1,89 @@
-//! A helper program the harness runs once, to its end, under a deadline: its checks of
-//! `killpoint-tracer` (that it may trace here, that it takes `--die-with`), made before any
-//! runtime starts. In a process group of its own, killed whole at the deadline and reaped.
+//! A helper program run once, to its end, under a deadline: the harness's checks of
+//! `killpoint-tracer` (that it may trace here, that it takes `--die-with`), made before any runtime
+//! starts, and a test's helpers (trials/child.rs). In a process group of its own that dies
+//! with its caller (PR_SET_PDEATHSIG) and is killed whole past the deadline, then reaped.
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-/// Runs `command` (stdin closed, stdout and stderr captured, in a process group of its own) to its
-/// end within `deadline`; else why not: it could not start, or was still running then (its group
-/// is then killed and it is reaped). For the harness's one-off checks of its helpers.
-pub(crate) fn output_within(
-    command: &mut std::process::Command,
-    deadline: Duration,
-) -> Result<std::process::Output, String> {
-    use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
+/// Why a child did not finish.
+#[derive(Debug)]
+pub enum NotFinished {
+    /// It could not be started.
+    Start(std::io::Error),
+    /// Still running at the deadline: its group was killed; what it printed until then.
+    Late(Output),
+}
+
+impl NotFinished {
+    /// In words, for a deadline of `deadline`.
+    pub fn said(&self, deadline: Duration) -> String {
+        match self {
+            NotFinished::Start(e) => format!("cannot start: {e}"),
+            NotFinished::Late(_) => format!("still running after {deadline:?}"),
+        }
+    }
+}
+
+/// Runs `command` (stdin closed, stdout and stderr captured) to its end within `deadline`.
+pub fn output_within(command: &mut Command, deadline: Duration) -> Result<Output, NotFinished> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let child = command.spawn().map_err(|e| format!("cannot start: {e}"))?;
-    let group = Pid::from_raw(child.id() as i32);
+    die_with_harness(command);
+    let child = command.spawn().map_err(NotFinished::Start)?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let (sender, receiver) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || sender.send(child.wait_with_output()));
-    let output = match receiver.recv_timeout(deadline) {
-        Ok(output) => output.map_err(|e| format!("cannot be waited for: {e}")),
+    let (output, late) = match receiver.recv_timeout(deadline) {
+        Ok(output) => (output, false),
         Err(_) => {
-            let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
-            Err(format!("still running after {deadline:?}"))
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            // The group is dead: the waiter reaps the child and sends what it printed.
+            (receiver.recv().expect("the waiter sends once"), true)
         }
     };
     let _ = waiter.join();
-    output
+    let output = output.map_err(NotFinished::Start)?;
+    if late { Err(NotFinished::Late(output)) } else { Ok(output) }
+}
+
+/// Makes `command`'s process die with the harness (SIGKILL on the harness's death), with no
+/// signal blocked, from a `pre_exec` closure: for a one-off helper, and `tether`'s fallback when
+/// no tracer can start a child. PDEATHSIG fires when the thread that spawned the child exits, so
+/// the harness spawns from the thread that drives the scenario to its end.
+pub(crate) fn die_with_harness(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    // SAFETY: `arm_death_signal` only calls async-signal-safe functions (sigprocmask, prctl,
+    // getppid) and allocates nothing.
+    unsafe {
+        command.pre_exec(move || match crate::tracer::tether::arm_death_signal(parent) {
+            Ok(()) => Ok(()),
+            Err(crate::tracer::tether::Unarmed::Mask(e) | crate::tracer::tether::Unarmed::Signal(e)) => Err(e.into()),
+            // The harness is gone: nothing is to run.
+            Err(crate::tracer::tether::Unarmed::Orphaned) => nix::libc::_exit(1),
+        });
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{NotFinished, output_within};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
 
     #[test]
-    fn a_helper_past_its_deadline_is_killed_and_said_late() {
-        let mut echo = std::process::Command::new("echo");
-        echo.arg("hi");
-        let done = output_within(&mut echo, Duration::from_secs(10)).expect("echo ends");
+    fn a_child_past_its_deadline_is_killed_and_reaped_not_waited_for() {
+        let done = output_within(Command::new("echo").arg("hi"), Duration::from_secs(10)).expect("echo ends");
         assert_eq!(done.stdout, b"hi\n");
-        let started = std::time::Instant::now();
-        let mut sleep = std::process::Command::new("sleep");
-        sleep.arg("30");
-        let late = output_within(&mut sleep, Duration::from_millis(100)).expect_err("sleep 30 is late");
-        assert!(late.contains("still running after 100ms"), "{late}");
-        assert!(started.elapsed() < Duration::from_secs(10), "killed at the deadline, not waited for");
-        let missing = output_within(&mut std::process::Command::new("/nonexistent"), Duration::from_secs(1));
-        assert!(missing.expect_err("no such program").starts_with("cannot start"));
+        let started = Instant::now();
+        let late = output_within(Command::new("sleep").arg("30"), Duration::from_millis(100));
+        assert!(matches!(late, Err(NotFinished::Late(_))), "{late:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "the 30 s sleep was waited for");
+        let said = late.expect_err("late").said(Duration::from_millis(100));
+        assert!(said.contains("still running after 100ms"), "{said}");
+        let missing = output_within(&mut Command::new("/nonexistent"), Duration::from_secs(1));
+        assert!(matches!(missing, Err(NotFinished::Start(_))));
+        assert!(missing.expect_err("no such program").said(Duration::from_secs(1)).starts_with("cannot start"));
     }
 }

@@ -13,10 +13,8 @@
 //! `posix_spawn`, a vfork), which arms the signal and becomes PROGRAM; a traced one as
 //! `killpoint-tracer --die-with PID …`, which arms it and traces as before. Without a tracer that
 //! takes `--die-with` (none built, or an older one beside this harness) the closure is used, as
-//! before.
+//! before (`one_off::die_with_harness`).
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
@@ -29,9 +27,9 @@ const CHECK_DEADLINE: Duration = Duration::from_secs(10);
 /// its `#!` interpreter missing) is refused here with exec's error, as a direct spawn would.
 pub(crate) fn command(program: &Path) -> std::io::Result<Command> {
     let Some(tracer) = tracer() else {
-        let mut command = Command::new(program);
-        die_with_harness(&mut command);
-        return Ok(command);
+        let mut command = std::process::Command::new(program);
+        crate::run::one_off::die_with_harness(&mut command);
+        return Ok(command.into());
     };
     let pid = std::process::id().to_string();
     if program == tracer {
@@ -58,33 +56,6 @@ fn takes_die_with(tracer: &Path) -> bool {
     let mut check = std::process::Command::new(tracer);
     check.args(["--die-with", &std::process::id().to_string(), "--exec", "--", "true"]);
     crate::run::one_off::output_within(&mut check, CHECK_DEADLINE).is_ok_and(|output| output.status.success())
-}
-
-/// Makes `command`'s process die with the harness (SIGKILL on the harness's death), with no
-/// signal blocked, from a `pre_exec` closure: the fallback when no tracer can do it.
-fn die_with_harness(command: &mut Command) {
-    // SAFETY: the closure only calls async-signal-safe functions (sigprocmask, prctl, getppid,
-    // _exit).
-    unsafe {
-        command.pre_exec(|| {
-            // A child inherits the signal mask, and the command line blocks SIGINT and SIGTERM in
-            // every thread (main.rs, `on_interrupt`): a service would ignore a `restart`'s SIGTERM
-            // and wait 10 s for the SIGKILL (found by `killpoint random --services`).
-            nix::sys::signal::sigprocmask(
-                nix::sys::signal::SigmaskHow::SIG_SETMASK,
-                Some(&nix::sys::signal::SigSet::empty()),
-                None,
-            )?;
-            // PDEATHSIG fires when the thread that spawned us exits, so the harness spawns from
-            // the thread that drives the scenario to its end.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            // The harness may already have died between fork and prctl.
-            if nix::unistd::getppid() == Pid::from_raw(1) {
-                nix::libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
 }
 
 #[cfg(test)]

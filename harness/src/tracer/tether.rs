@@ -16,17 +16,30 @@ use std::path::Path;
 /// blocks SIGINT and SIGTERM in every thread: a child inheriting that mask would ignore a
 /// SIGTERM), and makes sure the parent, `parent`, had not died already.
 pub fn die_with(parent: i32) -> Result<(), String> {
-    nix::sys::signal::sigprocmask(
-        nix::sys::signal::SigmaskHow::SIG_SETMASK,
-        Some(&nix::sys::signal::SigSet::empty()),
-        None,
-    )
-    .map_err(|e| format!("cannot unblock the signals: {e}"))?;
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| format!("cannot arm PR_SET_PDEATHSIG: {e}"))?;
-    // The parent may have died between our start and the prctl: we were then handed to a reaper.
+    arm_death_signal(parent).map_err(|failed| match failed {
+        Unarmed::Mask(e) => format!("cannot unblock the signals: {e}"),
+        Unarmed::Signal(e) => format!("cannot arm PR_SET_PDEATHSIG: {e}"),
+        Unarmed::Orphaned => format!("the harness (pid {parent}) is gone"),
+    })
+}
+
+/// Which step of [`arm_death_signal`] failed.
+pub enum Unarmed {
+    Mask(nix::errno::Errno),
+    Signal(nix::errno::Errno),
+    /// The parent died first: we were handed to a reaper.
+    Orphaned,
+}
+
+/// What [`die_with`] does, allocating nothing: also safe between fork and exec, where the
+/// harness calls it from a `pre_exec` closure when no tracer can start its children.
+pub fn arm_death_signal(parent: i32) -> Result<(), Unarmed> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+    sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).map_err(Unarmed::Mask)?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(Unarmed::Signal)?;
+    // The parent may have died between our start and the prctl.
     if nix::unistd::getppid().as_raw() != parent {
-        return Err(format!("the harness (pid {parent}) is gone"));
+        return Err(Unarmed::Orphaned);
     }
     Ok(())
 }

@@ -76,7 +76,7 @@ pub fn permitted() -> Result<(), String> {
             let mut check = std::process::Command::new(&tracer);
             check.args(["--", "true"]);
             let output = crate::run::one_off::output_within(&mut check, PERMITTED_DEADLINE)
-                .map_err(|why| format!("{} tracing `true`: {why}", tracer.display()))?;
+                .map_err(|why| format!("{} tracing `true`: {}", tracer.display(), why.said(PERMITTED_DEADLINE)))?;
             match output.status.code() {
                 Some(crate::tracer::NOT_PERMITTED_EXIT) => {
                     let said = String::from_utf8_lossy(&output.stderr);
