@@ -17,6 +17,8 @@ mod addresses;
 mod black_box;
 #[path = "syscalls/machine.rs"]
 mod machine;
+#[path = "syscalls/untraced_recovery.rs"]
+mod untraced_recovery;
 #[path = "syscalls/zombies.rs"]
 mod zombies;
 
@@ -27,7 +29,7 @@ fn main() -> ExitCode {
     // `#[test]` attribute is compiled away, and a test missing from the table never runs.
     // The longest first (about 21, 21, 9, 9 and 7 s at 4 at once): trials start in this order, and
     // one started last runs on alone while the other threads have nothing left.
-    let tests: [(&str, fn()); 25] = [
+    let tests: [(&str, fn()); 27] = [
         (
             "a_bug_between_two_durable_writes_is_caught_only_at_syscall_points",
             a_bug_between_two_durable_writes_is_caught_only_at_syscall_points,
@@ -118,6 +120,14 @@ fn main() -> ExitCode {
         (
             "zombies::a_zombie_frozen_before_a_request_exits_on_its_409",
             zombies::a_zombie_frozen_before_a_request_exits_on_its_409,
+        ),
+        (
+            "untraced_recovery::the_incarnations_after_the_last_kill_run_untraced",
+            untraced_recovery::the_incarnations_after_the_last_kill_run_untraced,
+        ),
+        (
+            "untraced_recovery::a_blind_retry_is_caught_with_the_recovery_untraced",
+            untraced_recovery::a_blind_retry_is_caught_with_the_recovery_untraced,
         ),
     ];
     // A test that panics fails its trial (libtest-mimic catches it), as a `#[test]` would.

@@ -200,6 +200,13 @@ async fn play(
         (false, _) => None,
     };
     let resumed = start.from;
+    // Nothing of the recovery is wanted when no state is built from it and no schedule runs it.
+    let untraced_target = (options.untraced_after_last_kill
+        && tracing
+        && options.crash == Crash::Process
+        && start.recording.is_none()
+        && scenario.schedule.is_none())
+    .then(|| target.clone());
     let (mut tracer, traced_target) = match tracing {
         true => Tracer::start(&artifacts, scenario, &mut env, target, power_loss, resumed)
             .map(|(t, target)| (t, Some(target)))?,
@@ -248,6 +255,7 @@ async fn play(
         }
     }
     driver.mirror = opening.mirror.take();
+    driver.untraced_target = untraced_target;
     driver.services = services;
     driver.tell_capture_the_api();
     if opening.number > 1 {

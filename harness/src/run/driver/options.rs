@@ -43,6 +43,13 @@ pub struct RunOptions {
     /// services only), keeping the last in `Run::after_kill`: `explore` keeps it beside a failing
     /// case it re-ran.
     pub keep_kills: bool,
+    /// A traced process crash starts the incarnations after its last kill untraced: once every
+    /// kill and freeze of the scenario has happened and every `[[syscall_fault]]` was hit, the
+    /// tracer has nothing left to stop at, and the recovery runs as fast as the runtime does.
+    /// `Run::syscall_points` then end with the last traced incarnation. Off where the recovery's
+    /// points are wanted (a record run, `explore`'s depth-1 runs that give depth 2 its points,
+    /// `killpoint run --syscalls`).
+    pub untraced_after_last_kill: bool,
 }
 
 impl Default for RunOptions {
@@ -60,6 +67,7 @@ impl Default for RunOptions {
             contract: crate::model::contract::Version::CURRENT,
             from_kept: None,
             keep_kills: false,
+            untraced_after_last_kill: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! contract.
 
 use super::abort::Abort;
-use super::record::Happening;
+use super::record::{Happening, Hit};
 use super::state::{Driver, unless_reached};
 use crate::run::built::after_kill::{self, Around};
 use crate::run::client::{ReadError, Resubmission};
@@ -52,16 +52,41 @@ impl Driver<'_> {
         }
         let moved = self.on_host(launch);
         let launch = moved.as_ref().unwrap_or(launch);
+        // Taken out while it is used (the starts below borrow the driver), put back for the
+        // restarts after this one.
+        let plain = match self.every_kill_done() {
+            true => self.untraced_target.take(),
+            false => None,
+        };
+        let untraced = plain.as_ref().map(|target| untraced_launch(launch, target));
+        let launch = untraced.as_ref().unwrap_or(launch);
         let mut next = number + 1;
         if self.hides_data_dir() {
             self.start_on_missing_dir(launch, next).await?;
             next += 1;
         }
         self.mark(Happening::Started { incarnation: next });
-        self.incarnation = start(launch, next, &mut self.traced).await.map_err(|e| self.not_ready(e))?;
+        let mut no_tracer = None;
+        let tracing = if untraced.is_some() { &mut no_tracer } else { &mut self.traced };
+        let started = start(launch, next, tracing).await;
+        if plain.is_some() {
+            self.untraced_target = plain;
+        }
+        self.incarnation = started.map_err(|e| self.not_ready(e))?;
         self.connect();
         self.restarts.push(killed_at.elapsed());
         Ok(())
+    }
+
+    /// Whether the tracer has nothing left to stop at: every kill and freeze of the scenario has
+    /// happened (or cannot), and every `[[syscall_fault]]` was hit.
+    fn every_kill_done(&self) -> bool {
+        use crate::scenario::Action;
+        let stops = |action: Action| matches!(action, Action::Kill | Action::Freeze);
+        let pending =
+            self.scenario.faults.iter().zip(&self.hits).any(|(f, hit)| stops(f.action) && *hit == Hit::NotReached);
+        let syscalls_hit = self.traced.as_ref().is_some_and(|t| t.hits().iter().all(|hit| *hit));
+        !pending && syscalls_hit
     }
 
     /// `RunOptions::keep_kills`: the crash state this kill left, in place of the last one's.
@@ -155,4 +180,12 @@ impl Driver<'_> {
             }
         }
     }
+}
+
+/// `launch` with the runtime as the user gave it, not under the tracer, and without the tracer's
+/// variables, which only the tracer reads.
+fn untraced_launch<'l>(launch: &Launch<'l>, target: &'l crate::run::incarnation::Target) -> Launch<'l> {
+    let tracer_only = [crate::run::traced::SOCKET_VARIABLE, crate::tracer::ESCAPES_VARIABLE];
+    let env = launch.env.iter().filter(|(name, _)| !tracer_only.contains(&name.as_str())).cloned().collect();
+    Launch { target, env, logs: launch.logs, probe: launch.probe, ready_timeout: launch.ready_timeout }
 }

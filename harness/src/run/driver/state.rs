@@ -93,6 +93,9 @@ pub(super) struct Driver<'a> {
     /// crash state after each kill is taken from, and the last one taken.
     pub(super) keep_kills: Option<(PathBuf, PathBuf)>,
     pub(super) after_kill: Option<Result<crate::run::built::after_kill::AfterKill, String>>,
+    /// `RunOptions::untraced_after_last_kill`, in a traced process crash: the runtime as the user
+    /// gave it, started without the tracer once every kill has happened (`restart`).
+    pub(super) untraced_target: Option<crate::run::incarnation::Target>,
 }
 
 impl<'a> Driver<'a> {
@@ -147,6 +150,7 @@ impl<'a> Driver<'a> {
                 && options.services.is_empty())
             .then(|| (ground.data.clone(), ground.logs.clone())),
             after_kill: None,
+            untraced_target: None,
             windows: Default::default(),
             restores: (options.crash == crate::model::crash::Crash::Restore).then(|| {
                 let lag = options.restore_lag.or(scenario.restore_lag).unwrap_or(crate::model::crash::Lag::DEFAULT);

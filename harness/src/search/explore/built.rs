@@ -7,10 +7,12 @@
 //! kill, where its depth-2 kills land. A case runs from a built state when its last kill is a
 //! `[[syscall_fault]]` whose state could be built; every other case (a boundary held exactly
 //! without the probe, a freeze or revocation and what follows it, a point whose world could not
-//! be recorded in time) is re-run, as is everything with `--rerun-prefix`. Both give the same
-//! [`Finding`]: the case's scenario. A failing case keeps the state its recovery started from
-//! beside its written file (`crate::run::built::kept`: the built one, or for a re-run case the one
-//! its last kill left), where `killpoint run` starts from it.
+//! be recorded in time) is re-run, as is everything with `--rerun-prefix`: untraced when the
+//! tracer has nothing to do in it, as at a boundary the world or the client holds
+//! (the `untraced` module). Both give the same [`Finding`]: the case's scenario. A failing case
+//! keeps the state its recovery started from beside its written file (`crate::run::built::kept`:
+//! the built one, or for a re-run case the one its last kill left), where `killpoint run` starts
+//! from it.
 
 use super::case::{Case, Workload};
 use super::finding::{Finding, finding_of};

@@ -3,7 +3,7 @@
 
 use super::built::{Played, Shelf, for_depth_two, rerun_building, run_case_built};
 use super::case::{Case, Workload};
-use super::finding::{CaseStatus, Finding, run_case};
+use super::finding::{CaseStatus, Finding};
 use super::options::ExploreOptions;
 use crate::run::built::after_kill::{self, AfterKill};
 use crate::run::built::kept;
@@ -40,7 +40,11 @@ pub(super) fn run_all(
     // Re-run cases under the tracer take the crash state each kill leaves: a failing one keeps
     // its last beside its file, as a case from a built state keeps that.
     let keep_kills = options.keep_failures && options.run.syscalls;
-    let run_options = RunOptions { fingerprints: keep_runs, keep_kills, ..options.run.clone() };
+    // A run kept for depth 2 gives it the points of its recovery: traced to the end. Others need
+    // the tracer only until their last kill.
+    let untraced_after_last_kill = !keep_runs;
+    let run_options =
+        RunOptions { fingerprints: keep_runs, keep_kills, untraced_after_last_kill, ..options.run.clone() };
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
             scope.spawn(|| {
@@ -114,8 +118,9 @@ fn state_of<'s>(
     after_kill::state_of(after_kill)
 }
 
-/// One case: from its built state when the shelf has one, else re-run; building its recovery's
-/// states when its run is kept for depth 2 and the shelf is in use.
+/// One case: from its built state when the shelf has one, else re-run (untraced when the tracer has
+/// nothing to do in it: `untraced`); building its recovery's states when its run is kept for depth
+/// 2 and the shelf is in use.
 fn play(
     workload: &Workload,
     case: &Case,
@@ -132,6 +137,6 @@ fn play(
     }
     match recording {
         Some(recording) => rerun_building(workload, case, target, options, recording),
-        None => run_case(workload, case, target, options).map(|(finding, run)| (finding, run, None)),
+        None => super::untraced::rerun(workload, case, target, options, keep_runs),
     }
 }

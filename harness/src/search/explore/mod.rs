@@ -48,6 +48,7 @@ mod plan;
 mod point;
 mod prune;
 mod syscalls;
+mod untraced;
 
 pub use built::record;
 pub use case::{Case, Workload};
