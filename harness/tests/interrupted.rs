@@ -8,6 +8,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn reference_runtime() -> PathBuf {
@@ -24,11 +25,13 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A `killpoint` child whose output is read as it comes (a full pipe would stall it).
+/// A `killpoint` child whose output is read as it comes (a full pipe would stall it); its stderr
+/// so far is readable while it runs (`stderr_so_far`).
 struct Search {
     child: Child,
     stdout: std::thread::JoinHandle<String>,
     stderr: std::thread::JoinHandle<String>,
+    stderr_so_far: Arc<Mutex<String>>,
 }
 
 impl Search {
@@ -42,16 +45,19 @@ impl Search {
             .stderr(Stdio::piped())
             .spawn()
             .expect("killpoint starts");
-        let reader = |mut pipe: Box<dyn Read + Send>| {
+        let reader = |mut pipe: Box<dyn Read + Send>, so_far: Arc<Mutex<String>>| {
             std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = pipe.read_to_string(&mut text);
-                text
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                    so_far.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+                so_far.lock().unwrap().clone()
             })
         };
-        let stdout = reader(Box::new(child.stdout.take().expect("piped stdout")));
-        let stderr = reader(Box::new(child.stderr.take().expect("piped stderr")));
-        Search { child, stdout, stderr }
+        let stdout = reader(Box::new(child.stdout.take().expect("piped stdout")), Arc::default());
+        let stderr_so_far = Arc::new(Mutex::new(String::new()));
+        let stderr = reader(Box::new(child.stderr.take().expect("piped stderr")), stderr_so_far.clone());
+        Search { child, stdout, stderr, stderr_so_far }
     }
 
     /// Waits until a `.toml` file is in `dir`, or the process exits, or `deadline` passes.
@@ -75,6 +81,23 @@ impl Search {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Waits until explore has printed a progress line, which it does just after writing a
+    /// failure's file (interrupted between the two, it has not said how far it got), or the
+    /// process exits, or `deadline` passes.
+    fn wait_for_progress(&mut self, deadline: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        while progress(&self.stderr_so_far.lock().unwrap()).is_empty() {
+            if let Some(status) = self.child.try_wait().expect("waitpid") {
+                return Err(format!("killpoint exited ({status}) before printing a progress line"));
+            }
+            if started.elapsed() > deadline {
+                return Err(format!("no progress line after {deadline:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
     }
 
     /// SIGINT, then the exit status and output (SIGKILL and a panic if it does not exit in time).
@@ -134,6 +157,9 @@ fn an_interrupted_explore_leaves_the_failures_it_found_in_out() {
         Ok(file) => file,
         Err(why) => search.fail(why),
     };
+    if let Err(why) = search.wait_for_progress(Duration::from_secs(30)) {
+        search.fail(why);
+    }
     let (status, stdout, stderr) = search.interrupt(Duration::from_secs(30));
     assert_eq!(status.code(), Some(130), "not stopped by the interrupt\nstdout:\n{stdout}\nstderr:\n{stderr}");
     // Stopped early: cases were left to run when the file appeared.
