@@ -28,6 +28,11 @@ enum KillAt {
 /// Runs `sh -c script` under the tracer with a trace socket, answering every point (or killing the
 /// process group at `kill_at`); returns the points seen and how the tracer ended.
 fn traced_shell(script: &str, data: &Path, kill_at: KillAt) -> (Vec<Point>, ExitStatus) {
+    traced_shell_answering(script, data, kill_at, false)
+}
+
+/// [`traced_shell`], answering the first point `go_on` and no other when `go_on`.
+fn traced_shell_answering(script: &str, data: &Path, kill_at: KillAt, go_on: bool) -> (Vec<Point>, ExitStatus) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let socket_dir = tempfile::tempdir().unwrap();
@@ -63,7 +68,11 @@ fn traced_shell(script: &str, data: &Path, kill_at: KillAt) -> (Vec<Point>, Exit
                 killpg(group, Signal::SIGKILL).unwrap();
                 break;
             }
-            write.write_all(b"{\"action\":\"resume\"}\n").await.unwrap();
+            match (go_on, points.len()) {
+                (false, _) => write.write_all(b"{\"action\":\"resume\"}\n").await.unwrap(),
+                (true, 1) => write.write_all(b"{\"action\":\"go_on\"}\n").await.unwrap(),
+                (true, _) => {}
+            }
         }
         let status = timeout(DEADLINE, child.wait()).await.expect("the tracer to exit within 10 s").unwrap();
         (points, status)
@@ -99,6 +108,19 @@ fn a_write_under_the_data_dir_is_two_points() {
     );
     assert_eq!(points.iter().map(|p| p.n).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(std::fs::read_to_string(data.join("f")).unwrap(), "x\n");
+}
+
+/// After `go_on` the tracer announces every point without waiting: a harness that answers nothing
+/// more still sees them all, in order, and the program runs to its end.
+#[test]
+fn after_go_on_points_are_told_not_asked() {
+    let (_dir, data) = data_dir();
+    let script = "for i in 1 2 3; do echo $i > \"$KILLPOINT_DATA_DIR/f$i\"; done; exit 4";
+    let (points, status) = traced_shell_answering(script, &data, KillAt::Never, true);
+    assert_eq!(status.code(), Some(4), "the program ran to its end with one answer");
+    let numbers: Vec<u64> = points.iter().map(|p| p.n).collect();
+    assert_eq!(numbers, [1, 2, 3, 4, 5, 6], "a write's before and after, three times");
+    assert_eq!(std::fs::read_to_string(data.join("f3")).unwrap(), "3\n");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The trace socket's protocol, the tracer's end: one point out as a JSON line (and into the
-//! log), then wait for `{"action":"resume"}`.
+//! log), then wait for `{"action":"resume"}` — or, once the harness answered `{"action":"go_on"}`,
+//! not wait at all (`Channel::asking`).
 
 use std::io::Write;
 
@@ -49,11 +50,18 @@ impl Tracer {
         }
         let Some(channel) = &mut self.channel else { return Ok(()) };
         channel.send(&line)?;
+        if !channel.asking {
+            return Ok(());
+        }
         let Some(answer) = channel.answer()? else {
             return Err(TracerError::Answer { found: "the connection closed".to_owned() });
         };
         match serde_json::from_str::<serde_json::Value>(&answer) {
             Ok(value) if value == serde_json::json!({"action": "resume"}) => Ok(()),
+            Ok(value) if value == serde_json::json!({"action": "go_on"}) => {
+                channel.asking = false;
+                Ok(())
+            }
             _ => Err(TracerError::Answer { found: answer }),
         }
     }

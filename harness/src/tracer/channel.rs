@@ -3,6 +3,10 @@
 //! while it has nothing of its own to deliver, `{"action":"ask"}` once it has (see
 //! `run::traced::turn` in the harness). Those lines may come before any answer, so every read of
 //! an answer takes them first.
+//!
+//! A point's answer may also be `{"action":"go_on"}`: resume, and every point after it without
+//! waiting for an answer (the harness has nothing left to decide at this incarnation's points:
+//! `run::traced`); the tracer then only tells them (`asking` false).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
@@ -23,6 +27,8 @@ pub(super) struct Channel {
     free: bool,
     /// Whether the harness closed its end (a read returned nothing).
     closed: bool,
+    /// Whether each point waits for the harness's answer: until it answers `go_on`.
+    pub(super) asking: bool,
 }
 
 impl Channel {
@@ -31,7 +37,7 @@ impl Channel {
         let failed = |source| TracerError::Socket { path: path.display().to_string(), source };
         let stream = UnixStream::connect(path).map_err(failed)?;
         let reader = BufReader::new(stream.try_clone().map_err(failed)?);
-        Ok(Channel { reader, writer: stream, path: path.to_owned(), free: false, closed: false })
+        Ok(Channel { reader, writer: stream, path: path.to_owned(), free: false, closed: false, asking: true })
     }
 
     fn failed(&self, source: std::io::Error) -> TracerError {

@@ -16,7 +16,9 @@
 //! - Each point is one JSON line on `$KILLPOINT_TRACE_SOCKET`, and the tracee stays stopped until
 //!   the harness answers `{"action":"resume"}` (the probe's protocol, CONTRACT.md section 7). The
 //!   tracer handles one stop at a time, so points are announced one at a time; threads that are
-//!   not stopped keep running meanwhile.
+//!   not stopped keep running meanwhile. An answer `{"action":"go_on"}` resumes that point and
+//!   every later one of the incarnation unasked: the harness has nothing left to decide there
+//!   (`run::traced`'s `go_on`), and the points are only told.
 //!
 //! The parts, a file each: the point vocabulary the harness reads (`point`), the environment
 //! (`config`), the traced-call table and its filter (`seccomp`), starting the program (`launch`),

@@ -20,6 +20,9 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
         });
         traced.arm_boundaries(at_syscalls.collect());
     }
+    if let Some(traced) = traced {
+        traced.faults_armed();
+    }
     standing(scenario, probe, traced.is_some())
 }
 

@@ -13,6 +13,7 @@
 
 mod boundaries;
 mod counting;
+mod go_on;
 mod turn;
 
 use super::held::{self, Held};
@@ -284,6 +285,8 @@ struct State {
     boundary_faults: Vec<(BoundaryFault, bool)>,
     seen: Vec<SyscallPoint>,
     boundaries: Boundaries,
+    /// Every fault is armed where it fires (`go_on`).
+    armed: bool,
 }
 
 /// Tracing for one run: the socket, the faults, and what every incarnation's task saw.
@@ -317,6 +320,7 @@ impl Tracing {
             boundary_faults: Vec::new(),
             seen: Vec::new(),
             boundaries: Boundaries::default(),
+            armed: false,
         };
         let hook = Default::default();
         let sent = Default::default();
@@ -457,6 +461,8 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let sent_before = shared.sent.load(Ordering::SeqCst);
     // Under a controlled schedule: whether the tracer may decide without asking.
     let mut free = turn::Told::new(shared.turn.as_deref());
+    // Whether the tracer was told to go on without asking (`go_on`).
+    let mut told_go_on = false;
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     loop {
@@ -508,7 +514,10 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
             let _ = shared.reached.send(reached);
             return;
         }
-        if write.write_all(b"{\"action\":\"resume\"}\n").await.is_err() {
+        let resume = go_on::resume_line(&shared, ready.load(Ordering::SeqCst), &mut told_go_on);
+        if let Some(line) = resume
+            && write.write_all(line).await.is_err()
+        {
             return;
         }
     }
