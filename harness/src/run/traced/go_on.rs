@@ -26,18 +26,24 @@ impl Tracing {
     }
 }
 
-/// What the harness answers a point it resumes, the incarnation ready or not (`ready`): `resume`,
-/// or once `go_on` when it has nothing left to decide; nothing once that was said (`told`).
-pub(super) fn resume_line(shared: &Shared, ready: bool, told: &mut bool) -> Option<&'static [u8]> {
-    if *told {
-        return None;
+/// Whether one incarnation's tracer was told `go_on`.
+#[derive(Debug, Default)]
+pub(super) struct Told(bool);
+
+impl Told {
+    /// What the harness answers a point it resumes, the incarnation ready or not (`ready`):
+    /// `resume`, or once `go_on` when it has nothing left to decide; nothing once that was said.
+    pub(super) fn resume_line(&mut self, shared: &Shared, ready: bool) -> Option<&'static [u8]> {
+        if self.0 {
+            return None;
+        }
+        // Before the ready line a point is not counted; one told later could pass for one after.
+        if ready && nothing_to_decide(shared) {
+            self.0 = true;
+            return Some(GO_ON);
+        }
+        Some(RESUME)
     }
-    // Before the ready line a point is not counted; one told later could be taken for one after.
-    if ready && nothing_to_decide(shared) {
-        *told = true;
-        return Some(GO_ON);
-    }
-    Some(RESUME)
 }
 
 fn nothing_to_decide(shared: &Shared) -> bool {
@@ -65,14 +71,14 @@ mod tests {
         (dir, tracing)
     }
 
-    fn answers(tracing: &Tracing, ready: bool, told: &mut bool) -> Option<&'static [u8]> {
-        resume_line(&tracing.shared, ready, told)
+    fn answers(tracing: &Tracing, ready: bool, told: &mut Told) -> Option<&'static [u8]> {
+        told.resume_line(&tracing.shared, ready)
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn go_on_is_said_once_every_fault_is_armed_and_spent_and_the_incarnation_is_ready() {
         let (_dir, tracing) = tracing("");
-        let mut told = false;
+        let mut told = Told::default();
         assert_eq!(answers(&tracing, true, &mut told), Some(RESUME), "faults not armed yet");
         tracing.faults_armed();
         assert_eq!(answers(&tracing, false, &mut told), Some(RESUME), "before the ready line");
@@ -84,12 +90,16 @@ mod tests {
     async fn a_fault_the_tracer_may_still_fire_keeps_every_point_asked() {
         let (_dir, syscall) = tracing("[[syscall_fault]]\nkind = \"sync\"\nwhen = \"before\"\noccurrence = 1\n");
         syscall.faults_armed();
-        assert_eq!(answers(&syscall, true, &mut false), Some(RESUME), "a [[syscall_fault]] not hit");
+        assert_eq!(answers(&syscall, true, &mut Told::default()), Some(RESUME), "a [[syscall_fault]] not hit");
 
         let (_dir, boundary) = tracing("");
         let at = Anchor::at(Boundary::AfterProviderSuccess, "charge".to_owned(), 1);
         boundary.arm_boundaries(vec![BoundaryFault { index: 0, at, freeze: false }]);
         boundary.faults_armed();
-        assert_eq!(answers(&boundary, true, &mut false), Some(RESUME), "a boundary the tracer reaches, not hit");
+        assert_eq!(
+            answers(&boundary, true, &mut Told::default()),
+            Some(RESUME),
+            "a boundary the tracer reaches, not hit"
+        );
     }
 }

@@ -461,8 +461,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
     let sent_before = shared.sent.load(Ordering::SeqCst);
     // Under a controlled schedule: whether the tracer may decide without asking.
     let mut free = turn::Told::new(shared.turn.as_deref());
-    // Whether the tracer was told to go on without asking (`go_on`).
-    let mut told_go_on = false;
+    let mut go_on = go_on::Told::default();
     // A line that is not a point, or a closed socket, ends the task: the tracer exits on its own
     // (its runtime dies with it) and the driver sees the exit.
     loop {
@@ -514,8 +513,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
             let _ = shared.reached.send(reached);
             return;
         }
-        let resume = go_on::resume_line(&shared, ready.load(Ordering::SeqCst), &mut told_go_on);
-        if let Some(line) = resume
+        if let Some(line) = go_on.resume_line(&shared, ready.load(Ordering::SeqCst))
             && write.write_all(line).await.is_err()
         {
             return;
