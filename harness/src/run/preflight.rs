@@ -57,19 +57,11 @@ fn script(program: &Path, args: &[String]) -> Result<(), String> {
     ))
 }
 
-/// The `#!` line of `program`, if it has one.
+/// The `#!` line of `program` without its `#!`, if it has one.
 fn shebang(program: &Path) -> Result<Option<String>, String> {
-    use std::io::Read;
-    let mut head = [0u8; 512];
-    let mut file =
-        std::fs::File::open(program).map_err(|e| format!("the runtime `{}` cannot be read: {e}", program.display()))?;
-    let n = file.read(&mut head).map_err(|e| format!("the runtime `{}` cannot be read: {e}", program.display()))?;
-    let head = &head[..n];
-    if !head.starts_with(b"#!") {
-        return Ok(None);
-    }
-    let end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
-    Ok(Some(String::from_utf8_lossy(&head[2..end]).trim().to_owned()))
+    let line = crate::tracer::tether::shebang_line(program)
+        .map_err(|e| format!("the runtime `{}` cannot be read: {e}", program.display()))?;
+    Ok(line.map(|line| line[2..].trim().to_owned()))
 }
 
 /// The interpreter named on the `#!` line exists (for `/usr/bin/env NAME`: NAME is on `PATH`).

@@ -59,7 +59,7 @@ pub fn cannot_start(program: &Path, error: &std::io::Error) -> String {
     let metadata = std::fs::metadata(program).ok();
     let what = match (error.kind(), &metadata) {
         (std::io::ErrorKind::NotFound, None) => format!("`{}` does not exist", program.display()),
-        (std::io::ErrorKind::NotFound, Some(_)) => match interpreter_line(program) {
+        (std::io::ErrorKind::NotFound, Some(_)) => match shebang_line(program).ok().flatten() {
             Some(first) => {
                 format!("its interpreter was not found: the first line of `{}` is `{first}`", program.display())
             }
@@ -98,19 +98,21 @@ pub fn would_fail(program: &Path) -> Option<std::io::Error> {
     if metadata.is_dir() || metadata.permissions().mode() & 0o111 == 0 {
         return Some(Error::from_raw_os_error(libc::EACCES));
     }
-    let first = interpreter_line(program)?;
+    let first = shebang_line(program).ok().flatten()?;
     let interpreter = first.trim_start_matches("#!").split_whitespace().next()?;
     (!Path::new(interpreter).exists()).then(|| Error::from_raw_os_error(libc::ENOENT))
 }
 
-/// The first line of `program` when it starts with `#!`.
-fn interpreter_line(program: &Path) -> Option<String> {
+/// The first line of `program` (within its first 512 bytes) when it starts with `#!`, as written:
+/// what exec reads to find an interpreter. The runtime's preflight reads it too
+/// (`run::preflight`).
+pub fn shebang_line(program: &Path) -> std::io::Result<Option<String>> {
     use std::io::Read;
-    let mut head = [0u8; 256];
-    let read = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).ok()?;
+    let mut head = [0u8; 512];
+    let read = std::fs::File::open(program)?.read(&mut head)?;
     let first = head[..read].split(|&b| b == b'\n').next().unwrap_or_default();
     let first = String::from_utf8_lossy(first).into_owned();
-    first.starts_with("#!").then_some(first)
+    Ok(first.starts_with("#!").then_some(first))
 }
 
 #[cfg(test)]
