@@ -41,9 +41,12 @@ mod verdicts;
 /// The runs written by hand that `kill_slack` and `policy_in_flight` judge.
 mod written_run;
 
-/// Twice as many tests at once as cores (`RUST_TEST_THREADS`, unless set), before libtest reads it.
+/// Before libtest starts: twice as many tests at once as cores (`RUST_TEST_THREADS`, unless set),
+/// and the interpreter `python3` resolves to first on PATH, so that the Python runtimes the tests
+/// start skip a version manager's shim (`killpoint::trials::interpreter`).
 #[ctor::ctor(unsafe)]
-fn twice_as_many_tests_at_once_as_cores() {
+fn before_libtest() {
     // SAFETY: before main, on the one thread there is.
     unsafe { killpoint::trials::arguments::default_test_threads_before_main() }
+    killpoint::trials::interpreter::python3_first_on_path();
 }

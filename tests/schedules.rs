@@ -15,6 +15,18 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `f(0)`, …, `f(n - 1)`, each on a thread of its own, their results in order. This file's tests
+/// sort last among the binary's (libtest starts them by name) and each is a series of whole runs:
+/// one after another, they ran on alone for the binary's last 15 s. A schedule, not timing, orders
+/// a scheduled run, so runs beside each other change nothing they assert.
+fn at_once<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = (0..n).map(|i| scope.spawn(move || f(i))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
 fn wave(schedule: Schedule) -> Scenario {
     let mut scenario = Scenario::load(&root().join("scenarios/concurrent_wave.toml")).expect("the wave parses");
     scenario.schedule = Some(schedule);
@@ -52,17 +64,13 @@ fn passes_under(schedule: Schedule, target: &Target) {
 #[test]
 fn the_reference_passes_the_concurrent_wave_under_schedules() {
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
-    for schedule in WAVE_SCHEDULES {
-        passes_under(schedule, &target);
-    }
+    at_once(WAVE_SCHEDULES.len(), |i| passes_under(WAVE_SCHEDULES[i], &target));
 }
 
 #[test]
 fn the_thread_per_piece_runtime_passes_the_concurrent_wave_under_schedules() {
     let target = Target { program: root().join("tests/fixtures/concurrent_runtime.py"), args: Vec::new() };
-    for schedule in WAVE_SCHEDULES {
-        passes_under(schedule, &target);
-    }
+    at_once(WAVE_SCHEDULES.len(), |i| passes_under(WAVE_SCHEDULES[i], &target));
 }
 
 /// The langgraph#8039-shaped fixture: one charge, killed right after the step's completion record
@@ -95,7 +103,7 @@ incarnation = 1
 const BUDGET: u64 = 6;
 
 fn budget() -> Budget {
-    Budget { seeds: BUDGET, depth: 1, first_failure: false, keep_failures: false }
+    Budget { seeds: BUDGET, depth: 1, first_failure: false, keep_failures: false, jobs: 2 }
 }
 
 fn race_fixture(twin: bool) -> Target {
@@ -106,8 +114,8 @@ fn race_fixture(twin: bool) -> Target {
 #[test]
 fn the_racing_step_s_bad_order_is_found_by_explore_over_schedules_every_time_and_replays() {
     let scenario = racing_step();
-    let mut found = Vec::new();
-    for exploration in 1..=3 {
+    let found = at_once(3, |i| {
+        let exploration = i + 1;
         let explored = killpoint::search::schedules::explore_schedules(
             &scenario,
             &race_fixture(false),
@@ -126,19 +134,20 @@ fn the_racing_step_s_bad_order_is_found_by_explore_over_schedules_every_time_and
         );
         assert!(explored.runs.iter().any(|r| r.violated.is_empty()), "the good order passes for some seed");
         assert!(explored.distinct_orders >= 2, "both orders covered: {}", explored.distinct_orders);
-        found.push((schedule, written));
-    }
+        (schedule, written)
+    });
     assert!(found.windows(2).all(|w| w[0].0 == w[1].0), "every exploration found it at the same seed");
     // The written case, read back from its file, replays the duplicate every time.
     let (_, written) = &found[0];
     let reread =
         Scenario::parse(std::path::Path::new("race_step.toml"), &written.to_toml()).expect("the written case parses");
-    let replays = (0..10)
-        .filter(|_| {
-            let (verdict, _) = run_scenario(&reread, &race_fixture(false), &RunOptions::default()).expect("it runs");
-            verdict.failed_invariants().iter().any(|i| i.as_str() == "at_most_once")
-        })
-        .count();
+    let replays = at_once(10, |_| {
+        let (verdict, _) = run_scenario(&reread, &race_fixture(false), &RunOptions::default()).expect("it runs");
+        verdict.failed_invariants().iter().any(|i| i.as_str() == "at_most_once")
+    })
+    .into_iter()
+    .filter(|&duplicated| duplicated)
+    .count();
     assert_eq!(replays, 10, "the written schedule replayed the duplicate {replays} of 10 times");
 }
 

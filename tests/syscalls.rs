@@ -268,11 +268,17 @@ fn result_before_call_is_caught_at_a_syscall_point_without_the_probe() {
 fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
     let fixture = split_step_fixture();
     // At the boundaries, with the probe, explore finds nothing: no boundary lies between the writes.
+    // It runs beside the exploration over system calls, whose failing case waits out its deadline.
     let at_boundaries =
         ExploreOptions { points: Points::Boundaries, keep_failures: false, ..ExploreOptions::default() };
-    let result = explore::explore(&workload(), &fixture, &at_boundaries, &|_, _, _, _| {}).expect("explore runs");
+    let (result, found) = std::thread::scope(|scope| {
+        let over_syscalls = scope.spawn(|| found(&failing_at_deadline(workload(), 3), &fixture));
+        let result = explore::explore(&workload(), &fixture, &at_boundaries, &|_, _, _, _| {});
+        (result, over_syscalls.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    let result = result.expect("explore runs");
     assert!(result.failures.is_empty(), "{:?}", result.failures.iter().map(|f| f.case.name()).collect::<Vec<_>>());
-    let (case, violated) = found(&failing_at_deadline(workload(), 3), &fixture).expect("a failing syscall point");
+    let (case, violated) = found.expect("a failing syscall point");
     assert!(case.contains("sync"), "the window lies between two commits: {case}");
     assert!(violated.iter().any(|i| i == "delivered_once" || i == "settled"), "{violated:?}");
 }

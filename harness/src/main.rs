@@ -289,7 +289,7 @@ struct ExploreKnobs {
     /// 2: also kill at every crash point of each kill's recovery
     #[arg(long, value_name = "1|2", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     depth: u8,
-    /// Cases run at once (default: twice the number of cores)
+    /// Cases run at once; with --schedules, seeds (default: twice the number of cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: Option<u32>,
     /// Where the crash points are: every named boundary occurrence, or every sync, rename, unlink, request and answer of the runtime's system calls (Linux x86_64, through killpoint-tracer: no probe needed). `bench` without a scenario: run the matrix under the tracer, and say what tracing costs
@@ -345,7 +345,7 @@ struct ExploreArgs {
     #[command(flatten)]
     records: RecordArgs,
     /// Explore the orders in which the runtime's threads meet, not crash points: the scenario as written (its kills kept) under the controlled schedules of seeds 1..=N (traced, Linux x86_64); each failing schedule is written with its seed pinned
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["depth", "points", "rerun_prefix", "jobs", "shard", "operations", "json", "junit"])]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["depth", "points", "rerun_prefix", "shard", "operations", "json", "junit"])]
     schedules: Option<u64>,
     /// With --schedules: PCT's depth, 1 to 4 (1: drawn priorities only; each more adds a priority change point)
     #[arg(long, value_name = "D", requires = "schedules", value_parser = clap::value_parser!(u32).range(1..=4))]

@@ -132,13 +132,13 @@ fn assert_absolute_program(words: &BTreeSet<String>) {
 /// `one.toml`: one charge killed at `after_dispatch`; `late.toml`: killed at `after_result_write`
 /// (which a black box reaches only under the tracer); `workload.toml`: the charge without kills.
 /// `late.toml`'s charge never settles under `split-outbox` (its delivery is lost), so its deadline
-/// is short: 2 s (6 s under the tracer), not the default 20 s (60 s), for the run and its rerun.
+/// is short: 1 s (3 s under the tracer), not the default 20 s (60 s), for the run and its rerun.
 fn write_scenarios(dir: &Path) {
     let charge =
         "[[operation]]\nid = \"charge\"\ntool = \"charge_card\"\ndestinations = [\"ledger\"]\nexpect = \"succeeded\"\n";
     std::fs::write(dir.join("workload.toml"), format!("description = \"one charge\"\n\n{charge}")).unwrap();
     for (file, at, deadline) in
-        [("one.toml", "after_dispatch", ""), ("late.toml", "after_result_write", "deadline_seconds = 2\n")]
+        [("one.toml", "after_dispatch", ""), ("late.toml", "after_result_write", "deadline_seconds = 1\n")]
     {
         let text = format!(
             "description = \"one charge killed at {at}\"\n{deadline}\n{charge}\n[[fault]]\nat = \"{at}\"\noperation = \"charge\"\n"
@@ -584,6 +584,10 @@ fn explore_over_schedules_writes_the_bad_order_with_its_seed_and_its_rerun_sh_fa
     let output = explore(false);
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "expected the bad order found:\n{stdout}\n{stderr}");
+    // The seeds run at once (`--jobs`, twice the cores by default), and are told in seed order.
+    let told: Vec<u64> =
+        stderr.lines().filter_map(|l| l.strip_prefix("  seed ")?.split(':').next()?.parse().ok()).collect();
+    assert_eq!(told, (1..=6).collect::<Vec<u64>>(), "each seed told once, in order:\n{stderr}");
     let written = names_between(&stderr, "written to ", "\n");
     assert_eq!(written.len(), 1, "the seeds that went the bad order are one case:\n{stderr}");
     let file = cwd.join(written.iter().next().unwrap());

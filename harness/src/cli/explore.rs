@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 pub struct Knobs {
     /// `--depth`: 2 also kills at every crash point of each kill's recovery.
     pub depth: u8,
-    /// `--jobs`: cases run at once (default: the number of cores).
+    /// `--jobs`: cases run at once, or with `--schedules` seeds (default: twice the number of cores).
     pub jobs: Option<u32>,
     /// `--points`: the named boundaries, or the runtime's system calls.
     pub points: Points,
@@ -68,7 +68,8 @@ impl ExploreCommand {
         let output = super::Output { artifacts_dir: self.artifacts_dir.clone(), ..super::Output::default() };
         let run = RunOptions { artifacts_root: super::setup::artifacts_root(&output)?, ..run_options(&args.runtime) };
         if let Some((seeds, depth)) = self.schedules {
-            let budget = Budget { seeds, depth, first_failure: self.first_failure, keep_failures: true };
+            let jobs = self.knobs.jobs.map_or(crate::search::explore::default_jobs(), |j| j as usize);
+            let budget = Budget { seeds, depth, first_failure: self.first_failure, keep_failures: true, jobs };
             let told = super::schedules::Told { out: &self.out, quiet: self.quiet };
             return Ok(super::schedules::explore(told, &scenario, &target, run, budget));
         }

@@ -9,7 +9,6 @@
 //! bad order found once is found every time, where the schedule replays (see
 //! `crate::tracer`'s `schedule` for where it does not yet).
 
-use crate::judge::run_scenario;
 use crate::model::invariant::Invariant;
 use crate::run::built::kept;
 use crate::run::driver::RunOptions;
@@ -17,6 +16,8 @@ use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
 use crate::tracer::{Schedule, When};
 use std::collections::{BTreeSet, HashSet};
+
+mod seeds;
 
 /// One seed's run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +62,12 @@ pub struct Budget {
     pub first_failure: bool,
     /// Keep a failing run's data dir and logs ([`ScheduleRun::artifacts`]).
     pub keep_failures: bool,
+    /// Seeds run at once (`--jobs`); each run is judged, kept and told in seed order all the same.
+    pub jobs: usize,
 }
 
 /// Runs `scenario` under each seed of `budget` (a run that cannot start is an error); `progress`
-/// is told of each run as it ends.
+/// is told of each run as it ends, in seed order.
 pub fn explore_schedules(
     scenario: &Scenario,
     target: &Target,
@@ -76,10 +79,7 @@ pub fn explore_schedules(
     let mut orders = HashSet::new();
     // A failing run keeps the crash state its last kill left, for the case written from it.
     let options = &RunOptions { keep_kills: budget.keep_failures, ..options.clone() };
-    for seed in 1..=budget.seeds {
-        let schedule = Schedule { depth: budget.depth, ..Schedule::seeded(seed) };
-        let pinned = Scenario { schedule: Some(schedule), ..scenario.clone() };
-        let (verdict, mut run) = run_scenario(&pinned, target, options)?;
+    seeds::in_order(scenario, target, options, budget, &mut |schedule, pinned, verdict, mut run| {
         let order: Vec<String> = run
             .syscall_points
             .iter()
@@ -109,10 +109,8 @@ pub fn explore_schedules(
         let done = ScheduleRun { schedule, violated, order, artifacts, story };
         progress(&done);
         exploration.runs.push(done);
-        if failed && budget.first_failure {
-            break;
-        }
-    }
+        !(failed && budget.first_failure)
+    })?;
     exploration.distinct_orders = orders.len();
     Ok(exploration)
 }
