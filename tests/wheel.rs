@@ -106,19 +106,27 @@ fn the_installed_wheel_certifies_and_its_pytest_plugin_passes_the_example_and_fa
     let venv = installed(dir.path());
     let project = project(dir.path());
 
-    let mut certify = in_venv(&venv, &project, "killpoint");
-    certify.args(["certify", "--runtime", "runtime.py"]);
-    let certified = output_within(certify, Duration::from_secs(600), "killpoint certify --runtime runtime.py");
+    // The three runs at once: each is a whole certification, none reads what another writes.
+    let (certified, passed, failed) = std::thread::scope(|scope| {
+        let certified = scope.spawn(|| {
+            let mut certify = in_venv(&venv, &project, "killpoint");
+            certify.args(["certify", "--runtime", "runtime.py"]);
+            output_within(certify, Duration::from_secs(600), "killpoint certify --runtime runtime.py")
+        });
+        let passed = scope.spawn(|| pytest(&venv, &project, "runtime.py", &["-n", "2", "--junitxml", "junit.xml"]));
+        let failed =
+            pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
+        let joined = |h: std::thread::ScopedJoinHandle<'_, Output>| {
+            h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        };
+        (joined(certified), joined(passed), failed)
+    });
     assert_eq!(certified.status.code(), Some(0), "{}", said(&certified));
-
-    let passed = pytest(&venv, &project, "runtime.py", &["-n", "2", "--junitxml", "junit.xml"]);
     assert_eq!(passed.status.code(), Some(0), "{}", said(&passed));
     let junit = std::fs::read_to_string(project.join("junit.xml")).unwrap();
     assert!(junit.contains("name=\"killpoint_my_refund\"") && junit.contains("name=\"after_dispatch\""), "{junit}");
     assert!(junit.contains("failures=\"0\"") && junit.contains("errors=\"0\""), "{junit}");
 
-    let failed =
-        pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
     let text = said(&failed);
     assert_eq!(failed.status.code(), Some(1), "{text}");
     for expected in
@@ -162,12 +170,18 @@ fn the_actions_script_certifies_the_reference_runtime_and_fails_with_a_broken_on
     {
         assert!(action_yml.contains(step), "expected `{step}` in action.yml");
     }
-    let (outputs, report, text) = action("reference", "", "");
+    // The two jobs at once, each in a directory of its own.
+    let (reference, broken) = std::thread::scope(|scope| {
+        let reference = scope.spawn(|| action("reference", "", ""));
+        let broken = action("broken", "--broken blind-retry", "--filter after_dispatch");
+        (reference.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), broken)
+    });
+    let (outputs, report, text) = reference;
     assert!(outputs.contains("exit-code=0\n"), "{outputs}\n{text}");
     for file in ["report.html", "certificate.json", "junit.xml"] {
         assert!(report.join(file).is_file(), "{file} in {}: {text}", report.display());
     }
-    let (outputs, report, text) = action("broken", "--broken blind-retry", "--filter after_dispatch");
+    let (outputs, report, text) = broken;
     assert!(outputs.contains("exit-code=1\n"), "{outputs}\n{text}");
     let kept = std::fs::read_dir(report.join("artifacts")).unwrap().count();
     assert!(kept > 0, "the failing scenario's artifacts kept for the upload: {text}");

@@ -20,6 +20,7 @@ pub mod arguments;
 pub mod child;
 pub mod interpreter;
 pub mod needs;
+pub mod order;
 
 use crate::judge::run_scenario;
 use crate::model::invariant::Invariant;

@@ -89,26 +89,32 @@ pub fn standard_pass_a_journaling_worker() -> Result<(), Failed> {
 }
 
 pub fn blind_worker_is_caught() -> Result<(), Failed> {
-    for name in ["service_frozen", "service_unreachable"] {
-        let mut scenario = scenario(name);
-        // The blind worker's last rerun never settles: its deadline, not the window, is the wait.
-        scenario.deadline = Duration::from_secs(8);
-        let root = tempfile::tempdir()?;
-        let started = Instant::now();
-        let (verdict, run) = run_scenario(&scenario, &journal_worker(&["--blind"]), &options("kv.toml", root.path()))?;
-        eprintln!("{name} --blind: {:.1?}", started.elapsed());
-        let failed = verdict.failed_invariants();
-        let wanted = [killpoint::Invariant::AtMostOnce, killpoint::Invariant::NoBlindRetry];
-        // A step run twice through a server's freeze or cut breaks the service rule too.
-        if !wanted.iter().all(|i| failed.contains(i)) || !verdict.violations.iter().any(|v| v.breaks("§2-9")) {
-            let story = killpoint::report::story::story(&scenario, &verdict, &run);
-            return Err(
-                format!("{name}: the blind worker must be caught on {wanted:?}, found {failed:?}\n{story}").into()
-            );
-        }
-        nothing_left(run, root.path())?;
+    // The two scenarios at once: each waits out its deadline.
+    let caught: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let each = ["service_frozen", "service_unreachable"].map(|name| scope.spawn(move || blind_caught_in(name)));
+        each.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    caught.into_iter().collect::<Result<(), String>>().map_err(Failed::from)
+}
+
+/// The blind worker under scenario `name`: caught on at_most_once and no_blind_retry, §2-9 named.
+fn blind_caught_in(name: &str) -> Result<(), String> {
+    let mut scenario = scenario(name);
+    // The blind worker's last rerun never settles: its deadline, not the window, is the wait.
+    scenario.deadline = Duration::from_secs(8);
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let (verdict, run) = run_scenario(&scenario, &journal_worker(&["--blind"]), &options("kv.toml", root.path()))
+        .map_err(|e| format!("{name}: {e}"))?;
+    eprintln!("{name} --blind: {:.1?}", started.elapsed());
+    let failed = verdict.failed_invariants();
+    let wanted = [killpoint::Invariant::AtMostOnce, killpoint::Invariant::NoBlindRetry];
+    // A step run twice through a server's freeze or cut breaks the service rule too.
+    if !wanted.iter().all(|i| failed.contains(i)) || !verdict.violations.iter().any(|v| v.breaks("§2-9")) {
+        let story = killpoint::report::story::story(&scenario, &verdict, &run);
+        return Err(format!("{name}: the blind worker must be caught on {wanted:?}, found {failed:?}\n{story}"));
     }
-    Ok(())
+    nothing_left(run, root.path()).map_err(|e| format!("{name}: {}", e.message().unwrap_or("not cleaned up")))
 }
 
 pub fn freeze_until() -> Result<(), Failed> {
