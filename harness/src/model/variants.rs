@@ -51,7 +51,13 @@ impl From<NoVariants> for String {
 /// The variants `program` has, from `program --list-broken`. `Err` for a runtime that has none
 /// (any runtime but the reference one) or that did not answer in time, saying which.
 pub fn of(program: &Path) -> Result<Vec<Variant>, NoVariants> {
-    let (status, stdout) = list_broken(program, LIST_DEADLINE)?;
+    of_within(program, LIST_DEADLINE)
+}
+
+/// [`of`], the list given `deadline` rather than [`LIST_DEADLINE`] (a test of a silent runtime
+/// need not wait five seconds).
+pub fn of_within(program: &Path, deadline: Duration) -> Result<Vec<Variant>, NoVariants> {
+    let (status, stdout) = list_broken(program, deadline)?;
     let variants = parse_list(&String::from_utf8_lossy(&stdout));
     if !status.success() || variants.is_empty() {
         return Err(NoVariants {
