@@ -308,7 +308,7 @@ fn run(
     interpreter(python)?;
     let mut scenario = Scenario::load(scenario).map_err(|e| e.to_string())?;
     if narrow {
-        only_the_first_killed(&mut scenario)?;
+        killpoint::trials::only_the_first_killed(&mut scenario)?;
     }
     // The deadline is a hang bound: an engine that imports its framework after the ready line
     // (DBOS launches there), traced on a loaded 2-core machine, takes seconds to start working.
@@ -384,25 +384,6 @@ fn interpreter(python: &Path) -> Result<(), Failed> {
         python.display()
     )
     .into())
-}
-
-/// Keeps of `scenario` the operation its first fault kills, with its faults: the one a naive
-/// version must repeat. Each other operation costs an incarnation (an interpreter importing its
-/// framework) and shows the same replayed step again.
-fn only_the_first_killed(scenario: &mut Scenario) -> Result<(), String> {
-    let first = scenario.faults.first().map(|fault| fault.operation.clone());
-    let first =
-        first.ok_or_else(|| format!("expected `{}` to kill an operation, found no [[fault]]", scenario.name))?;
-    let others = !scenario.consumer_faults.is_empty()
-        || !scenario.syscall_faults.is_empty()
-        || !scenario.lookup_faults.is_empty()
-        || !scenario.policy_faults.is_empty();
-    if others {
-        return Err(format!("expected `{}` to have [[fault]]s only, found faults of other kinds", scenario.name));
-    }
-    scenario.operations.retain(|op| op.id == first);
-    scenario.faults.retain(|fault| fault.operation == first);
-    Ok(())
 }
 
 /// The Python kit's own tests (`probe-kit/python/test_killpoint_probe.py` and

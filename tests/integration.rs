@@ -41,12 +41,9 @@ mod verdicts;
 /// The runs written by hand that `kill_slack` and `policy_in_flight` judge.
 mod written_run;
 
-/// Before libtest starts: twice as many tests at once as cores (`RUST_TEST_THREADS`, unless set),
-/// and the interpreter `python3` resolves to first on PATH, so that the Python runtimes the tests
-/// start skip a version manager's shim (`killpoint::trials::interpreter`).
+/// `killpoint::trials::before_libtest`: the tests' threads and interpreter, set before libtest reads them.
 #[ctor::ctor(unsafe)]
 fn before_libtest() {
     // SAFETY: before main, on the one thread there is.
-    unsafe { killpoint::trials::arguments::default_test_threads_before_main() }
-    killpoint::trials::interpreter::python3_first_on_path();
+    unsafe { killpoint::trials::before_libtest() }
 }

@@ -8,23 +8,12 @@
 
 use killpoint::search::schedules::Budget;
 use killpoint::tracer::Schedule;
+use killpoint::trials::at_once;
 use killpoint::{RunOptions, Scenario, Target, run_scenario};
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `f(0)`, …, `f(n - 1)`, each on a thread of its own, their results in order. This file's tests
-/// sort last among the binary's (libtest starts them by name) and each is a series of whole runs:
-/// one after another, they ran on alone for the binary's last 15 s. A schedule, not timing, orders
-/// a scheduled run, so runs beside each other change nothing they assert.
-fn at_once<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|scope| {
-        let f = &f;
-        let handles: Vec<_> = (0..n).map(|i| scope.spawn(move || f(i))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
 }
 
 fn wave(schedule: Schedule) -> Scenario {
@@ -64,13 +53,15 @@ fn passes_under(schedule: Schedule, target: &Target) {
 #[test]
 fn the_reference_passes_the_concurrent_wave_under_schedules() {
     let target = Target { program: PathBuf::from(env!("CARGO_BIN_EXE_killpoint-runtime")), args: Vec::new() };
-    at_once(WAVE_SCHEDULES.len(), |i| passes_under(WAVE_SCHEDULES[i], &target));
+    // The schedules at once: this file's tests sort last among the binary's (libtest starts them by
+    // name), and one after another they ran on alone. A schedule, not timing, orders a scheduled run.
+    at_once::each(WAVE_SCHEDULES.len(), |i| passes_under(WAVE_SCHEDULES[i], &target));
 }
 
 #[test]
 fn the_thread_per_piece_runtime_passes_the_concurrent_wave_under_schedules() {
     let target = Target { program: root().join("tests/fixtures/concurrent_runtime.py"), args: Vec::new() };
-    at_once(WAVE_SCHEDULES.len(), |i| passes_under(WAVE_SCHEDULES[i], &target));
+    at_once::each(WAVE_SCHEDULES.len(), |i| passes_under(WAVE_SCHEDULES[i], &target));
 }
 
 /// The langgraph#8039-shaped fixture: one charge, killed right after the step's completion record
@@ -114,7 +105,7 @@ fn race_fixture(twin: bool) -> Target {
 #[test]
 fn the_racing_step_s_bad_order_is_found_by_explore_over_schedules_every_time_and_replays() {
     let scenario = racing_step();
-    let found = at_once(3, |i| {
+    let found = at_once::each(3, |i| {
         let exploration = i + 1;
         let explored = killpoint::search::schedules::explore_schedules(
             &scenario,
@@ -141,7 +132,7 @@ fn the_racing_step_s_bad_order_is_found_by_explore_over_schedules_every_time_and
     let (_, written) = &found[0];
     let reread =
         Scenario::parse(std::path::Path::new("race_step.toml"), &written.to_toml()).expect("the written case parses");
-    let replays = at_once(10, |_| {
+    let replays = at_once::each(10, |_| {
         let (verdict, _) = run_scenario(&reread, &race_fixture(false), &RunOptions::default()).expect("it runs");
         verdict.failed_invariants().iter().any(|i| i.as_str() == "at_most_once")
     })

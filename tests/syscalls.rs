@@ -271,11 +271,10 @@ fn a_bug_between_two_durable_writes_is_caught_only_at_syscall_points() {
     // It runs beside the exploration over system calls, whose failing case waits out its deadline.
     let at_boundaries =
         ExploreOptions { points: Points::Boundaries, keep_failures: false, ..ExploreOptions::default() };
-    let (result, found) = std::thread::scope(|scope| {
-        let over_syscalls = scope.spawn(|| found(&failing_at_deadline(workload(), 3), &fixture));
-        let result = explore::explore(&workload(), &fixture, &at_boundaries, &|_, _, _, _| {});
-        (result, over_syscalls.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-    });
+    let (found, result) = killpoint::trials::at_once::both(
+        || found(&failing_at_deadline(workload(), 3), &fixture),
+        || explore::explore(&workload(), &fixture, &at_boundaries, &|_, _, _, _| {}),
+    );
     let result = result.expect("explore runs");
     assert!(result.failures.is_empty(), "{:?}", result.failures.iter().map(|f| f.case.name()).collect::<Vec<_>>());
     let (case, violated) = found.expect("a failing syscall point");

@@ -7,6 +7,7 @@
 //! The wheel is built from the debug build `cargo test` already made (`build-wheel DIR dev`: cargo
 //! finds it current), so the cost is maturin packing it and pip installing it.
 
+use killpoint::trials::at_once::both;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -106,21 +107,15 @@ fn the_installed_wheel_certifies_and_its_pytest_plugin_passes_the_example_and_fa
     let venv = installed(dir.path());
     let project = project(dir.path());
 
-    // The three runs at once: each is a whole certification, none reads what another writes.
-    let (certified, passed, failed) = std::thread::scope(|scope| {
-        let certified = scope.spawn(|| {
-            let mut certify = in_venv(&venv, &project, "killpoint");
-            certify.args(["certify", "--runtime", "runtime.py"]);
-            output_within(certify, Duration::from_secs(600), "killpoint certify --runtime runtime.py")
-        });
-        let passed = scope.spawn(|| pytest(&venv, &project, "runtime.py", &["-n", "2", "--junitxml", "junit.xml"]));
-        let failed =
-            pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
-        let joined = |h: std::thread::ScopedJoinHandle<'_, Output>| {
-            h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        };
-        (joined(certified), joined(passed), failed)
-    });
+    // One after another: the plugin keeps a scenario it runs in a temp dir, which is the project's
+    // here (TMPDIR), and a pytest run beside it would collect that file too (xdist then refuses:
+    // its workers collected different tests).
+    let mut certify = in_venv(&venv, &project, "killpoint");
+    certify.args(["certify", "--runtime", "runtime.py"]);
+    let certified = output_within(certify, Duration::from_secs(600), "killpoint certify --runtime runtime.py");
+    let passed = pytest(&venv, &project, "runtime.py", &["-n", "2", "--junitxml", "junit.xml"]);
+    let failed =
+        pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
     assert_eq!(certified.status.code(), Some(0), "{}", said(&certified));
     assert_eq!(passed.status.code(), Some(0), "{}", said(&passed));
     let junit = std::fs::read_to_string(project.join("junit.xml")).unwrap();
@@ -171,11 +166,8 @@ fn the_actions_script_certifies_the_reference_runtime_and_fails_with_a_broken_on
         assert!(action_yml.contains(step), "expected `{step}` in action.yml");
     }
     // The two jobs at once, each in a directory of its own.
-    let (reference, broken) = std::thread::scope(|scope| {
-        let reference = scope.spawn(|| action("reference", "", ""));
-        let broken = action("broken", "--broken blind-retry", "--filter after_dispatch");
-        (reference.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), broken)
-    });
+    let (reference, broken) =
+        both(|| action("reference", "", ""), || action("broken", "--broken blind-retry", "--filter after_dispatch"));
     let (outputs, report, text) = reference;
     assert!(outputs.contains("exit-code=0\n"), "{outputs}\n{text}");
     for file in ["report.html", "certificate.json", "junit.xml"] {

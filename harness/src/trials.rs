@@ -17,6 +17,7 @@
 //! ```
 
 pub mod arguments;
+pub mod at_once;
 pub mod child;
 pub mod interpreter;
 pub mod needs;
@@ -34,6 +35,20 @@ use libtest_mimic::{Failed, Trial};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// For a `#[test]` binary whose tests start runtimes as trials do (`tests/integration.rs`,
+/// `harness/tests/integration.rs`), from a constructor (`ctor`) before `main`: twice as many tests
+/// at once as cores ([`arguments::default_test_threads_before_main`]), and the interpreter
+/// `python3` resolves to first on PATH, so that the Python runtimes the tests start skip a version
+/// manager's shim ([`interpreter::python3_first_on_path`]).
+///
+/// # Safety
+/// Only before `main`, on the one thread there is: it sets environment variables.
+pub unsafe fn before_libtest() {
+    // SAFETY: the caller's promise.
+    unsafe { arguments::default_test_threads_before_main() }
+    interpreter::python3_first_on_path();
+}
 
 /// Called after a passing run, e.g. to snapshot its trace.
 pub type OnPass = Arc<dyn Fn(&Scenario, &Run) -> Result<(), Failed> + Send + Sync>;
@@ -228,5 +243,25 @@ pub fn caught_by(
             names(&mut expected.difference(&failed)),
         ));
     }
+    Ok(())
+}
+
+/// Keeps of `scenario` the operation its first fault kills, with its faults: where every other
+/// operation would only show again what the first shows, at the price of an incarnation each (an
+/// interpreter importing its framework; a deadline waited out). `Err` for a scenario with no
+/// `[[fault]]`, or with faults of other kinds, which may name the operations left out.
+pub fn only_the_first_killed(scenario: &mut Scenario) -> Result<(), String> {
+    let first = scenario.faults.first().map(|fault| fault.operation.clone());
+    let first =
+        first.ok_or_else(|| format!("expected `{}` to kill an operation, found no [[fault]]", scenario.name))?;
+    let others = !scenario.consumer_faults.is_empty()
+        || !scenario.syscall_faults.is_empty()
+        || !scenario.lookup_faults.is_empty()
+        || !scenario.policy_faults.is_empty();
+    if others {
+        return Err(format!("expected `{}` to have [[fault]]s only, found faults of other kinds", scenario.name));
+    }
+    scenario.operations.retain(|op| op.id == first);
+    scenario.faults.retain(|fault| fault.operation == first);
     Ok(())
 }

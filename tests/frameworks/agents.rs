@@ -30,7 +30,8 @@
 //!
 //! `KILLPOINT_FRAMEWORKS=all` runs them all, whole.
 
-use super::{Matrix, Version, interpreter, only_the_first_killed};
+use super::{Matrix, Version, interpreter};
+use killpoint::trials::only_the_first_killed;
 use killpoint::{Boundary, Hit, Invariant, RunOptions, Scenario, Target, Verdict, run_scenario};
 use libtest_mimic::Failed;
 use std::path::{Path, PathBuf};

@@ -90,10 +90,8 @@ pub fn standard_pass_a_journaling_worker() -> Result<(), Failed> {
 
 pub fn blind_worker_is_caught() -> Result<(), Failed> {
     // The two scenarios at once: each waits out its deadline.
-    let caught: Vec<Result<(), String>> = std::thread::scope(|scope| {
-        let each = ["service_frozen", "service_unreachable"].map(|name| scope.spawn(move || blind_caught_in(name)));
-        each.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
+    let names = ["service_frozen", "service_unreachable"];
+    let caught = killpoint::trials::at_once::each(names.len(), |i| blind_caught_in(names[i]));
     caught.into_iter().collect::<Result<(), String>>().map_err(Failed::from)
 }
 

@@ -110,9 +110,7 @@ pub fn a_traced_black_box_is_killed_at_the_first_commit_after_the_answer() {
     // Its first operation alone: each operation whose delivery is lost waits out the deadline
     // (9 s traced), and one shows the bug.
     let mut scenario = failing_at_deadline(scenario, 3);
-    scenario.operations.truncate(1);
-    let first = &scenario.operations[0].id;
-    scenario.faults.retain(|fault| fault.operation == *first);
+    killpoint::trials::only_the_first_killed(&mut scenario).expect("after_result_write has [[fault]]s only");
     let (traced, run) = run_scenario(&scenario, &fixture, &traced_black_box()).expect("it runs");
     let violated = traced.failed_invariants();
     assert!(

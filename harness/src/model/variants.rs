@@ -56,7 +56,7 @@ pub fn of(program: &Path) -> Result<Vec<Variant>, NoVariants> {
 
 /// [`of`], the list given `deadline` rather than [`LIST_DEADLINE`] (a test of a silent runtime
 /// need not wait five seconds).
-pub fn of_within(program: &Path, deadline: Duration) -> Result<Vec<Variant>, NoVariants> {
+pub(crate) fn of_within(program: &Path, deadline: Duration) -> Result<Vec<Variant>, NoVariants> {
     let (status, stdout) = list_broken(program, deadline)?;
     let variants = parse_list(&String::from_utf8_lossy(&stdout));
     if !status.success() || variants.is_empty() {
