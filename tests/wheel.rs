@@ -56,12 +56,12 @@ fn libraries_compiled_since(since: std::time::SystemTime) -> Vec<String> {
 fn installed(dir: &Path) -> PathBuf {
     let wheel = wheel(dir);
     let venv = dir.join("venv");
-    // Without pip of its own (ensurepip is most of a virtualenv's making): the pip of the build's
-    // tools virtualenv installs into it (`pip --python`).
+    // Without pip of its own (ensurepip is most of a virtualenv's making): the machine's pip
+    // installs into it (`pip --python`), as it does the frameworks' (tests/frameworks/venv.rs).
     let mut make = Command::new("python3");
     make.args(["-m", "venv", "--without-pip"]).arg(&venv);
     assert!(output_within(make, Duration::from_secs(120), "python3 -m venv").status.success());
-    let mut pip = Command::new(target().join("wheel-tools-venv/bin/python"));
+    let mut pip = Command::new("python3");
     pip.args(["-m", "pip", "--python"]).arg(venv.join("bin/python"));
     pip.args(["install", "--quiet", "--disable-pip-version-check"]).arg(&wheel);
     pip.arg("-r").arg(root().join("python/requirements-test.txt"));
@@ -113,7 +113,16 @@ fn the_installed_wheel_certifies_and_its_pytest_plugin_passes_the_example_and_fa
     let mut certify = in_venv(&venv, &project, "killpoint");
     certify.args(["certify", "--runtime", "runtime.py"]);
     let certified = output_within(certify, Duration::from_secs(600), "killpoint certify --runtime runtime.py");
-    let passed = pytest(&venv, &project, "runtime.py", &["-n", "2", "--junitxml", "junit.xml"]);
+    // The plugin on two of the scenarios it collects, one the project's own, across two xdist
+    // workers: the certification above has run every standard scenario from the installed wheel
+    // already (and tests/scenarios.rs every one with the same runtime and binaries), so a third
+    // pass of them all would show the plugin nothing new.
+    let passed = pytest(
+        &venv,
+        &project,
+        "runtime.py",
+        &["-n", "2", "-k", "after_dispatch or my_refund", "--junitxml", "junit.xml"],
+    );
     let failed =
         pytest(&venv, &project, "broken.py", &["-k", "after_dispatch or my_refund", "--junitxml", "broken.xml"]);
     assert_eq!(certified.status.code(), Some(0), "{}", said(&certified));
@@ -165,9 +174,15 @@ fn the_actions_script_certifies_the_reference_runtime_and_fails_with_a_broken_on
     {
         assert!(action_yml.contains(step), "expected `{step}` in action.yml");
     }
-    // The two jobs at once, each in a directory of its own.
-    let (reference, broken) =
-        both(|| action("reference", "", ""), || action("broken", "--broken blind-retry", "--filter after_dispatch"));
+    // The two jobs at once, each in a directory of its own. The reference certified on the
+    // scenarios about dispatch (five, one with a service, one with operations in flight): what
+    // is tested here is the script around `killpoint certify` (its virtualenv, outputs, report
+    // files), which the number of scenarios does not change; every standard scenario is run from
+    // an installed wheel by the test above and with the reference runtime by tests/scenarios.rs.
+    let (reference, broken) = both(
+        || action("reference", "", "--filter dispatch"),
+        || action("broken", "--broken blind-retry", "--filter after_dispatch"),
+    );
     let (outputs, report, text) = reference;
     assert!(outputs.contains("exit-code=0\n"), "{outputs}\n{text}");
     for file in ["report.html", "certificate.json", "junit.xml"] {
