@@ -2,7 +2,8 @@
 //! bindings: `killpoint`, `killpoint-tracer`, the reference runtime, the Python kit and the pytest
 //! plugin) installed in a fresh virtualenv certifies the Python example with no cargo on PATH; its
 //! pytest plugin passes the example (own scenario files, `-n`, `--junitxml`) and fails a broken
-//! runtime with the story; and the GitHub Action's script certifies the reference runtime.
+//! runtime with the story; and the GitHub Action's script certifies the reference runtime (on the
+//! scenarios about dispatch) and fails a broken one.
 //!
 //! The wheel is built from the debug build `cargo test` already made (`build-wheel DIR dev`: cargo
 //! finds it current), so the cost is maturin packing it and pip installing it.
