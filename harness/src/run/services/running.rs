@@ -95,7 +95,8 @@ pub struct Stop {
     pub exits: Vec<ServiceExit>,
     /// Services the stop killed and reaped.
     pub stopped: Vec<String>,
-    /// Services not reaped by the stop's deadline, said in words (`None`: every one was).
+    /// Services not reaped, or not gone (every process of their group and token), by the stop's
+    /// deadline, said in words (`None`: every one was).
     pub unreaped: Option<String>,
 }
 
@@ -381,9 +382,11 @@ impl Running {
         while let Some((index, status)) = self.exits.as_mut().and_then(|e| e.try_recv().ok()) {
             stop.exits.push(self.ended(index, status));
         }
-        for s in self.started.iter().filter(|s| s.ended.is_none()) {
+        let mut killed = Vec::new();
+        for (index, s) in self.started.iter().enumerate().filter(|(_, s)| s.ended.is_none()) {
             kill_group_and_token(s.pgid, &s.token);
             stop.stopped.push(s.name.to_string());
+            killed.push(index);
         }
         let reaped = tokio::time::timeout(REAP_DEADLINE, async {
             while self.started.iter().any(|s| s.ended.is_none()) {
@@ -402,6 +405,16 @@ impl Running {
                 self.started.iter().filter(|s| s.ended.is_none()).map(|s| s.name.to_string()).collect();
             stop.unreaped =
                 Some(format!("service(s) {} not reaped within {REAP_DEADLINE:?} of their SIGKILL", left.join(", ")));
+            return stop;
+        }
+        // Reaped is not gone: what a service started outside its own children (Postgres in a PID
+        // namespace of its own: the namespace's processes are reparented, not ours to reap) dies
+        // a moment later, and under load was seen alive after the run had returned. Waited for as
+        // a service taken down mid-run is (`run::gone`).
+        for s in killed.into_iter().map(|index| &self.started[index]) {
+            if let Err(why) = crate::run::gone::gone_within(s.pgid, &s.token, REAP_DEADLINE).await {
+                stop.unreaped = Some(format!("service `{}` was reaped, but not all of it died: {why}", s.name));
+            }
         }
         stop
     }
