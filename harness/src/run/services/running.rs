@@ -221,12 +221,17 @@ impl Running {
     /// Service `index`, reaped: down once every process of its group and token has exited too (a
     /// traced server outlives its tracer for a moment, its ports still bound: `run::gone`).
     async fn gone(&mut self, index: usize, status: String) -> Result<TakenDown, String> {
-        let (pgid, token) = (self.started[index].pgid, self.started[index].token.clone());
-        let name = self.started[index].name.to_string();
-        crate::run::gone::gone_within(pgid, &token, REAP_DEADLINE)
-            .await
-            .map_err(|why| format!("service `{name}` was reaped, but not all of it died: {why}"))?;
+        self.all_of_it_gone(index).await?;
         Ok(self.down(index, status))
+    }
+
+    /// Waits until every process of service `index`'s group and token has exited, its first one
+    /// reaped already: what it started outside its own children dies a moment later.
+    async fn all_of_it_gone(&self, index: usize) -> Result<(), String> {
+        let s = &self.started[index];
+        crate::run::gone::gone_within(s.pgid, &s.token, REAP_DEADLINE)
+            .await
+            .map_err(|why| format!("service `{}` was reaped, but not all of it died: {why}", s.name))
     }
 
     fn down(&mut self, index: usize, status: String) -> TakenDown {
@@ -407,14 +412,17 @@ impl Running {
                 Some(format!("service(s) {} not reaped within {REAP_DEADLINE:?} of their SIGKILL", left.join(", ")));
             return stop;
         }
-        // Reaped is not gone: what a service started outside its own children (Postgres in a PID
-        // namespace of its own: the namespace's processes are reparented, not ours to reap) dies
-        // a moment later, and under load was seen alive after the run had returned. Waited for as
-        // a service taken down mid-run is (`run::gone`).
-        for s in killed.into_iter().map(|index| &self.started[index]) {
-            if let Err(why) = crate::run::gone::gone_within(s.pgid, &s.token, REAP_DEADLINE).await {
-                stop.unreaped = Some(format!("service `{}` was reaped, but not all of it died: {why}", s.name));
+        // Reaped is not gone: Postgres in a PID namespace of its own (its processes reparented,
+        // not ours to reap) was seen alive after the run had returned, under load. Waited for as
+        // a service taken down mid-run is.
+        let mut not_gone = Vec::new();
+        for index in killed {
+            if let Err(why) = self.all_of_it_gone(index).await {
+                not_gone.push(why);
             }
+        }
+        if !not_gone.is_empty() {
+            stop.unreaped = Some(not_gone.join("; "));
         }
         stop
     }
