@@ -7,7 +7,7 @@
 //! accepted, while a built state would submit it again to the recovery — and a runtime that lost
 //! the intent would pass there where the re-run fails. So the capture waits for the answer's
 //! mark, with a deadline, until the kernel's TCP table shows no byte on its way from the API to
-//! the harness ([`super::quiet`]) for a few of the driver's turns: then no answer was sent, and
+//! the harness ([`super::quiet`]) for a few of the driver's turns ([`QUIET_TURNS`]): then no answer was sent, and
 //! the state is built unanswered (its recovery is submitted the operation again, as a re-run's
 //! client does). An answer that neither shows nor can be ruled out is not guessed at: the
 //! point's case is re-run.
@@ -18,9 +18,16 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// How long nothing must be on its way, and no answer marked, before a submission in flight is
-/// taken as unanswered: the driver's turns to read and mark an answer the harness already has.
-const QUIET_FOR: Duration = Duration::from_millis(2);
+/// How many turns of the harness's scheduler nothing must be on its way, and no answer marked,
+/// before a submission in flight is taken as unanswered. Once no byte waits in either side of
+/// the connection, an answer sent was read by the client's connection task, and what is left is
+/// in memory: that task hands the response to the request's future, whose task (the driver's)
+/// reads the body from the same buffer and marks it, each a turn. A turn (`yield_now`) runs
+/// every ready task and polls the I/O driver before the capture looks again; this thread is the
+/// driver's (a current-thread runtime), so turns, not time, are what the driver needs. (A wait of
+/// 2 ms stood for them: 80 % of a record run's capture time on the wave, and no proof under load,
+/// where 2 ms of a descheduled thread are no turn at all.)
+const QUIET_TURNS: u32 = 8;
 
 /// How long an answer the runtime may have sent is waited for. The driver's task runs on the
 /// capture's thread while it waits, so an answer already in the harness's socket shows in well
@@ -71,21 +78,26 @@ impl SharedMarks {
     }
 
     /// Waits until no submission is in flight, or the one in flight is shown unanswered: nothing
-    /// on its way from the API for [`QUIET_FOR`] and still no answer marked. `Err` names the one
-    /// still in flight at the deadline.
+    /// on its way from the API for [`QUIET_TURNS`] turns of the scheduler and still no answer
+    /// marked. `Err` names the one still in flight at the deadline.
     pub async fn settled_submissions(&self, deadline: tokio::time::Instant) -> Result<(), String> {
         let port = self.api.load(Ordering::SeqCst);
         let quiet = || port != 0 && super::quiet::nothing_on_the_way(port);
-        let mut quiet_since = None;
+        let mut quiet_turns = 0;
         loop {
             let notified = self.added.notified();
             let Some(op) = self.in_flight() else { return Ok(()) };
-            let now = tokio::time::Instant::now();
-            quiet_since = if quiet() { quiet_since.or(Some(now)) } else { None };
-            if quiet_since.is_some_and(|since| now - since >= QUIET_FOR) {
-                return Ok(());
+            if quiet() {
+                quiet_turns += 1;
+                if quiet_turns > QUIET_TURNS {
+                    return Ok(());
+                }
+                tokio::task::yield_now().await;
+                continue;
             }
+            quiet_turns = 0;
             // A mark wakes this at once; otherwise look at the table again shortly.
+            let now = tokio::time::Instant::now();
             let next = (now + Duration::from_millis(1)).min(deadline);
             if tokio::time::timeout_at(next, notified).await.is_err() && next == deadline {
                 return Err(op);

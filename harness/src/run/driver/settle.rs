@@ -33,6 +33,14 @@ pub(super) async fn settle(
     // After a world entry, the runtime's last commit follows within a millisecond or two: read
     // again each millisecond, a few times, before falling back to the slow tick.
     let mut follow_ups = 0u32;
+    // Read at once, not a tick from now: a wave may have settled before it is waited on. A
+    // recovery from a built state often has nothing left to do but answer (its kill came after
+    // the last commit), and no event says so: 95 of 120 cases of an `after_submit` exploration
+    // waited out a whole tick for it, 6 of their 13 ms. (A first tick due now would come at the
+    // timer's next millisecond.)
+    if !wave.driver.syscall_killed() {
+        wave.read().await;
+    }
     loop {
         if wave.over() {
             return Ok(());
