@@ -1,9 +1,10 @@
 //! The trace socket's protocol, the tracer's end: one point out as a JSON line (and into the
 //! log), then wait for `{"action":"resume"}` — or, once the harness answered `{"action":"go_on"}`,
-//! not wait at all (`Channel::asking`).
+//! not wait at all, or only at explored points (`Channel::asking`).
 
 use std::io::Write;
 
+use super::channel::Asking;
 use super::error::TracerError;
 use super::pending::Pending;
 use super::point::{HttpAnswer, Point, When};
@@ -50,7 +51,7 @@ impl Tracer {
         }
         let Some(channel) = &mut self.channel else { return Ok(()) };
         channel.send(&line)?;
-        if !channel.asking {
+        if !channel.asking.asks(pending.kind, when) {
             return Ok(());
         }
         let Some(answer) = channel.answer()? else {
@@ -59,7 +60,11 @@ impl Tracer {
         match serde_json::from_str::<serde_json::Value>(&answer) {
             Ok(value) if value == serde_json::json!({"action": "resume"}) => Ok(()),
             Ok(value) if value == serde_json::json!({"action": "go_on"}) => {
-                channel.asking = false;
+                channel.asking = Asking::Never;
+                Ok(())
+            }
+            Ok(value) if value == serde_json::json!({"action": "go_on", "ask": "explored"}) => {
+                channel.asking = Asking::Explored;
                 Ok(())
             }
             _ => Err(TracerError::Answer { found: answer }),

@@ -6,7 +6,10 @@
 //!
 //! A point's answer may also be `{"action":"go_on"}`: resume, and every point after it without
 //! waiting for an answer (the harness has nothing left to decide at this incarnation's points:
-//! `run::traced`); the tracer then only tells them (`asking` false).
+//! `run::traced`); the tracer then only tells them ([`Asking::Never`]). Or
+//! `{"action":"go_on","ask":"explored"}`: the harness still builds a crash state at each explored
+//! point (`PointKind::explored`), so those are still asked, and only the others told
+//! ([`Asking::Explored`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
@@ -14,6 +17,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use super::error::TracerError;
+use super::point::{PointKind, When};
 
 const FREE: &str = r#"{"action":"free"}"#;
 const ASK: &str = r#"{"action":"ask"}"#;
@@ -27,8 +31,28 @@ pub(super) struct Channel {
     free: bool,
     /// Whether the harness closed its end (a read returned nothing).
     closed: bool,
-    /// Whether each point waits for the harness's answer: until it answers `go_on`.
-    pub(super) asking: bool,
+    /// Which points wait for the harness's answer: every one until it answers `go_on`.
+    pub(super) asking: Asking,
+}
+
+/// Which points the tracer waits for the harness's answer at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Asking {
+    Every,
+    /// Explored points only (`PointKind::explored`): the harness builds crash states there.
+    Explored,
+    Never,
+}
+
+impl Asking {
+    /// Whether a point of `kind`, `when`, waits for an answer.
+    pub(super) fn asks(self, kind: PointKind, when: When) -> bool {
+        match self {
+            Asking::Every => true,
+            Asking::Explored => kind.explored(when),
+            Asking::Never => false,
+        }
+    }
 }
 
 impl Channel {
@@ -37,7 +61,7 @@ impl Channel {
         let failed = |source| TracerError::Socket { path: path.display().to_string(), source };
         let stream = UnixStream::connect(path).map_err(failed)?;
         let reader = BufReader::new(stream.try_clone().map_err(failed)?);
-        Ok(Channel { reader, writer: stream, path: path.to_owned(), free: false, closed: false, asking: true })
+        Ok(Channel { reader, writer: stream, path: path.to_owned(), free: false, closed: false, asking: Asking::Every })
     }
 
     fn failed(&self, source: std::io::Error) -> TracerError {

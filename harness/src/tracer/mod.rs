@@ -18,7 +18,9 @@
 //!   tracer handles one stop at a time, so points are announced one at a time; threads that are
 //!   not stopped keep running meanwhile. An answer `{"action":"go_on"}` resumes that point and
 //!   every later one of the incarnation unasked: the harness has nothing left to decide there
-//!   (`run::traced`'s `go_on`), and the points are only told.
+//!   (`run::traced`'s `go_on`), and the points are only told; `{"action":"go_on","ask":"explored"}`
+//!   the same, but for the explored points (`PointKind::explored`), where the harness still builds
+//!   crash states.
 //!
 //! The parts, a file each: the point vocabulary the harness reads (`point`), the environment
 //! (`config`), the traced-call table and its filter (`seccomp`), starting the program (`launch`),

@@ -66,6 +66,19 @@ impl PointKind {
     pub fn is_durable(self) -> bool {
         matches!(self, PointKind::Durable | PointKind::Sync | PointKind::Rename | PointKind::Unlink)
     }
+
+    /// Whether a kill at this kind of point, `when`, is a crash point explored (and a crash state
+    /// built there): syncs, renames and unlinks (before and after), requests (before), answers
+    /// (after). Writes between two syncs, connects, a request's `after` and an answer's `before`
+    /// leave the state of an explored point next to them.
+    pub fn explored(self, when: When) -> bool {
+        match self {
+            PointKind::Sync | PointKind::Rename | PointKind::Unlink => true,
+            PointKind::Request => when == When::Before,
+            PointKind::Answer => when == When::After,
+            PointKind::Durable | PointKind::Connect => false,
+        }
+    }
 }
 
 /// Which part of the fake world a socket talks to.

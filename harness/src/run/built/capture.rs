@@ -1,4 +1,4 @@
-//! Taking the crash state at each wanted point of a record run, while the tracer holds the
+//! Taking the crash state at each explored point of a record run, while the tracer holds the
 //! runtime there (`crate::run::traced::PointHook`).
 
 use super::marks::{ANSWER_SHOWS, SharedMarks};
@@ -57,7 +57,6 @@ pub struct Capture {
     world: WorldState,
     /// The driver's marks as it makes them (`Driver::mark` ticks the clock under this lock).
     timeline: Arc<SharedMarks>,
-    wanted: fn(&SyscallPoint) -> bool,
     /// The incarnation whose points are taken (a record run's first; a depth-1 case's recovery).
     incarnation: u32,
     taken: Mutex<Taken>,
@@ -78,20 +77,19 @@ struct Taken {
 }
 
 impl Capture {
-    /// A capture of `data` and `world` at each point `wanted` says of `incarnation`, with the
-    /// driver's `timeline`.
+    /// A capture of `data` and `world` at each explored point (`PointKind::explored`: the tracer
+    /// holds the runtime at those) of `incarnation`, with the driver's `timeline`.
     pub fn new(
         data: PathBuf,
         logs: PathBuf,
         world: WorldState,
         timeline: Arc<SharedMarks>,
-        wanted: fn(&SyscallPoint) -> bool,
         incarnation: u32,
     ) -> std::io::Result<Capture> {
         let store = Scratch::new("killpoint-built-")?;
         let root = store.path().to_owned();
         let taken = Mutex::new(Taken::default());
-        Ok(Capture { data, logs, world, timeline, wanted, incarnation, taken, store: Mutex::new(Some(store)), root })
+        Ok(Capture { data, logs, world, timeline, incarnation, taken, store: Mutex::new(Some(store)), root })
     }
 
     /// Everything taken (once the run is over, its faults' `hits` and `killed` known: each state
@@ -215,7 +213,7 @@ impl PointHook for Capture {
     fn held<'a>(&'a self, at: HeldPoint<'a>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
             // One incarnation's points: those of the depth the states are for.
-            if at.point.incarnation == self.incarnation && (self.wanted)(at.point) {
+            if at.point.incarnation == self.incarnation && at.point.kind.explored(at.point.when) {
                 self.take(at).await;
             }
         })

@@ -60,7 +60,6 @@ use crate::run::artifacts::Artifacts;
 use crate::run::built::{BuiltState, BuiltStates};
 use crate::run::incarnation::{Launch, Target};
 use crate::run::power_loss::PowerLoss;
-use crate::run::traced::SyscallPoint;
 use crate::scenario::Scenario;
 use setup::{Ground, Tracer};
 use state::Driver;
@@ -71,11 +70,11 @@ pub async fn run(scenario: &Scenario, target: &Target, options: &RunOptions) -> 
     Ok(play(scenario, target, options, Start { from: None, recording: None }).await?.0)
 }
 
-/// Which crash states a traced run builds: at each point `wanted` says of incarnation
-/// `incarnation` (1 in a record run; the recovery, 2, in a depth-1 case's run, for depth 2).
+/// Which crash states a traced run builds: at each explored point (`PointKind::explored`) of
+/// incarnation `incarnation` (1 in a record run; the recovery, 2, in a depth-1 case's run, for
+/// depth 2).
 #[derive(Clone, Copy)]
 pub struct Recording {
-    pub wanted: fn(&SyscallPoint) -> bool,
     pub incarnation: u32,
 }
 

@@ -66,7 +66,7 @@ impl Opening {
         let mirror = Arc::new(SharedMarks::new(self.timeline.clone()));
         self.mirror = Some(mirror.clone());
         let (data, logs) = (ground.data.clone(), ground.logs.clone());
-        let capture = Capture::new(data, logs, ground.world.state(), mirror, recording.wanted, recording.incarnation)?;
+        let capture = Capture::new(data, logs, ground.world.state(), mirror, recording.incarnation)?;
         let capture = Arc::new(capture);
         tracing.hold_with(capture.clone());
         Ok(capture)

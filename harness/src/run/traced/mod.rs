@@ -235,7 +235,7 @@ struct Shared {
     /// In machine-crash mode: what a power loss would leave, kept from every point.
     power_loss: Option<PowerLoss>,
     reached: UnboundedSender<Reached>,
-    /// Called at every point passed after the ready line while the runtime is held there.
+    /// Called at every explored point passed after the ready line while the runtime is held there.
     hook: std::sync::OnceLock<Arc<dyn PointHook>>,
     /// Under a controlled schedule: the harness's turn (`turn`).
     turn: Option<Arc<Turn>>,
@@ -243,9 +243,9 @@ struct Shared {
     sent: std::sync::atomic::AtomicUsize,
 }
 
-/// Something the harness does at a crash point while the tracer holds the runtime stopped there
-/// (every traced call of every thread waits until it returns): `killpoint explore` builds the
-/// crash state there (the `built` module of `run`). A point a fault kills at is not held for it.
+/// Something the harness does at an explored point (`PointKind::explored`) while the tracer holds
+/// the runtime stopped there (every traced call of every thread waits until it returns): explore
+/// builds the crash state there (`run::built`). Not at a point a fault kills at, nor one told.
 pub trait PointHook: Send + Sync {
     fn held<'a>(&'a self, at: HeldPoint<'a>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 }
@@ -490,7 +490,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
         shared.sent.store(sent_before + requests.complete(), Ordering::SeqCst);
         let passed = ready.load(Ordering::SeqCst).then(|| shared.passed(incarnation, &point, crash_state, &mut counts));
         if let Some((seen, None)) = &passed
-            && let Some(hook) = shared.hook.get()
+            && let Some(hook) = shared.hook.get().filter(|_| point.kind.explored(point.when) && go_on.asks(&point))
         {
             let progress = shared.progress();
             let power_loss = shared.power_loss.as_ref();
@@ -513,7 +513,7 @@ async fn answer(listener: Arc<UnixListener>, incarnation: u32, ready: Arc<Atomic
             let _ = shared.reached.send(reached);
             return;
         }
-        if let Some(line) = go_on.resume_line(&shared, ready.load(Ordering::SeqCst))
+        if let Some(line) = go_on.resume_line(&shared, ready.load(Ordering::SeqCst), &point)
             && write.write_all(line).await.is_err()
         {
             return;

@@ -16,7 +16,6 @@
 
 use super::case::{Case, Workload};
 use super::finding::{Finding, finding_of};
-use super::syscalls::explored;
 use crate::judge::Verdict;
 use crate::run::built::{Built, BuiltStates};
 use crate::run::driver::{Recording, Run, RunOptions};
@@ -30,7 +29,7 @@ pub fn record(
     target: &Target,
     options: &RunOptions,
 ) -> std::io::Result<(Verdict, Run, Option<BuiltStates>)> {
-    building(scenario, target, options, Recording { wanted: explored, incarnation: 1 })
+    building(scenario, target, options, Recording { incarnation: 1 })
 }
 
 /// `scenario` run traced from the start and judged, building the states `recording` says.
@@ -69,7 +68,7 @@ impl Shelf {
 /// when it has one plain kill, at a system call or a boundary (not a freeze or a revocation,
 /// whose recoveries are re-run).
 pub(super) fn for_depth_two(case: &Case) -> Option<Recording> {
-    case.single_kill().then_some(Recording { wanted: explored, incarnation: 2 })
+    case.single_kill().then_some(Recording { incarnation: 2 })
 }
 
 /// Why `case`, whose kills are system calls, is re-run though states were built: its last

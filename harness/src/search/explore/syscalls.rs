@@ -90,16 +90,10 @@ fn exact_counts(run: &Run, held: &[Point]) -> Vec<(Boundary, usize)> {
         .collect()
 }
 
-/// The system-call points explored: syncs, renames and unlinks (before and after), requests
-/// (before), answers (after).
+/// The system-call points explored (`PointKind::explored`: syncs, renames and unlinks, before and
+/// after; requests before; answers after).
 pub(super) fn explored(point: &crate::run::traced::SyscallPoint) -> bool {
-    use crate::tracer::{PointKind, When};
-    match point.kind {
-        PointKind::Sync | PointKind::Rename | PointKind::Unlink => true,
-        PointKind::Request => point.when == When::Before,
-        PointKind::Answer => point.when == When::After,
-        PointKind::Durable | PointKind::Connect => false,
-    }
+    point.kind.explored(point.when)
 }
 
 /// The recovery's system calls: every explored point of the incarnation after the kill.
