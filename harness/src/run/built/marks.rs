@@ -7,9 +7,9 @@
 //! accepted, while a built state would submit it again to the recovery — and a runtime that lost
 //! the intent would pass there where the re-run fails. So the capture waits for the answer's
 //! mark, with a deadline, until the kernel's TCP table shows no byte on its way from the API to
-//! the harness ([`super::quiet`]) for a few of the driver's turns ([`QUIET_TURNS`]): then no answer was sent, and
-//! the state is built unanswered (its recovery is submitted the operation again, as a re-run's
-//! client does). An answer that neither shows nor can be ruled out is not guessed at: the
+//! the harness ([`super::quiet`]) for a few of the driver's turns ([`QUIET_TURNS`]): then no
+//! answer was sent, and the state is built unanswered (its recovery is submitted the operation
+//! again, as a re-run's client does). An answer that neither shows nor can be ruled out is not guessed at: the
 //! point's case is re-run.
 
 use crate::run::driver::record::{Happening, Mark};
@@ -81,6 +81,11 @@ impl SharedMarks {
     /// on its way from the API for [`QUIET_TURNS`] turns of the scheduler and still no answer
     /// marked. `Err` names the one still in flight at the deadline.
     pub async fn settled_submissions(&self, deadline: tokio::time::Instant) -> Result<(), String> {
+        // Turns of this thread's scheduler are the driver's only on a current-thread runtime.
+        debug_assert_eq!(
+            tokio::runtime::Handle::current().runtime_flavor(),
+            tokio::runtime::RuntimeFlavor::CurrentThread
+        );
         let port = self.api.load(Ordering::SeqCst);
         let quiet = || port != 0 && super::quiet::nothing_on_the_way(port);
         let mut quiet_turns = 0;
