@@ -4,10 +4,9 @@
 
 use std::io::Write;
 
-use super::channel::Asking;
 use super::error::TracerError;
 use super::pending::Pending;
-use super::point::{HttpAnswer, Point, When};
+use super::point::{Asking, HttpAnswer, Point, When};
 use super::state::Tracer;
 
 impl Tracer {

@@ -6,10 +6,10 @@
 //!
 //! A point's answer may also be `{"action":"go_on"}`: resume, and every point after it without
 //! waiting for an answer (the harness has nothing left to decide at this incarnation's points:
-//! `run::traced`); the tracer then only tells them ([`Asking::Never`]). Or
+//! `run::traced`); the tracer then only tells them (`Asking::Never`). Or
 //! `{"action":"go_on","ask":"explored"}`: the harness still builds a crash state at each explored
 //! point (`PointKind::explored`), so those are still asked, and only the others told
-//! ([`Asking::Explored`]).
+//! (`Asking::Explored`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
@@ -17,7 +17,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use super::error::TracerError;
-use super::point::{PointKind, When};
+use super::point::Asking;
 
 const FREE: &str = r#"{"action":"free"}"#;
 const ASK: &str = r#"{"action":"ask"}"#;
@@ -33,26 +33,6 @@ pub(super) struct Channel {
     closed: bool,
     /// Which points wait for the harness's answer: every one until it answers `go_on`.
     pub(super) asking: Asking,
-}
-
-/// Which points the tracer waits for the harness's answer at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Asking {
-    Every,
-    /// Explored points only (`PointKind::explored`): the harness builds crash states there.
-    Explored,
-    Never,
-}
-
-impl Asking {
-    /// Whether a point of `kind`, `when`, waits for an answer.
-    pub(super) fn asks(self, kind: PointKind, when: When) -> bool {
-        match self {
-            Asking::Every => true,
-            Asking::Explored => kind.explored(when),
-            Asking::Never => false,
-        }
-    }
 }
 
 impl Channel {

@@ -61,7 +61,7 @@ pub use diag::{TcpRow, tcp_row};
 pub use error::{NOT_PERMITTED_EXIT, TracerError};
 pub use escape::{Escape, EscapeKind, read_escapes};
 pub use launch::run;
-pub use point::{HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
+pub use point::{Asking, HttpAnswer, HttpRequest, Peer, Point, PointKind, When};
 pub use schedule::{PEER_WAIT, SETTLE_LIMIT, Schedule};
 pub use seccomp::Call;
 pub use sockets::{find_tcp_row, socket_names};

@@ -81,6 +81,29 @@ impl PointKind {
     }
 }
 
+/// Which points the tracer waits for the harness's answer at: every one until the harness says
+/// `go_on`, then none, or (`"ask":"explored"`, while crash states are built) the explored ones.
+/// The tracer's channel and the harness's answering task each keep one, told the same lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Asking {
+    #[default]
+    Every,
+    /// Explored points only ([`PointKind::explored`]): the harness builds crash states there.
+    Explored,
+    Never,
+}
+
+impl Asking {
+    /// Whether a point of `kind`, `when`, waits for an answer.
+    pub fn asks(self, kind: PointKind, when: When) -> bool {
+        match self {
+            Asking::Every => true,
+            Asking::Explored => kind.explored(when),
+            Asking::Never => false,
+        }
+    }
+}
+
 /// Which part of the fake world a socket talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

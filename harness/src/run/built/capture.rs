@@ -212,8 +212,9 @@ pub(super) fn fired_before(hits: &[Hit], killed: &[Option<u64>], seq: u64) -> Ve
 impl PointHook for Capture {
     fn held<'a>(&'a self, at: HeldPoint<'a>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
-            // One incarnation's points: those of the depth the states are for.
-            if at.point.incarnation == self.incarnation && at.point.kind.explored(at.point.when) {
+            // One incarnation's points: those of the depth the states are for. (Only explored
+            // points are held for a hook: `run::traced`.)
+            if at.point.incarnation == self.incarnation {
                 self.take(at).await;
             }
         })

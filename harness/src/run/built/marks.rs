@@ -9,8 +9,8 @@
 //! mark, with a deadline, until the kernel's TCP table shows no byte on its way from the API to
 //! the harness ([`super::quiet`]) for a few of the driver's turns ([`QUIET_TURNS`]): then no
 //! answer was sent, and the state is built unanswered (its recovery is submitted the operation
-//! again, as a re-run's client does). An answer that neither shows nor can be ruled out is not guessed at: the
-//! point's case is re-run.
+//! again, as a re-run's client does). An answer that neither shows nor can be ruled out is not
+//! guessed at: the point's case is re-run.
 
 use crate::run::driver::record::{Happening, Mark};
 use std::sync::atomic::{AtomicU16, Ordering};

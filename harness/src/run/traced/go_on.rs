@@ -20,7 +20,7 @@
 //! the harness at every call; and every run that builds crash states.
 
 use super::{Shared, Tracing};
-use crate::tracer::Point;
+use crate::tracer::{Asking, Point};
 
 const RESUME: &[u8] = b"{\"action\":\"resume\"}\n";
 const GO_ON: &[u8] = b"{\"action\":\"go_on\"}\n";
@@ -37,24 +37,12 @@ impl Tracing {
 
 /// Which points one incarnation's tracer waits for an answer at, as it was told.
 #[derive(Debug, Default)]
-pub(super) struct Told(Asks);
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum Asks {
-    #[default]
-    Every,
-    Explored,
-    Never,
-}
+pub(super) struct Told(Asking);
 
 impl Told {
     /// Whether the tracer waits for the harness's answer at `point`.
     pub(super) fn asks(&self, point: &Point) -> bool {
-        match self.0 {
-            Asks::Every => true,
-            Asks::Explored => point.kind.explored(point.when),
-            Asks::Never => false,
-        }
+        self.0.asks(point.kind, point.when)
     }
 
     /// What the harness answers `point`, which it resumes, the incarnation ready or not
@@ -65,9 +53,9 @@ impl Told {
             return None;
         }
         // Before the ready line a point is not counted; one told later could pass for one after.
-        if self.0 == Asks::Every && ready && spent(shared) {
+        if self.0 == Asking::Every && ready && spent(shared) {
             let (asks, line) =
-                if shared.hook.get().is_some() { (Asks::Explored, GO_ON_EXPLORED) } else { (Asks::Never, GO_ON) };
+                if shared.hook.get().is_some() { (Asking::Explored, GO_ON_EXPLORED) } else { (Asking::Never, GO_ON) };
             self.0 = asks;
             return Some(line);
         }
