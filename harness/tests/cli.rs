@@ -709,10 +709,41 @@ fn the_standard_certification_reads_the_same() {
         killpoint().args(["certify", "--runtime"]).arg(reference_runtime()).env("TMPDIR", dir.path()).output().unwrap();
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert_reads_the_same("certify_standard", &stdout);
+    assert_reads_the_same("certify_standard", &without_chance_retries(&stdout));
     let readme = readme_checklist();
     assert_eq!(readme.len(), 9, "the seed's eight questions and its hosting advice in README.md: {readme:?}");
     assert_eq!(readme, checklist_answers(&stdout), "README.md's checklist table against `certify`'s");
+}
+
+/// Scenarios whose fault makes the reference runtime retry in every run: each must be in the
+/// checklist's "from logs" evidence, and is in the snapshot.
+const RETRIED_EVERY_RUN: [&str; 11] = [
+    "after_delivery_send",
+    "after_dispatch",
+    "after_provider_success",
+    "attempt_bound",
+    "concurrent_wave",
+    "delivery_dead_letter",
+    "lookup_unavailable",
+    "model_decides",
+    "monitoring_signals",
+    "provider_unavailable",
+    "revoked_destination",
+];
+
+/// The certification's output without the "from logs" evidence of scenarios that retry only by
+/// the interleaving: where another operation is in flight beside the faulted one, the kill can
+/// catch it between its request and its record (restore_before_the_revocation's ticket did, once
+/// in CI under load), and the runtime retries it. Such a line is dropped only in its passing form;
+/// one that says a retry went unlogged stays and fails the snapshot.
+fn without_chance_retries(stdout: &str) -> String {
+    const PASSING: &str = " retried request(s), each with its retry line";
+    let by_chance = |line: &str| {
+        let Some((name, rest)) = line.trim_start().split_once(": ") else { return false };
+        let count = rest.strip_suffix(PASSING).map(|n| n.parse::<u32>().is_ok());
+        line.starts_with("             ") && count == Some(true) && !RETRIED_EVERY_RUN.contains(&name)
+    };
+    stdout.lines().filter(|l| !by_chance(l)).map(|l| format!("{l}\n")).collect()
 }
 
 /// (question, answer) of each row of README.md's checklist table.
