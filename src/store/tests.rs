@@ -182,3 +182,21 @@ fn a_store_from_another_schema_version_is_refused() {
     let error = Store::open(dir.path(), 1).err().unwrap();
     assert!(error.to_string().contains("schema version 99"), "{error}");
 }
+
+/// A status read parses nothing again: rusqlite clears a cached statement's bindings as it goes
+/// back to the cache, which expires a statement whose plan used a bound value (the bundled SQLite
+/// has STAT4); the store's plans use none (QPSG), so each statement is prepared once.
+#[test]
+fn reading_an_operation_again_prepares_nothing_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1).unwrap();
+    dispatched(&store, "a", &["ledger", "mailer"]);
+    dispatched(&store, "b", &["ledger"]);
+    for id in ["a", "b", "a", "b", "a"] {
+        store.snapshot(id).unwrap().unwrap();
+    }
+    let conn = store.conn();
+    let sql = format!("SELECT {} FROM deliveries WHERE operation_id = ?1 ORDER BY destination", sql::DELIVERY_COLUMNS);
+    let statement = conn.prepare_cached(&sql).unwrap();
+    assert_eq!(statement.get_status(rusqlite::StatementStatus::RePrepare), 0, "re-prepared on a later read");
+}
