@@ -15,6 +15,9 @@
 //! - Depth 2 from states built in the depth-1 cases' runs, `after_submit` against the reference in
 //!   a machine crash (a third of its depth-1 cases, each with its depth-2 cases). A failure found
 //!   at depth 2 from a built state and replayed: `tests/syscalls.rs`.
+//! - With the probe at depth 2, `after_dispatch`: the depth-2 cases started from the state their
+//!   first kill left against the same cases re-run (the catches of every broken variant at depth
+//!   2 with the probe, replayed from their written files: `tests/explore.rs`).
 
 use killpoint::model::crash::Crash;
 use killpoint::search::explore::agreement::{Agreement, agreement, sampled};
@@ -190,6 +193,33 @@ fn depth_two_cases_run_from_states_built_in_their_recovery_agree_with_reruns() {
         "{name}: no depth-2 case ran from a built state (cases run per depth {:?}, {} from built states)",
         exploration.ran,
         exploration.from_built
+    );
+    agreed(name, &agreement, false);
+}
+
+/// With the probe at depth 2, each depth-1 case's run takes the state its kill left (under the
+/// tracer, which alone says every request sent before the kill reached the world), and its depth-2
+/// cases start there instead of re-running the prefix; their verdicts are the re-runs'.
+#[test]
+fn depth_two_with_the_probe_from_the_state_the_first_kill_left_agrees_with_reruns() {
+    killpoint::trials::needs::tracing("the state a kill leaves");
+    let name = "after_dispatch";
+    let options = ExploreOptions {
+        points: Points::Boundaries,
+        depth: 2,
+        run: RunOptions { probe: true, ..RunOptions::default() },
+        ..options(Crash::Process)
+    };
+    let agreement = agreement(&scenario(name), &reference(), &options).expect("explore runs");
+    let exploration = &agreement.built.exploration;
+    assert!(
+        exploration.ran.len() == 2 && exploration.from_built > 0,
+        "{name}: no depth-2 case ran from the state its first kill left (cases run per depth {:?})",
+        exploration.ran
+    );
+    eprintln!(
+        "{name}: {} of {} depth-2 case(s) from the state their first kill left",
+        exploration.from_built, exploration.ran[1]
     );
     agreed(name, &agreement, false);
 }

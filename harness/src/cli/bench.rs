@@ -74,9 +74,12 @@ impl BenchCommand {
         );
         let mut rates = Vec::new();
         let mut failed = false;
-        // Over system calls, each run also explores with `--rerun-prefix` right after, under the
-        // same load: the ratio of the two is measured within one run.
-        let compare = options.points == explore::Points::Syscalls && !options.rerun_prefix;
+        // Where cases run from crash states (over system calls; with the probe at depth 2, from
+        // the state each first kill left), each run also explores with `--rerun-prefix` right
+        // after, under the same load: the ratio of the two is measured within one run, and every
+        // case's verdict compared.
+        let from_states = options.points == explore::Points::Syscalls || (options.depth >= 2 && options.run.probe);
+        let compare = from_states && !options.rerun_prefix;
         for i in 1..=self.runs {
             let once = if compare {
                 agree_once(scenario, target, &options, i)

@@ -1,7 +1,7 @@
 //! The crash state a kill left, taken right after it in the run that made it: what `explore`
 //! keeps for a failing case it re-ran (a kill at a boundary the world or the client holds) and
 //! for a failing seed of `explore --schedules`, where no record run built the state (`capture`)
-//! beforehand.
+//! beforehand; and, with the probe at depth 2, where each depth-1 case's depth-2 cases start.
 //!
 //! After the SIGKILL the runtime is gone, so its data dir is exactly what the next incarnation
 //! finds (a process crash; machine crashes and restores rebuild the dir after this and are not
@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the tracer's last lines and the world's records of what was sent may take to land.
-const LANDS: Duration = Duration::from_secs(2);
+pub const LANDS: Duration = Duration::from_secs(2);
 
 /// A crash state taken after a kill, with the directory its data dir is kept in.
 pub struct AfterKill {
@@ -55,16 +55,18 @@ pub struct Around<'a> {
 }
 
 /// The state the kill of `around.incarnation` left; `Err` says why it could not be taken.
-pub async fn take(around: Around<'_>, tracing: &mut Tracing) -> Result<AfterKill, String> {
-    let deadline = tokio::time::Instant::now() + LANDS;
+/// `lands`: how long the tracer's last lines and the world's records may take ([`LANDS`] unless
+/// the caller can do without the state sooner).
+pub async fn take(around: Around<'_>, tracing: &mut Tracing, lands: Duration) -> Result<AfterKill, String> {
+    let deadline = tokio::time::Instant::now() + lands;
     if !tracing.drained(deadline).await {
-        return Err(format!("the tracer's last points had not been read within {LANDS:?} of the kill"));
+        return Err(format!("the tracer's last points had not been read within {lands:?} of the kill"));
     }
     let sent = tracing.requests_sent();
     if !around.world.recorded_at_least(sent, deadline).await {
         let recorded = around.world.requests_recorded();
         return Err(format!(
-            "the fake world recorded {recorded} requests within {LANDS:?}, the tracer saw {sent} sent"
+            "the fake world recorded {recorded} requests within {lands:?}, the tracer saw {sent} sent"
         ));
     }
     let world = around.world.snapshot();

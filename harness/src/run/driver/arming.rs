@@ -3,6 +3,7 @@
 
 use super::record::Hit;
 use crate::model::boundary::Boundary;
+use crate::run::built::Fired;
 use crate::run::traced::{BoundaryFault, Tracing};
 use crate::scenario::{Action, Anchor, Fault, Revoke, Scenario};
 use fake_tool::{ConsumerHold, FaultResponse, ProviderFault, Revocation, Subject, World};
@@ -12,7 +13,7 @@ use fake_tool::{ConsumerHold, FaultResponse, ProviderFault, Revocation, Subject,
 /// how each fault stands: not reached yet, or out of reach without the probe.
 pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Scenario, probe: bool) -> Vec<Hit> {
     let tracer_reaches = traced.is_some() && !probe;
-    arm(world, scenario, probe, tracer_reaches);
+    arm(world, scenario, probe, tracer_reaches, |_| true);
     if let Some(traced) = traced.filter(|_| tracer_reaches) {
         let at_syscalls = scenario.faults.iter().enumerate().filter(|(_, f)| by_tracer(f)).map(|(index, f)| {
             let at = Anchor::at(f.at, f.operation.clone(), f.occurrence);
@@ -24,6 +25,14 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
         traced.faults_armed();
     }
     standing(scenario, probe, traced.is_some())
+}
+
+/// Arms in the world of a run going on from a crash state the faults its prefix did not fire
+/// (`fired`): a depth-2 case's second kill, where the state is the one its first kill left. The
+/// world kept the rest as they were left; one armed again is the same fault under the same key (a
+/// call or a receipt the world has counted past is never reached again).
+pub(super) fn arm_unfired(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool, fired: &[Fired]) {
+    arm(world, scenario, probe, tracer_reaches, |i| !fired.iter().any(|f| f.fault == i));
 }
 
 /// How each fault stands before any is reached: not reached yet, or out of reach without the
@@ -93,8 +102,8 @@ pub(super) fn revocations(scenario: &Scenario, fault: &Fault) -> Vec<Revocation>
 /// Arms the fake world for the faults it stops the runtime at (tagged with the fault's index):
 /// `after_dispatch` always; without the probe, also the outside views of
 /// `after_provider_success` and `after_delivery_send`.
-fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool) {
-    for (i, fault) in scenario.faults.iter().enumerate() {
+fn arm(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool, wanted: impl Fn(usize) -> bool) {
+    for (i, fault) in scenario.faults.iter().enumerate().filter(|(i, _)| wanted(*i)) {
         let tag = i as u64;
         match fault.at {
             Boundary::AfterDispatch => world.arm_provider(ProviderFault {

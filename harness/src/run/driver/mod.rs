@@ -188,7 +188,14 @@ async fn play(
     // (a traced Python recovery took 1.4 times as long).
     let wanted = match start.from {
         Some(_) => start.recording.is_some() || scenario.schedule.is_some(),
-        None => options.syscalls || machine || !scenario.syscall_faults.is_empty() || scenario.schedule.is_some(),
+        // Keeping the state a kill leaves needs the tracer (`after_kill`), with the probe too.
+        None => {
+            options.syscalls
+                || machine
+                || options.keep_kills
+                || !scenario.syscall_faults.is_empty()
+                || scenario.schedule.is_some()
+        }
     };
     let tracing = wanted && permitted.is_ok();
     // From a built state the data dir is already what the crash left (a power loss's, in machine
@@ -235,7 +242,11 @@ async fn play(
     };
     let probe = first.probe.is_some();
     let mut hits = match start.from {
-        Some(_) => arming::standing(scenario, probe, tracer.tracing.is_some()),
+        Some(state) => {
+            let tracer_reaches = tracer.tracing.is_some() && !probe;
+            arming::arm_unfired(&ground.world, scenario, probe, tracer_reaches, &state.fired);
+            arming::standing(scenario, probe, tracer.tracing.is_some())
+        }
         None => {
             service_faults::arm(&ground.world, scenario);
             arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe)

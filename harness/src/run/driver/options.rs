@@ -43,6 +43,9 @@ pub struct RunOptions {
     /// services only), keeping the last in `Run::after_kill`: `explore` keeps it beside a failing
     /// case it re-ran.
     pub keep_kills: bool,
+    /// How long a state taken after a kill waits for the world to record every request the
+    /// tracer saw sent before it (`after_kill::LANDS` by default); past it, no state is taken.
+    pub kill_lands: Duration,
     /// A traced process crash starts the incarnations after its last kill untraced: once every
     /// kill and freeze of the scenario has happened and every `[[syscall_fault]]` was hit, the
     /// tracer has nothing left to stop at, and the recovery runs as fast as the runtime does.
@@ -67,6 +70,7 @@ impl Default for RunOptions {
             contract: crate::model::contract::Version::CURRENT,
             from_kept: None,
             keep_kills: false,
+            kill_lands: crate::run::built::after_kill::LANDS,
             untraced_after_last_kill: false,
         }
     }

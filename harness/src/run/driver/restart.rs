@@ -91,7 +91,7 @@ impl Driver<'_> {
 
     /// `RunOptions::keep_kills`: the crash state this kill left, in place of the last one's.
     async fn keep_after_kill(&mut self, incarnation: u32) {
-        let (Some((data, logs)), Some(tracing)) = (&self.keep_kills, self.traced.as_mut()) else { return };
+        let (Some((data, logs, lands)), Some(tracing)) = (&self.keep_kills, self.traced.as_mut()) else { return };
         let around = Around {
             data,
             logs,
@@ -101,7 +101,7 @@ impl Driver<'_> {
             killed: &self.killed,
             incarnation,
         };
-        self.after_kill = Some(after_kill::take(around, tracing).await);
+        self.after_kill = Some(after_kill::take(around, tracing, *lands).await);
     }
 
     /// Machine-crash mode: the kill was a power loss; the next incarnation finds only what was

@@ -91,7 +91,7 @@ pub(super) struct Driver<'a> {
     pub(super) host: Option<super::host::Host>,
     /// With `RunOptions::keep_kills` (a process crash, no services): the data dir and logs the
     /// crash state after each kill is taken from, and the last one taken.
-    pub(super) keep_kills: Option<(PathBuf, PathBuf)>,
+    pub(super) keep_kills: Option<(PathBuf, PathBuf, std::time::Duration)>,
     pub(super) after_kill: Option<Result<crate::run::built::after_kill::AfterKill, String>>,
     /// `RunOptions::untraced_after_last_kill`, in a traced process crash: the runtime as the user
     /// gave it, started without the tracer once every kill has happened (`restart`).
@@ -148,7 +148,7 @@ impl<'a> Driver<'a> {
             keep_kills: (options.keep_kills
                 && options.crash == crate::model::crash::Crash::Process
                 && options.services.is_empty())
-            .then(|| (ground.data.clone(), ground.logs.clone())),
+            .then(|| (ground.data.clone(), ground.logs.clone(), options.kill_lands)),
             after_kill: None,
             untraced_target: None,
             windows: Default::default(),

@@ -13,11 +13,19 @@
 //! keeps the state its recovery started from beside its written file (`crate::run::built::kept`:
 //! the built one, or for a re-run case the one its last kill left), where `killpoint run` starts
 //! from it.
+//!
+//! With the probe, at depth 2: each depth-1 case of one plain kill runs traced up to its kill and
+//! takes the state the kill left (`crate::run::built::after_kill`); its depth-2 cases start there
+//! ([`Shelf::after_kill_for`]), their second kill armed in the world the state holds
+//! (`run::driver::arming::arm_unfired`), as the re-run would have it armed from the start. Which
+//! boundary occurrences the prefix passed is in the state's marks, counted again as the recovery
+//! opens.
 
 use super::case::{Case, Workload};
 use super::finding::{Finding, finding_of};
 use crate::judge::Verdict;
-use crate::run::built::{Built, BuiltStates};
+use crate::run::built::after_kill::AfterKill;
+use crate::run::built::{Built, BuiltState, BuiltStates};
 use crate::run::driver::{Recording, Run, RunOptions};
 use crate::run::incarnation::Target;
 use crate::scenario::Scenario;
@@ -51,9 +59,18 @@ fn building(
 pub(super) struct Shelf {
     pub(super) record: Option<BuiltStates>,
     pub(super) recoveries: Vec<(Case, BuiltStates)>,
+    /// With the probe: the state each depth-1 boundary case's kill left, taken right after it
+    /// under the tracer (`crate::run::built::after_kill`), where its depth-2 cases start.
+    pub(super) after_kills: Vec<(Case, AfterKill)>,
 }
 
 impl Shelf {
+    /// The state a depth-2 case of boundary kills starts from: the one its first kill left.
+    pub(super) fn after_kill_for(&self, case: &Case) -> Option<&BuiltState> {
+        let parent = case.boundary_parent()?;
+        self.after_kills.iter().find(|(c, _)| *c == parent).map(|(_, taken)| &taken.state)
+    }
+
     /// The states `case` may run from: its depth's, when its last kill is a system call.
     pub(super) fn for_case(&self, case: &Case) -> Option<&BuiltStates> {
         if case.syscalls_only() && case.syscalls.len() == 1 {
@@ -95,6 +112,18 @@ pub(super) fn run_case_built(
     recording: Option<Recording>,
 ) -> Option<std::io::Result<Played>> {
     let state = built.ready_at(case.syscalls.last()?)?;
+    Some(run_from(workload, case, target, options, state, recording))
+}
+
+/// Runs `case` from `state`, a crash state of its prefix, building what `recording` says.
+pub(super) fn run_from(
+    workload: &Workload,
+    case: &Case,
+    target: &Target,
+    options: &RunOptions,
+    state: &BuiltState,
+    recording: Option<Recording>,
+) -> std::io::Result<Played> {
     let scenario = case.scenario(workload);
     let played = (|| {
         let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -103,10 +132,10 @@ pub(super) fn run_case_built(
         let verdict = crate::judge::check(&scenario, &run);
         Ok((verdict, run, states))
     })();
-    Some(played.map(|(verdict, run, states)| {
+    played.map(|(verdict, run, states)| {
         let (finding, run) = finding_of(workload, case, scenario, verdict, run);
         (Finding { built: true, ..finding }, run, states)
-    }))
+    })
 }
 
 /// Re-runs `case` from the start, building what `recording` says on the way.

@@ -73,6 +73,14 @@ impl Case {
         parent.single_kill().then_some(parent)
     }
 
+    /// The depth-1 case this one goes on from, when both its kills are at boundaries (the second
+    /// in the first's recovery) and the first is one plain kill (`None` otherwise).
+    pub fn boundary_parent(&self) -> Option<Case> {
+        let [first, _] = self.kills.as_slice() else { return None };
+        let parent = Case { kills: vec![first.clone()], ..self.clone() };
+        (self.syscalls.is_empty() && parent.single_kill()).then_some(parent)
+    }
+
     /// The workload with this schedule's kills: a scenario like any other, which `killpoint run`
     /// replays. Expectations follow the kills: a tool with no lookup killed after its call may
     /// have acted, so it must pause; an operation cancelled before its first call must be refused.
@@ -196,6 +204,22 @@ mod tests {
         assert!(w.base.faults.is_empty());
         // `paused` came from the dropped kill: without it the charge succeeds.
         assert_eq!(w.base.operation("charge").map(|o| o.expect), Some(Outcome::Succeeded));
+    }
+
+    #[test]
+    fn a_second_boundary_kill_goes_on_from_its_first_only_when_that_is_one_plain_kill() {
+        let first = point(Boundary::AfterDispatch, "charge", 1);
+        let second = point(Boundary::BeforeDispatch, "charge", 2);
+        let case = Case { kills: vec![first.clone(), second], revoke: Vec::new(), freeze: false, syscalls: Vec::new() };
+        let parent = Case { kills: vec![first], ..case.clone() };
+        assert_eq!(case.boundary_parent(), Some(parent.clone()));
+        assert_eq!(parent.boundary_parent(), None, "one kill: a depth-1 case");
+        assert_eq!(Case { freeze: true, ..case.clone() }.boundary_parent(), None, "a freeze first: re-run");
+        assert_eq!(
+            Case { revoke: vec![Revoke::Operation], ..case.clone() }.boundary_parent(),
+            None,
+            "a revocation: re-run"
+        );
     }
 
     #[test]

@@ -156,9 +156,13 @@ pub fn explore(
     } else {
         options
     };
-    // Built states, unless `--rerun-prefix` (or this machine cannot trace): the record run's,
-    // then each depth-1 case's recovery's.
-    let mut shelf = plan.built.take().map(|record| Shelf { record: Some(record), recoveries: Vec::new() });
+    // Built states, unless `--rerun-prefix` (or this machine cannot trace): over system calls the
+    // record run's, then each depth-1 case's recovery's; with the probe at depth 2, the state
+    // each depth-1 case's kill left.
+    let mut shelf = match plan.built.take() {
+        Some(record) => Some(Shelf { record: Some(record), ..Shelf::default() }),
+        None => after_kills_wanted(options).then(Shelf::default),
+    };
     let explorer = Explorer { scenario, workload: &workload, target, options, progress, syscalls };
     let mut level: Vec<Case> = plan.cases;
     let mut depth = 1;
@@ -171,6 +175,21 @@ pub fn explore(
         depth += 1;
     }
     Ok(result)
+}
+
+/// Whether a depth-2 exploration with the probe takes the state each depth-1 kill leaves, for its
+/// depth-2 cases to start from there instead of re-running the prefix: only the tracer can say
+/// that every request sent before the kill reached the world, and a state holds no service's
+/// state, no power loss and no restore.
+fn after_kills_wanted(options: &ExploreOptions) -> bool {
+    let run = &options.run;
+    options.depth >= 2
+        && options.points != Points::Syscalls
+        && !options.rerun_prefix
+        && run.probe
+        && run.crash == crate::model::crash::Crash::Process
+        && run.services.is_empty()
+        && crate::run::traced::permitted().is_ok()
 }
 
 /// What every depth of one exploration runs with.
@@ -214,7 +233,11 @@ impl Explorer<'_> {
         let mut next = Vec::new();
         for (finding, run, states) in outcomes {
             result.judge(&finding);
-            let Some(run) = run else { continue };
+            let Some(mut run) = run else { continue };
+            let probed = shelf.as_deref_mut().filter(|_| !self.syscalls);
+            if let (Some(shelf), Some(Ok(taken))) = (probed, run.after_kill.take()) {
+                shelf.after_kills.push((finding.case.clone(), taken));
+            }
             let prune = options.prune && options.run.services.is_empty(); // as in `plan`
             if let Some(found) = recovery(&finding, &run, self.syscalls, prune) {
                 next.extend(result.recovered(found));

@@ -1,7 +1,7 @@
 //! Cases run at once: `options.jobs` threads take the cases in order, each with its own data dir,
 //! fake world and ports, and the findings come back in the cases' order.
 
-use super::built::{Played, Shelf, for_depth_two, rerun_building, run_case_built};
+use super::built::{Played, Shelf, for_depth_two, rerun_building, run_case_built, run_from};
 use super::case::{Case, Workload};
 use super::finding::{CaseStatus, Finding};
 use super::options::ExploreOptions;
@@ -39,12 +39,21 @@ pub(super) fn run_all(
     // Runs whose recoveries become depth-2 points take fingerprints, so those points can be pruned.
     // Re-run cases under the tracer take the crash state each kill leaves: a failing one keeps
     // its last beside its file, as a case from a built state keeps that.
-    let keep_kills = options.keep_failures && options.run.syscalls;
-    // A run kept for depth 2 gives it the points of its recovery: traced to the end. Others need
-    // the tracer only until their last kill.
-    let untraced_after_last_kill = !keep_runs;
+    // With the probe, a run kept for depth 2 takes the state its kill left, where its depth-2
+    // cases start (`Shelf::after_kills`, when the exploration takes them).
+    let after_kills = keep_runs && !options.run.syscalls && shelf.is_some();
+    let keep_kills = (options.keep_failures && options.run.syscalls) || after_kills;
+    // A run kept for depth 2 over system calls gives it the points of its recovery: traced to the
+    // end (with the probe its points are the probe's). Others need the tracer only until their
+    // last kill.
+    let untraced_after_last_kill = !keep_runs || !options.run.syscalls;
+    // A state its depth-2 cases can do without (they re-run their prefix then) waits a moment,
+    // not as long as a failing case's evidence: in `concurrent_wave`, a kill at `after_dispatch`
+    // (the world holding one answer while other operations' requests are in flight) left one
+    // request the tracer saw sent that the world never recorded, in about one exploration of two.
+    let kill_lands = if after_kills { AFTER_KILL_SEED } else { options.run.kill_lands };
     let run_options =
-        RunOptions { fingerprints: keep_runs, keep_kills, untraced_after_last_kill, ..options.run.clone() };
+        RunOptions { fingerprints: keep_runs, keep_kills, kill_lands, untraced_after_last_kill, ..options.run.clone() };
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
             scope.spawn(|| {
@@ -103,6 +112,10 @@ pub(super) fn run_all(
     out.into_iter().map(|(_, r)| r).collect()
 }
 
+/// How long the state a depth-1 case's kill left waits for the world to record what was sent,
+/// when it is taken for its depth-2 cases to start from.
+const AFTER_KILL_SEED: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The crash state a failing case's recovery started from: its built state, or, re-run, the one
 /// its last kill left (`Err`: why that could not be taken; `None`: neither, untraced).
 fn state_of<'s>(
@@ -112,7 +125,8 @@ fn state_of<'s>(
 ) -> Option<Result<&'s BuiltState, &'s str>> {
     let case = &finding.case;
     if finding.built {
-        let state = shelf.and_then(|s| s.for_case(case)).and_then(|b| b.ready_at(case.syscalls.last()?));
+        let after_kill = shelf.and_then(|s| s.after_kill_for(case));
+        let state = after_kill.or_else(|| shelf?.for_case(case)?.ready_at(case.syscalls.last()?));
         return state.map(Ok);
     }
     after_kill::state_of(after_kill)
@@ -129,7 +143,12 @@ fn play(
     shelf: Option<&Shelf>,
     keep_runs: bool,
 ) -> std::io::Result<Played> {
-    let recording = shelf.and(for_depth_two(case)).filter(|_| keep_runs);
+    if let Some(state) = shelf.and_then(|s| s.after_kill_for(case)) {
+        return run_from(workload, case, target, options, state, None);
+    }
+    // Recoveries' states are built over system calls; with the probe the shelf holds after-kill
+    // states only.
+    let recording = shelf.and(for_depth_two(case)).filter(|_| keep_runs && options.syscalls);
     if let Some(played) =
         shelf.and_then(|s| s.for_case(case)).and_then(|b| run_case_built(workload, case, target, options, b, recording))
     {
