@@ -78,7 +78,7 @@ impl BenchCommand {
         // the state each first kill left), each run also explores with `--rerun-prefix` right
         // after, under the same load: the ratio of the two is measured within one run, and every
         // case's verdict compared.
-        let from_states = options.points == explore::Points::Syscalls || (options.depth >= 2 && options.run.probe);
+        let from_states = options.points == explore::Points::Syscalls || explore::after_kills_wanted(&options);
         let compare = from_states && !options.rerun_prefix;
         for i in 1..=self.runs {
             let once = if compare {

@@ -30,14 +30,16 @@ pub(super) fn arm_faults(world: &World, traced: Option<&Tracing>, scenario: &Sce
 /// Arms in the world of a run going on from a crash state the faults its prefix did not fire
 /// (`fired`): a depth-2 case's second kill, where the state is the one its first kill left. The
 /// world kept the rest as they were left; one armed again is the same fault under the same key (a
-/// call or a receipt the world has counted past is never reached again).
-pub(super) fn arm_unfired(world: &World, scenario: &Scenario, probe: bool, tracer_reaches: bool, fired: &[Fired]) {
-    arm(world, scenario, probe, tracer_reaches, |i| !fired.iter().any(|f| f.fault == i));
+/// call or a receipt the world has counted past is never reached again). Returns how each fault
+/// stands, as [`arm_faults`] does (those fired are set from `fired` by the caller).
+pub(super) fn arm_unfired(world: &World, scenario: &Scenario, probe: bool, traced: bool, fired: &[Fired]) -> Vec<Hit> {
+    arm(world, scenario, probe, traced && !probe, |i| !fired.iter().any(|f| f.fault == i));
+    standing(scenario, probe, traced)
 }
 
 /// How each fault stands before any is reached: not reached yet, or out of reach without the
 /// probe (a run from a built state, whose world's faults were armed in the record run).
-pub(super) fn standing(scenario: &Scenario, probe: bool, traced: bool) -> Vec<Hit> {
+fn standing(scenario: &Scenario, probe: bool, traced: bool) -> Vec<Hit> {
     let tracer_reaches = traced && !probe;
     scenario
         .faults

@@ -242,11 +242,7 @@ async fn play(
     };
     let probe = first.probe.is_some();
     let mut hits = match start.from {
-        Some(state) => {
-            let tracer_reaches = tracer.tracing.is_some() && !probe;
-            arming::arm_unfired(&ground.world, scenario, probe, tracer_reaches, &state.fired);
-            arming::standing(scenario, probe, tracer.tracing.is_some())
-        }
+        Some(state) => arming::arm_unfired(&ground.world, scenario, probe, tracer.tracing.is_some(), &state.fired),
         None => {
             service_faults::arm(&ground.world, scenario);
             arming::arm_faults(&ground.world, tracer.tracing.as_ref(), scenario, probe)

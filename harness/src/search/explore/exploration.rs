@@ -181,7 +181,7 @@ pub fn explore(
 /// depth-2 cases to start from there instead of re-running the prefix: only the tracer can say
 /// that every request sent before the kill reached the world, and a state holds no service's
 /// state, no power loss and no restore.
-fn after_kills_wanted(options: &ExploreOptions) -> bool {
+pub fn after_kills_wanted(options: &ExploreOptions) -> bool {
     let run = &options.run;
     options.depth >= 2
         && options.points != Points::Syscalls

@@ -52,7 +52,7 @@ mod untraced;
 
 pub use built::record;
 pub use case::{Case, Workload};
-pub use exploration::{Exploration, explore};
+pub use exploration::{Exploration, after_kills_wanted, explore};
 pub use finding::{CaseStatus, Finding, run_case};
 pub use interleaving::Interleaving;
 pub use options::{ExploreOptions, Points, default_jobs, shard_of};
